@@ -1,0 +1,165 @@
+/* Shared command-line options: see include/cplab/cli.h. */
+#include "cplab/cli.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "cplab/scenario.h"
+
+void cplab_cli_init(cplab_cli *cli, const char *default_scenario) {
+  memset(cli, 0, sizeof *cli);
+  cli->scenario = default_scenario;
+  cli->log_level = CPLAB_LOG_WARN;
+}
+
+int cplab_parse_u64(const char *text, uint64_t *out) {
+  if (!text || !*text) return CPLAB_EINVAL;
+  uint64_t v = 0;
+  for (const char *p = text; *p; p++) {
+    if (*p < '0' || *p > '9') return CPLAB_EINVAL;
+    uint64_t digit = (uint64_t)(*p - '0');
+    if (v > (UINT64_MAX - digit) / 10) return CPLAB_EOVERFLOW;
+    v = v * 10 + digit;
+  }
+  *out = v;
+  return 0;
+}
+
+int cplab_cli_handle(cplab_cli *cli, int opt, const char *arg, cplab_diag *d) {
+  switch (opt) {
+    case CPLAB_OPT_SCENARIO: cli->scenario = arg; return 1;
+    case CPLAB_OPT_LAYOUT:
+      if (!cplab_name_valid(arg)) CPLAB_FAIL(d, CPLAB_EUSAGE, "--layout: '%s' is not a valid layout name", arg);
+      cli->layout = arg;
+      return 1;
+    case CPLAB_OPT_SEED:
+      if (cplab_parse_u64(arg, &cli->seed) != 0 || cli->seed > CPLAB_MAX_SEED)
+        CPLAB_FAIL(d, CPLAB_EUSAGE, "--seed: expected an integer in [0, %llu], got '%s'",
+                   (unsigned long long)CPLAB_MAX_SEED, arg);
+      cli->has_seed = 1;
+      return 1;
+    case 'o':
+      if (!*arg) CPLAB_FAIL(d, CPLAB_EUSAGE, "-o/--out: empty path");
+      cli->out = arg;
+      return 1;
+    case 'q': cli->quiet = 1; return 1;
+    case 'v':
+      if (cli->log_level < CPLAB_LOG_DEBUG) cli->log_level++;
+      return 1;
+    case CPLAB_OPT_JSON: cli->json = 1; return 1;
+    case CPLAB_OPT_LIST_SCENARIOS: cli->list_scenarios = 1; return 1;
+    case CPLAB_OPT_LOG_LEVEL:
+      if (cplab_log_level_parse(arg, &cli->log_level) != 0)
+        CPLAB_FAIL(d, CPLAB_EUSAGE, "--log-level: expected error, warn, info or debug, got '%s'", arg);
+      return 1;
+    case 'h': cli->help = 1; return 1;
+    case 'V': cli->version = 1; return 1;
+    default: return 0;
+  }
+}
+
+int cplab_cli_parse(int argc, char **argv, const char *shortopts, const struct option *longopts, cplab_cli *cli,
+                    cplab_cli_option_fn program_opt, void *ctx, int *first_arg, cplab_diag *d) {
+  opterr = 0; /* getopt must not print: errors go through cplab_cli_usage_error */
+  optind = 0; /* 0, not 1: makes glibc reinitialise its scanner state too */
+  int opt;
+  while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+    if (opt == '?') {
+      if (optopt > 0 && optopt < 0x100 && strchr(shortopts, optopt))
+        CPLAB_FAIL(d, CPLAB_EUSAGE, "option '-%c' needs an argument", optopt);
+      if (optopt > 0 && optopt < 0x100) CPLAB_FAIL(d, CPLAB_EUSAGE, "unknown option '-%c'", optopt);
+      if (optopt >= 0x100) CPLAB_FAIL(d, CPLAB_EUSAGE, "option '%s' needs an argument", argv[optind - 1]);
+      CPLAB_FAIL(d, CPLAB_EUSAGE, "unknown option '%s'", argv[optind - 1]);
+    }
+    int rc = cplab_cli_handle(cli, opt, optarg, d);
+    if (rc < 0) return rc;
+    if (rc == 1) continue;
+    if (!program_opt) CPLAB_FAIL(d, CPLAB_EINTERNAL, "option code %d has no handler", opt);
+    if ((rc = program_opt(ctx, opt, optarg, d)) != 0) return rc;
+  }
+  *first_arg = optind;
+  return 0;
+}
+
+void cplab_cli_help_common(FILE *out) {
+  fputs("Common options (the same in every cplab program):\n"
+        "  --scenario NAME|FILE  built-in scenario name or JSON file (see --list-scenarios)\n"
+        "  --list-scenarios      list the built-in scenarios and exit\n"
+        "  --layout NAME         layout plugin, overriding the scenario's\n"
+        "  --seed N              seed, overriding the scenario's (0 .. 2^53-1)\n"
+        "  -o, --out PATH        write the output to PATH (atomically)\n"
+        "  --json                print JSON instead of text\n"
+        "  -q, --quiet           print nothing on success\n"
+        "  -v, --verbose         more log output (repeatable)\n"
+        "  --log-level LEVEL     error, warn (default), info or debug\n"
+        "  -h, --help            this help\n"
+        "  -V, --version         version and build information\n"
+        "Exit status: 0 ok, 1 a difference or failed check, 2 an error.\n",
+        out);
+}
+
+void cplab_cli_version(FILE *out, const char *prog) {
+  fprintf(out, "%s (cplab) %s\n", prog, PACKAGE_VERSION);
+#ifdef HAVE_CUDA
+  fputs("built with CUDA kernels", out);
+#ifdef HAVE_NCCL
+  fputs(" and NCCL", out);
+#endif
+  fputs("\n", out);
+#else
+  fputs("built without CUDA\n", out);
+#endif
+}
+
+int cplab_cli_list_scenarios(FILE *out, cplab_diag *d) {
+  for (const char *const *n = cplab_scenario_builtin_names(); *n; n++) {
+    cplab_scenario *s;
+    int rc = cplab_scenario_load(*n, NULL, &s, d);
+    if (rc) return rc;
+    fprintf(out, "%-12s %s\n", s->name, s->description);
+    cplab_scenario_free(s);
+  }
+  return 0;
+}
+
+void cplab_cli_usage_error(const char *prog, const cplab_diag *d) {
+  cplab_diag_report(stderr, prog, d);
+  fprintf(stderr, "Try '%s --help'.\n", prog);
+}
+
+int cplab_write_file_atomic(const char *path, const void *data, size_t len, cplab_diag *d) {
+  size_t n = strlen(path);
+  char *tmp = malloc(n + 16);
+  if (!tmp) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
+  snprintf(tmp, n + 16, "%s.tmp.XXXXXX", path);
+  int fd = mkstemp(tmp);
+  if (fd < 0) {
+    int e = errno;
+    free(tmp);
+    CPLAB_FAIL(d, CPLAB_EIO, "cannot create a temporary file beside '%s': %s", path, strerror(e));
+  }
+  const char *p = data;
+  size_t left = len;
+  /* mkstemp makes 0600 files; outputs are ordinary shareable files. */
+  int rc = fchmod(fd, 0644) == 0 ? 0 : cplab_diag_set(d, CPLAB_EIO, "cannot chmod '%s': %s", tmp, strerror(errno));
+  while (left > 0 && rc == 0) {
+    ssize_t w = write(fd, p, left);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) rc = cplab_diag_set(d, CPLAB_EIO, "cannot write '%s': %s", tmp, strerror(errno));
+    else {
+      p += w;
+      left -= (size_t)w;
+    }
+  }
+  if (rc == 0 && fsync(fd) != 0) rc = cplab_diag_set(d, CPLAB_EIO, "cannot flush '%s': %s", tmp, strerror(errno));
+  if (close(fd) != 0 && rc == 0) rc = cplab_diag_set(d, CPLAB_EIO, "cannot close '%s': %s", tmp, strerror(errno));
+  if (rc == 0 && rename(tmp, path) != 0)
+    rc = cplab_diag_set(d, CPLAB_EIO, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
+  if (rc) unlink(tmp);
+  free(tmp);
+  return rc;
+}

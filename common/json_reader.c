@@ -1,0 +1,189 @@
+/* Typed, located JSON access: see json_reader.h. */
+#include "json_reader.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+void cplab_json_reader_init(cplab_json_reader *r, const char *text, size_t len, const char *origin, cplab_diag *d) {
+  *r = (cplab_json_reader){text, len, origin, NULL, d};
+}
+
+void cplab_json_reader_fini(cplab_json_reader *r) {
+  cplab_json_locator_free(r->loc);
+  r->loc = NULL;
+}
+
+/* Position of path, or of its nearest ancestor present in the text. */
+static cplab_json_pos locate_nearest(const cplab_json_locator *loc, const char *path, int at_key) {
+  char buf[CPLAB_PATH_MAX];
+  snprintf(buf, sizeof buf, "%s", path);
+  for (;;) {
+    cplab_json_pos pos = cplab_json_locate(loc, buf, at_key);
+    if (pos.line || buf[0] == '\0') return pos;
+    char *cut = strrchr(buf, '.');
+    char *bracket = strrchr(buf, '[');
+    if (bracket && (!cut || bracket > cut)) cut = bracket;
+    if (cut) *cut = '\0';
+    else buf[0] = '\0';
+    at_key = 0;
+  }
+}
+
+int cplab_json_fail(cplab_json_reader *r, const char *path, int at_key, int code, const char *fmt, ...) {
+  char msg[CPLAB_DIAG_MSG_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (!r->loc && r->text) r->loc = cplab_json_locator_alloc(r->text, r->len);
+  cplab_json_pos pos = locate_nearest(r->loc, path, at_key);
+  const char *shown = path[0] ? path : "(top level)";
+  if (pos.line) return cplab_diag_set(r->d, code, "%s:%d:%d: %s: %s", r->origin, pos.line, pos.col, shown, msg);
+  return cplab_diag_set(r->d, code, "%s: %s: %s", r->origin, shown, msg);
+}
+
+int cplab_json_fail_field(cplab_json_reader *r, const char *base, const cplab_diag *local) {
+  const char *sep = strstr(local->msg, ": ");
+  if (!sep) return cplab_json_fail(r, base, 0, local->code, "%s", local->msg);
+  char field[CPLAB_PATH_MAX], path[CPLAB_PATH_MAX];
+  size_t n = (size_t)(sep - local->msg);
+  if (n >= sizeof field) n = sizeof field - 1;
+  memcpy(field, local->msg, n);
+  field[n] = '\0';
+  cplab_json_child(path, base, field);
+  return cplab_json_fail(r, path, 0, local->code, "%s", sep + 2);
+}
+
+void cplab_json_child(char *out, const char *parent, const char *key) {
+  if (parent[0]) snprintf(out, CPLAB_PATH_MAX, "%s.%s", parent, key);
+  else snprintf(out, CPLAB_PATH_MAX, "%s", key);
+}
+
+void cplab_json_index(char *out, const char *parent, size_t index) {
+  snprintf(out, CPLAB_PATH_MAX, "%s[%zu]", parent, index);
+}
+
+const char *cplab_json_type_name(const json_t *v) {
+  switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a real number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    case JSON_NULL: return "null";
+  }
+  return "an unknown value";
+}
+
+int cplab_json_expect_object(cplab_json_reader *r, const json_t *v, const char *path) {
+  if (!json_is_object(v))
+    return cplab_json_fail(r, path, 0, CPLAB_ESCHEMA, "expected an object, got %s", cplab_json_type_name(v));
+  return 0;
+}
+
+int cplab_json_expect_array(cplab_json_reader *r, const json_t *v, const char *path, size_t min, size_t max) {
+  if (!json_is_array(v))
+    return cplab_json_fail(r, path, 0, CPLAB_ESCHEMA, "expected an array, got %s", cplab_json_type_name(v));
+  size_t n = json_array_size(v);
+  if (n < min || n > max)
+    return cplab_json_fail(r, path, 0, CPLAB_ERANGE, "must have between %zu and %zu entries, got %zu", min, max, n);
+  return 0;
+}
+
+int cplab_json_check_keys(cplab_json_reader *r, const json_t *obj, const char *path, const char *const *allowed) {
+  const char *key;
+  json_t *v;
+  json_object_foreach((json_t *)obj, key, v) {
+    char child[CPLAB_PATH_MAX];
+    cplab_json_child(child, path, key);
+    if (strcmp(key, "comment") == 0) {
+      if (!json_is_string(v))
+        return cplab_json_fail(r, child, 0, CPLAB_ESCHEMA, "expected a string, got %s", cplab_json_type_name(v));
+      continue;
+    }
+    int known = 0;
+    for (const char *const *a = allowed; *a && !known; a++) known = strcmp(*a, key) == 0;
+    if (!known) {
+      char list[512] = "";
+      size_t used = 0;
+      for (const char *const *a = allowed; *a && used < sizeof list; a++)
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", a == allowed ? "" : ", ", *a);
+      return cplab_json_fail(r, child, 1, CPLAB_ESCHEMA, "unknown key '%s' (allowed here: %s)", key, list);
+    }
+  }
+  return 0;
+}
+
+static const json_t *member(cplab_json_reader *r, const json_t *obj, const char *path, const char *key,
+                            int required, int *rc) {
+  *rc = 0;
+  const json_t *v = json_object_get(obj, key);
+  if (!v && required) *rc = cplab_json_fail(r, path, 0, CPLAB_ESCHEMA, "missing required key '%s'", key);
+  return v;
+}
+
+int cplab_json_get_int(cplab_json_reader *r, const json_t *obj, const char *path, const char *key, int required,
+                       int64_t def, int64_t min, int64_t max, int64_t *out) {
+  int rc;
+  const json_t *v = member(r, obj, path, key, required, &rc);
+  if (!v) {
+    *out = def;
+    return rc;
+  }
+  char child[CPLAB_PATH_MAX];
+  cplab_json_child(child, path, key);
+  if (!json_is_integer(v))
+    return cplab_json_fail(r, child, 0, CPLAB_ESCHEMA, "expected an integer, got %s", cplab_json_type_name(v));
+  json_int_t x = json_integer_value(v);
+  if (x < min || x > max)
+    return cplab_json_fail(r, child, 0, CPLAB_ERANGE, "must be in [%lld, %lld], got %lld", (long long)min,
+                           (long long)max, (long long)x);
+  *out = (int64_t)x;
+  return 0;
+}
+
+int cplab_json_get_real(cplab_json_reader *r, const json_t *obj, const char *path, const char *key, int required,
+                        double def, double min, double max, double *out) {
+  int rc;
+  const json_t *v = member(r, obj, path, key, required, &rc);
+  if (!v) {
+    *out = def;
+    return rc;
+  }
+  char child[CPLAB_PATH_MAX];
+  cplab_json_child(child, path, key);
+  if (!json_is_number(v))
+    return cplab_json_fail(r, child, 0, CPLAB_ESCHEMA, "expected a number, got %s", cplab_json_type_name(v));
+  double x = json_number_value(v);
+  if (!(x >= min && x <= max))
+    return cplab_json_fail(r, child, 0, CPLAB_ERANGE, "must be in [%g, %g], got %g", min, max, x);
+  *out = x;
+  return 0;
+}
+
+int cplab_json_get_string(cplab_json_reader *r, const json_t *obj, const char *path, const char *key, int required,
+                          const char *def, char *buf, size_t cap) {
+  int rc;
+  const json_t *v = member(r, obj, path, key, required, &rc);
+  const char *s = def;
+  char child[CPLAB_PATH_MAX];
+  cplab_json_child(child, path, key);
+  if (v) {
+    if (!json_is_string(v))
+      return cplab_json_fail(r, child, 0, CPLAB_ESCHEMA, "expected a string, got %s", cplab_json_type_name(v));
+    s = json_string_value(v);
+  } else if (rc) {
+    return rc;
+  }
+  size_t n = strlen(s);
+  if (n >= cap)
+    return cplab_json_fail(r, child, 0, CPLAB_ERANGE, "must be shorter than %zu characters, got %zu", cap, n);
+  for (const char *p = s; *p; p++)
+    if ((unsigned char)*p < 0x20)
+      return cplab_json_fail(r, child, 0, CPLAB_ESCHEMA, "must not contain control characters");
+  memcpy(buf, s, n + 1);
+  return 0;
+}

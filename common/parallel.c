@@ -1,0 +1,88 @@
+/* Parallel layout rules: see include/cplab/parallel.h. */
+#include "cplab/parallel.h"
+
+#include <string.h>
+
+static const char *const graph_mode_names[] = {"NONE", "PIECEWISE", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE",
+                                               "FULL"};
+
+void cplab_parallel_defaults(cplab_parallel *p) {
+  *p = (cplab_parallel){.tp = 1,
+                        .pcp = 1,
+                        .dcp = 1,
+                        .pp = 1,
+                        .interleave = 1,
+                        .block_size = 64,
+                        .max_model_len = 0,
+                        .graph_mode = CPLAB_GRAPH_FULL_AND_PIECEWISE};
+}
+
+int cplab_parallel_world(const cplab_parallel *p) { return p->pp * p->pcp * p->tp; }
+
+const char *cplab_graph_mode_name(cplab_graph_mode m) {
+  return (m >= CPLAB_GRAPH_NONE && m <= CPLAB_GRAPH_FULL) ? graph_mode_names[m] : "?";
+}
+
+int cplab_graph_mode_parse(const char *name, cplab_graph_mode *out) {
+  for (int i = 0; i <= (int)CPLAB_GRAPH_FULL; i++) {
+    if (strcmp(name, graph_mode_names[i]) == 0) {
+      *out = (cplab_graph_mode)i;
+      return 0;
+    }
+  }
+  return CPLAB_ENOTFOUND;
+}
+
+int cplab_graph_mode_admitted(const cplab_parallel *p, const char **why) {
+  /* The PCP manager captures piecewise graphs for mixed batches and full graphs
+   * only for uniform decode batches; a FULL graph over a mixed batch would bake
+   * one rank-dependent prefill split into the graph. */
+  if (p->pcp > 1 && p->graph_mode == CPLAB_GRAPH_FULL) {
+    if (why) *why = "FULL captures CUDA graphs over mixed batches, which PCP rejects; use FULL_AND_PIECEWISE";
+    return 0;
+  }
+  return 1;
+}
+
+static int check_range(cplab_diag *d, const char *name, int64_t v, int64_t lo, int64_t hi) {
+  if (v < lo || v > hi)
+    CPLAB_FAIL(d, CPLAB_ERANGE, "%s: must be in [%lld, %lld], got %lld", name, (long long)lo, (long long)hi,
+               (long long)v);
+  return 0;
+}
+
+int cplab_parallel_check(const cplab_parallel *p, int64_t num_heads, cplab_diag *d) {
+  int rc;
+  if ((rc = check_range(d, "tp", p->tp, 1, CPLAB_MAX_GROUP)) ||
+      (rc = check_range(d, "pcp", p->pcp, 1, CPLAB_MAX_GROUP)) ||
+      (rc = check_range(d, "pp", p->pp, 1, CPLAB_MAX_GROUP)) ||
+      (rc = check_range(d, "dcp", p->dcp, 1, CPLAB_MAX_WORLD)) ||
+      (rc = check_range(d, "block_size", p->block_size, 1, CPLAB_MAX_BLOCK_SIZE)) ||
+      (rc = check_range(d, "interleave", p->interleave, 1, CPLAB_MAX_BLOCK_SIZE)) ||
+      (rc = check_range(d, "max_model_len", p->max_model_len, 1, CPLAB_MAX_MODEL_LEN)))
+    return rc;
+  if ((int64_t)p->tp * p->pcp * p->pp > CPLAB_MAX_WORLD)
+    CPLAB_FAIL(d, CPLAB_ERANGE, "tp: world size pp·pcp·tp = %lld exceeds %d",
+               (long long)p->tp * p->pcp * p->pp, CPLAB_MAX_WORLD);
+  if (p->pcp > 1) {
+    if (p->dcp != 1 && p->dcp != p->pcp && p->dcp != p->tp * p->pcp)
+      CPLAB_FAIL(d, CPLAB_EUNSUPPORTED,
+                 "dcp: with pcp > 1, dcp must be 1, pcp (%d) or tp·pcp (%d), got %d", p->pcp, p->tp * p->pcp,
+                 p->dcp);
+    if (p->pp != 1)
+      CPLAB_FAIL(d, CPLAB_EUNSUPPORTED, "pp: pipeline parallelism is not supported with pcp > 1 (pp = %d)", p->pp);
+  } else if (p->tp % p->dcp != 0) {
+    CPLAB_FAIL(d, CPLAB_EUNSUPPORTED, "dcp: with pcp = 1, dcp must divide tp (%d), got %d", p->tp, p->dcp);
+  }
+  if (p->block_size % p->interleave != 0)
+    CPLAB_FAIL(d, CPLAB_EUNSUPPORTED,
+               "interleave: block_size (%d) must be a multiple of interleave (%d), or the per-block slot "
+               "mapping disagrees with the global ownership rule",
+               p->block_size, p->interleave);
+  if (num_heads > 0 && num_heads % p->tp != 0)
+    CPLAB_FAIL(d, CPLAB_EUNSUPPORTED, "tp: the model's %lld attention heads cannot be split over tp = %d",
+               (long long)num_heads, p->tp);
+  const char *why = NULL;
+  if (!cplab_graph_mode_admitted(p, &why)) CPLAB_FAIL(d, CPLAB_EUNSUPPORTED, "cudagraph_mode: %s", why);
+  return 0;
+}

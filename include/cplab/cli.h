@@ -1,0 +1,96 @@
+/* cplab/cli.h: the options every cplab program shares, so that each means the
+ * same thing everywhere, and the exit-code contract (h5diff's):
+ *   0 ok / same / holds, 1 a difference or failed check, 2 an error.
+ *
+ * A program lists CPLAB_CLI_COMMON_LONGOPTS in its getopt_long table, adds its
+ * own options with codes >= CPLAB_OPT_PROGRAM, and passes every option it gets
+ * to cplab_cli_handle() first.
+ */
+#ifndef CPLAB_CLI_H
+#define CPLAB_CLI_H
+
+#include <getopt.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cplab/error.h"
+#include "cplab/log.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { CPLAB_EXIT_OK = 0, CPLAB_EXIT_DIFFERENT = 1, CPLAB_EXIT_ERROR = 2 };
+
+enum {
+  CPLAB_OPT_SCENARIO = 0x100,
+  CPLAB_OPT_LAYOUT,
+  CPLAB_OPT_SEED,
+  CPLAB_OPT_JSON,
+  CPLAB_OPT_LIST_SCENARIOS,
+  CPLAB_OPT_LOG_LEVEL,
+  CPLAB_OPT_PROGRAM = 0x200 /* first code free for program-specific options */
+};
+
+#define CPLAB_CLI_COMMON_SHORTOPTS "o:qvhV"
+#define CPLAB_CLI_COMMON_LONGOPTS                                   \
+  {"scenario", required_argument, NULL, CPLAB_OPT_SCENARIO},        \
+      {"layout", required_argument, NULL, CPLAB_OPT_LAYOUT},        \
+      {"seed", required_argument, NULL, CPLAB_OPT_SEED},            \
+      {"out", required_argument, NULL, 'o'},                        \
+      {"quiet", no_argument, NULL, 'q'},                            \
+      {"json", no_argument, NULL, CPLAB_OPT_JSON},                  \
+      {"list-scenarios", no_argument, NULL, CPLAB_OPT_LIST_SCENARIOS}, \
+      {"log-level", required_argument, NULL, CPLAB_OPT_LOG_LEVEL},  \
+      {"verbose", no_argument, NULL, 'v'},                          \
+      {"help", no_argument, NULL, 'h'},                             \
+      {"version", no_argument, NULL, 'V'}
+
+typedef struct cplab_cli {
+  const char *scenario; /* NAME or FILE; the program's default until set */
+  const char *layout;   /* NULL: the scenario's */
+  int has_seed;
+  uint64_t seed;
+  const char *out; /* -o PATH, NULL: none */
+  int quiet, json, list_scenarios, help, version;
+  cplab_log_level log_level;
+} cplab_cli;
+
+void cplab_cli_init(cplab_cli *cli, const char *default_scenario);
+
+/* 1: opt was a common option and is applied; 0: not a common option;
+ * negative: a bad argument (message in d). '?' (getopt's own error) gives
+ * CPLAB_EUSAGE. */
+int cplab_cli_handle(cplab_cli *cli, int opt, const char *arg, cplab_diag *d);
+
+/* Handles a program's own option (code >= CPLAB_OPT_PROGRAM or its own short
+ * letter): 0 ok, negative with a message in d. */
+typedef int (*cplab_cli_option_fn)(void *ctx, int opt, const char *arg, cplab_diag *d);
+
+/* The whole getopt_long loop: common options into cli, the others to
+ * program_opt (may be NULL when there are none). Positional arguments are
+ * left at argv[*first_arg..argc). shortopts must start with
+ * CPLAB_CLI_COMMON_SHORTOPTS. Errors are CPLAB_EUSAGE with a message. */
+int cplab_cli_parse(int argc, char **argv, const char *shortopts, const struct option *longopts, cplab_cli *cli,
+                    cplab_cli_option_fn program_opt, void *ctx, int *first_arg, cplab_diag *d);
+
+/* Help text of the common options (two-space indented lines). */
+void cplab_cli_help_common(FILE *out);
+void cplab_cli_version(FILE *out, const char *prog);
+/* One line per built-in scenario: name and description. */
+int cplab_cli_list_scenarios(FILE *out, cplab_diag *d);
+/* Report a usage error the standard way ("PROG: error: ...", "Try 'PROG --help'."). */
+void cplab_cli_usage_error(const char *prog, const cplab_diag *d);
+
+/* Strict decimal parse: digits only, no sign, no overflow. */
+int cplab_parse_u64(const char *text, uint64_t *out);
+
+/* Write len bytes to path atomically: a temporary file in the same
+ * directory, flushed and renamed over path, so a crash never leaves a
+ * partial file and an existing file is replaced only by a complete one. */
+int cplab_write_file_atomic(const char *path, const void *data, size_t len, cplab_diag *d);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CPLAB_CLI_H */

@@ -1,0 +1,61 @@
+/* cplab/parallel.h: the parallel layout (TP, PCP, DCP, PP, interleave, block
+ * size, max_model_len, CUDA-graph mode) and the rules that admit it.
+ * Rules: shared/reference/vllm-pcp-dcp.md §1.2, §2.1, §9.
+ */
+#ifndef CPLAB_PARALLEL_H
+#define CPLAB_PARALLEL_H
+
+#include <stdint.h>
+
+#include "cplab/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum cplab_graph_mode {
+  CPLAB_GRAPH_NONE = 0,
+  CPLAB_GRAPH_PIECEWISE,
+  CPLAB_GRAPH_FULL_DECODE_ONLY,
+  CPLAB_GRAPH_FULL_AND_PIECEWISE,
+  CPLAB_GRAPH_FULL,
+} cplab_graph_mode;
+
+typedef struct cplab_parallel {
+  int tp, pcp, dcp, pp;
+  int interleave;        /* I: tokens per ownership stripe (cp_kv_cache_interleave_size) */
+  int block_size;        /* B: tokens per physical KV block on one rank */
+  int64_t max_model_len; /* longest context a request may reach */
+  cplab_graph_mode graph_mode;
+} cplab_parallel;
+
+/* Upper bounds. max_model_len keeps the indexer workspace (40·max_model_len
+ * key rows) addressable with the int32 indices the kernels use. */
+#define CPLAB_MAX_GROUP 1024
+#define CPLAB_MAX_WORLD 65536
+#define CPLAB_MAX_BLOCK_SIZE 4096
+#define CPLAB_MAX_MODEL_LEN (INT32_MAX / 40)
+
+/* tp = pcp = dcp = pp = 1, interleave 1, block 64, max_model_len 0 (unset),
+ * FULL_AND_PIECEWISE graphs. */
+void cplab_parallel_defaults(cplab_parallel *p);
+
+/* world = pp · pcp · tp (DCP adds no ranks). */
+int cplab_parallel_world(const cplab_parallel *p);
+
+/* Check every rule. On failure the diag message starts with the offending
+ * field ("dcp: ...", "interleave: ..."). num_heads (0 = unknown) is checked
+ * for divisibility by tp. */
+int cplab_parallel_check(const cplab_parallel *p, int64_t num_heads, cplab_diag *d);
+
+const char *cplab_graph_mode_name(cplab_graph_mode m);
+int cplab_graph_mode_parse(const char *name, cplab_graph_mode *out); /* 0 or CPLAB_ENOTFOUND */
+
+/* Graph-mode admission (§9): 1 if mode may run with this layout, else 0 and
+ * *why (may be NULL) says why. */
+int cplab_graph_mode_admitted(const cplab_parallel *p, const char **why);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CPLAB_PARALLEL_H */

@@ -1,0 +1,92 @@
+/* The simulator's report, as text for people and JSON for machines. Both are
+ * deterministic: no times, hosts or process counts. */
+#include <stdio.h>
+
+#include "config.h"
+#include "sim.h"
+
+static json_t *int_array(const int *v, int n) {
+  json_t *a = json_array();
+  for (int i = 0; i < n; i++) json_array_append_new(a, json_integer(v[i]));
+  return a;
+}
+
+static json_t *summary_json(const cplab_scenario *s) {
+  cplab_workload_summary w;
+  cplab_scenario_summarize(s, &w);
+  return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "steps", (json_int_t)w.steps, "requests",
+                   (json_int_t)w.requests, "prefills", (json_int_t)w.prefills, "decodes", (json_int_t)w.decodes,
+                   "new_tokens", (json_int_t)w.new_tokens, "max_context", (json_int_t)w.max_extent);
+}
+
+json_t *sim_report_json(const cplab_scenario *s, const cplab_rank_table *t) {
+  json_t *ranks = json_array();
+  for (int r = 0; r < t->world; r++) {
+    const cplab_rank_ids *id = &t->ids[r];
+    json_t *groups = json_object();
+    for (int k = 0; k < 3; k++)
+      json_object_set_new(groups, k == 0 ? "tp" : k == 1 ? "pcp" : "dcp",
+                          int_array(cplab_rank_table_members(t, (cplab_group_kind)k, r),
+                                    cplab_group_size(&t->par, (cplab_group_kind)k)));
+    json_array_append_new(ranks, json_pack("{s:i, s:i, s:i, s:i, s:i, s:o}", "rank", id->rank, "pp", id->pp, "pcp",
+                                           id->pcp, "tp", id->tp, "dcp_rank", id->dcp_rank, "groups", groups));
+  }
+  return json_pack("{s:s, s:s, s:o, s:o, s:{s:i, s:s, s:s, s:o}}", "program", "cplab-sim", "version",
+                   PACKAGE_VERSION, "scenario", cplab_scenario_to_json(s, 0), "workload", summary_json(s),
+                   "rank_table", "world_size", t->world, "q_gather_group",
+                   cplab_q_gather_name(cplab_q_gather_group(&t->par)), "decode_combine",
+                   cplab_combine_name(cplab_combine_kind(&t->par)), "ranks", ranks);
+}
+
+/* "{a,b,c}", padded to width unless it ends the line. */
+static void print_members(FILE *out, const int *m, int n, int width) {
+  char buf[256];
+  int used = snprintf(buf, sizeof buf, "{");
+  for (int i = 0; i < n && used < (int)sizeof buf - 16; i++) used += snprintf(buf + used, sizeof buf - (size_t)used, "%s%d", i ? "," : "", m[i]);
+  if (used >= (int)sizeof buf - 16) used += snprintf(buf + used, sizeof buf - (size_t)used, ",...");
+  snprintf(buf + used, sizeof buf - (size_t)used, "}");
+  fprintf(out, "  %-*s", width, buf);
+}
+
+static void print_members_last(FILE *out, const int *m, int n) {
+  print_members(out, m, n, 0);
+}
+
+void sim_report_text(FILE *out, const cplab_scenario *s, const cplab_rank_table *t) {
+  const cplab_model *m = &s->model;
+  const cplab_parallel *p = &s->par;
+  cplab_workload_summary w;
+  cplab_scenario_summarize(s, &w);
+  fprintf(out, "scenario  %s (%s)\n", s->name, s->origin);
+  if (s->description && *s->description) fprintf(out, "          %s\n", s->description);
+  fprintf(out,
+          "model     %s: hidden %lld, %lld layers, %lld heads, MLA head %lld (kv_lora %lld + rope %lld), "
+          "v %lld, indexer %lld heads x %lld, top-k %lld, softmax scale %.6g\n",
+          m->preset, (long long)m->hidden_size, (long long)m->num_layers, (long long)m->num_heads,
+          (long long)cplab_model_mla_head_dim(m), (long long)m->kv_lora_rank, (long long)m->qk_rope_head_dim,
+          (long long)m->v_head_dim, (long long)m->index_n_heads, (long long)m->index_head_dim,
+          (long long)m->index_topk, cplab_model_softmax_scale(m));
+  fprintf(out,
+          "parallel  tp %d, pcp %d, dcp %d, pp %d -> world %d; interleave %d, block %d, max_model_len %lld, "
+          "graphs %s\n",
+          p->tp, p->pcp, p->dcp, p->pp, t->world, p->interleave, p->block_size, (long long)p->max_model_len,
+          cplab_graph_mode_name(p->graph_mode));
+  fprintf(out, "layout    %s, seed %llu, %lld sampled rows\n", s->layout, (unsigned long long)s->seed,
+          (long long)s->sampled_rows);
+  fprintf(out, "workload  %zu steps%s: %zu requests (%zu prefills, %zu decodes), %lld new tokens, max context %lld\n",
+          w.steps, s->has_generator ? " (generated, mt19937)" : "", w.requests, w.prefills, w.decodes,
+          (long long)w.new_tokens, (long long)w.max_extent);
+  fprintf(out, "\nrank table (TP fastest; DCP groups span PCP first; q-gather over %s; decode combine %s)\n",
+          cplab_q_gather_name(cplab_q_gather_group(p)), cplab_combine_name(cplab_combine_kind(p)));
+  fprintf(out, "  %4s %3s %4s %3s %8s  %-16s  %-16s  %s\n", "rank", "pp", "pcp", "tp", "dcp_rank", "TP group",
+          "PCP group", "DCP group");
+  for (int r = 0; r < t->world; r++) {
+    const cplab_rank_ids *id = &t->ids[r];
+    fprintf(out, "  %4d %3d %4d %3d %8d", id->rank, id->pp, id->pcp, id->tp, id->dcp_rank);
+    for (int k = 0; k < 2; k++)
+      print_members(out, cplab_rank_table_members(t, (cplab_group_kind)k, r),
+                    cplab_group_size(p, (cplab_group_kind)k), 16);
+    print_members_last(out, cplab_rank_table_members(t, CPLAB_GROUP_DCP, r), p->dcp);
+    fputc('\n', out);
+  }
+}

@@ -1,0 +1,24 @@
+#!/bin/sh
+# Ranks spread over MPI processes derive the same report as one process
+# looping over them (principle 1: local views), for more and fewer processes
+# than ranks.
+. "$top_srcdir/tests/lib.sh"
+if [ -z "$MPIRUN" ]; then echo "SKIP: no mpirun"; exit 77; fi
+
+for scenario in smoke pr56157 mixed; do
+  "$SIM" --scenario "$scenario" --json >"$WORK/one.json" 2>"$WORK/err" || { fail "$scenario single process"; continue; }
+  for np in 2 3 5; do
+    if timeout 120 "$MPIRUN" -np "$np" "$SIM" --scenario "$scenario" --json >"$WORK/many.json" 2>"$WORK/err" &&
+       cmp -s "$WORK/one.json" "$WORK/many.json"; then
+      pass "$scenario: $np processes = 1 process"
+    else
+      fail "$scenario: $np processes differ from 1 process"; sed 's/^/  | /' "$WORK/err" | head -5
+    fi
+  done
+done
+
+# An error on every process is reported, and the job exits 2.
+expect_exit 2 "mpirun with an invalid scenario" timeout 120 "$MPIRUN" -np 2 "$SIM" \
+  --scenario "$top_srcdir/tests/scenarios/invalid/dcp_zero.json"
+expect_grep "$WORK/err" "parallel.dcp: must be in \[1, 65536\], got 0" "error reported under mpirun"
+finish
