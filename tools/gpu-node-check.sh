@@ -1,0 +1,33 @@
+#!/bin/sh
+# Usage (on a GPU node): sh BUNDLE_DIR/gpu-node-check.sh BUNDLE_DIR [CONFIGURE_FLAGS...]
+#
+# Builds the cplab tarball of a bundle made by tools/gpu-bundle.sh against the
+# bundled libraries, runs `make check` (the GPU tests run for real there) and
+# copies the logs to $OUT (or BUNDLE_DIR/logs). Exit status: make check's.
+set -u
+bundle=$(cd "${1:?bundle directory}" && pwd); shift
+sys="$bundle/sysroot"
+out=${OUT:-$bundle/logs}
+mkdir -p "$out"
+# The unpacked .pc files say /usr; point them at the sysroot.
+for pc in "$sys"/usr/lib/*/pkgconfig/*.pc "$sys"/usr/lib/pkgconfig/*.pc; do
+  [ -f "$pc" ] && sed -i "s|=/usr|=$sys/usr|g" "$pc"
+done
+libdirs=$(ls -d "$sys"/usr/lib/*-linux-gnu 2>/dev/null | tr '\n' ':')
+export PKG_CONFIG_PATH="$(ls -d "$sys"/usr/lib/*/pkgconfig 2>/dev/null | tr '\n' ':')${PKG_CONFIG_PATH:-}"
+export LD_LIBRARY_PATH="$libdirs${LD_LIBRARY_PATH:-}"
+export NCCL_NVLS_ENABLE=0
+work=$(mktemp -d /tmp/cplab-gpu.XXXXXX)
+tar xzf "$bundle"/cplab-*.tar.gz -C "$work"
+cd "$work"/cplab-* || exit 2
+nvidia-smi >"$out/nvidia-smi.txt" 2>&1
+status=0
+./configure --with-cuda --with-nccl "$@" >"$out/configure.log" 2>&1 || status=$?
+[ $status -eq 0 ] && { make -j16 >"$out/build.log" 2>&1 || status=$?; }
+[ $status -eq 0 ] && { make -j16 check >"$out/check.log" 2>&1 || status=$?; }
+cp test-suite.log "$out/" 2>/dev/null
+for log in tests/gpu/*.log tests/mpi/*.log; do [ -f "$log" ] && cp "$log" "$out/"; done
+tail -20 "$out/configure.log"
+grep -E '^(PASS|FAIL|SKIP|ERROR|XFAIL|XPASS)' "$out/check.log" 2>/dev/null | sort | uniq -c | sort -rn | head -5
+sh build-aux/test-summary.sh test-suite.log 2>/dev/null
+exit $status
