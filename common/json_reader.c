@@ -117,26 +117,40 @@ int cplab_json_check_keys(cplab_json_reader *r, const json_t *obj, const char *p
   return 0;
 }
 
-static const json_t *member(cplab_json_reader *r, const json_t *obj, const char *path, const char *key,
-                            int required, int *rc) {
+/* Member key of obj, checked for presence (when required) and type. Returns
+ * NULL when absent (*rc = 0, or the missing-key error) or mistyped (*rc set);
+ * child receives the member's path. */
+static const json_t *typed_member(cplab_json_reader *r, const json_t *obj, const char *path, const char *key,
+                                  int required, int (*has_type)(const json_t *), const char *type_word,
+                                  char *child, int *rc) {
   *rc = 0;
+  cplab_json_child(child, path, key);
   const json_t *v = json_object_get(obj, key);
-  if (!v && required) *rc = cplab_json_fail(r, path, 0, CPLAB_ESCHEMA, "missing required key '%s'", key);
+  if (!v) {
+    if (required) *rc = cplab_json_fail(r, path, 0, CPLAB_ESCHEMA, "missing required key '%s'", key);
+    return NULL;
+  }
+  if (!has_type(v)) {
+    *rc = cplab_json_fail(r, child, 0, CPLAB_ESCHEMA, "expected %s, got %s", type_word, cplab_json_type_name(v));
+    return NULL;
+  }
   return v;
 }
+
+/* jansson's type tests are macros; these give them addresses. */
+static int is_integer(const json_t *v) { return json_is_integer(v); }
+static int is_number(const json_t *v) { return json_is_number(v); }
+static int is_string(const json_t *v) { return json_is_string(v); }
 
 int cplab_json_get_int(cplab_json_reader *r, const json_t *obj, const char *path, const char *key, int required,
                        int64_t def, int64_t min, int64_t max, int64_t *out) {
   int rc;
-  const json_t *v = member(r, obj, path, key, required, &rc);
+  char child[CPLAB_PATH_MAX];
+  const json_t *v = typed_member(r, obj, path, key, required, is_integer, "an integer", child, &rc);
   if (!v) {
-    *out = def;
+    if (!rc) *out = def;
     return rc;
   }
-  char child[CPLAB_PATH_MAX];
-  cplab_json_child(child, path, key);
-  if (!json_is_integer(v))
-    return cplab_json_fail(r, child, 0, CPLAB_ESCHEMA, "expected an integer, got %s", cplab_json_type_name(v));
   json_int_t x = json_integer_value(v);
   if (x < min || x > max)
     return cplab_json_fail(r, child, 0, CPLAB_ERANGE, "must be in [%lld, %lld], got %lld", (long long)min,
@@ -148,15 +162,12 @@ int cplab_json_get_int(cplab_json_reader *r, const json_t *obj, const char *path
 int cplab_json_get_real(cplab_json_reader *r, const json_t *obj, const char *path, const char *key, int required,
                         double def, double min, double max, double *out) {
   int rc;
-  const json_t *v = member(r, obj, path, key, required, &rc);
+  char child[CPLAB_PATH_MAX];
+  const json_t *v = typed_member(r, obj, path, key, required, is_number, "a number", child, &rc);
   if (!v) {
-    *out = def;
+    if (!rc) *out = def;
     return rc;
   }
-  char child[CPLAB_PATH_MAX];
-  cplab_json_child(child, path, key);
-  if (!json_is_number(v))
-    return cplab_json_fail(r, child, 0, CPLAB_ESCHEMA, "expected a number, got %s", cplab_json_type_name(v));
   double x = json_number_value(v);
   if (!(x >= min && x <= max))
     return cplab_json_fail(r, child, 0, CPLAB_ERANGE, "must be in [%g, %g], got %g", min, max, x);
@@ -167,17 +178,10 @@ int cplab_json_get_real(cplab_json_reader *r, const json_t *obj, const char *pat
 int cplab_json_get_string(cplab_json_reader *r, const json_t *obj, const char *path, const char *key, int required,
                           const char *def, char *buf, size_t cap) {
   int rc;
-  const json_t *v = member(r, obj, path, key, required, &rc);
-  const char *s = def;
   char child[CPLAB_PATH_MAX];
-  cplab_json_child(child, path, key);
-  if (v) {
-    if (!json_is_string(v))
-      return cplab_json_fail(r, child, 0, CPLAB_ESCHEMA, "expected a string, got %s", cplab_json_type_name(v));
-    s = json_string_value(v);
-  } else if (rc) {
-    return rc;
-  }
+  const json_t *v = typed_member(r, obj, path, key, required, is_string, "a string", child, &rc);
+  if (rc) return rc;
+  const char *s = v ? json_string_value(v) : def;
   size_t n = strlen(s);
   if (n >= cap)
     return cplab_json_fail(r, child, 0, CPLAB_ERANGE, "must be shorter than %zu characters, got %zu", cap, n);

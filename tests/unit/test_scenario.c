@@ -91,25 +91,23 @@ static void test_overrides(void **state) {
   assert_non_null(strstr(d.msg, "--seed"));
 }
 
+static void expect_pos(const cplab_json_locator *loc, const char *path, int want_key, int line, int col) {
+  cplab_json_pos p = cplab_json_locate(loc, path, want_key);
+  if (p.line != line || p.col != col)
+    fail_msg("%s%s: at %d:%d, expected %d:%d", path, want_key ? " (key)" : "", p.line, p.col, line, col);
+}
+
 static void test_json_positions(void **state) {
   (void)state;
   const char *text = "{\n  \"a\": {\"b\": [1,\n    {\"c\": \"x\"}]},\n  \"d\": 2\n}\n";
   cplab_json_locator *loc = cplab_json_locator_alloc(text, strlen(text));
   assert_non_null(loc);
-  cplab_json_pos p = cplab_json_locate(loc, "a.b[1].c", 0);
-  assert_int_equal(p.line, 3);
-  assert_int_equal(p.col, 11);
-  p = cplab_json_locate(loc, "a.b[1].c", 1);
-  assert_int_equal(p.line, 3);
-  assert_int_equal(p.col, 6);
-  p = cplab_json_locate(loc, "d", 0);
-  assert_int_equal(p.line, 4);
-  assert_int_equal(p.col, 8);
-  p = cplab_json_locate(loc, "a.b[0]", 0);
-  assert_int_equal(p.line, 2);
-  assert_int_equal(p.col, 15);
-  p = cplab_json_locate(loc, "nope", 0);
-  assert_int_equal(p.line, 0);
+  expect_pos(loc, "a.b[1].c", 0, 3, 11);
+  expect_pos(loc, "a.b[1].c", 1, 3, 6);
+  expect_pos(loc, "d", 0, 4, 8);
+  expect_pos(loc, "a.b[0]", 0, 2, 15);
+  expect_pos(loc, "", 0, 1, 1);
+  expect_pos(loc, "nope", 0, 0, 0);
   cplab_json_locator_free(loc);
 }
 
