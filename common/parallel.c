@@ -14,7 +14,8 @@ void cplab_parallel_defaults(cplab_parallel *p) {
                         .interleave = 1,
                         .block_size = 64,
                         .max_model_len = 0,
-                        .graph_mode = CPLAB_GRAPH_FULL_AND_PIECEWISE};
+                        .graph_mode = CPLAB_GRAPH_FULL_AND_PIECEWISE,
+                        .indexer_max_logits_mb = 512};
 }
 
 int cplab_parallel_world(const cplab_parallel *p) { return p->pp * p->pcp * p->tp; }
@@ -59,7 +60,8 @@ int cplab_parallel_check(const cplab_parallel *p, int64_t num_heads, cplab_diag 
       (rc = check_range(d, "dcp", p->dcp, 1, CPLAB_MAX_WORLD)) ||
       (rc = check_range(d, "block_size", p->block_size, 1, CPLAB_MAX_BLOCK_SIZE)) ||
       (rc = check_range(d, "interleave", p->interleave, 1, CPLAB_MAX_BLOCK_SIZE)) ||
-      (rc = check_range(d, "max_model_len", p->max_model_len, 1, CPLAB_MAX_MODEL_LEN)))
+      (rc = check_range(d, "max_model_len", p->max_model_len, 1, CPLAB_MAX_MODEL_LEN)) ||
+      (rc = check_range(d, "indexer_max_logits_mb", p->indexer_max_logits_mb, 1, 1 << 20)))
     return rc;
   if ((int64_t)p->tp * p->pcp * p->pp > CPLAB_MAX_WORLD)
     CPLAB_FAIL(d, CPLAB_ERANGE, "tp: world size pp·pcp·tp = %lld exceeds %d",

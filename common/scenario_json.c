@@ -55,10 +55,11 @@ json_t *cplab_scenario_to_json(const cplab_scenario *s, int with_steps) {
   json_object_set_new(root, "model", model);
   const cplab_parallel *p = &s->par;
   json_object_set_new(root, "parallel",
-                      json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:I, s:s}", "tp", p->tp, "pcp", p->pcp, "dcp", p->dcp,
-                                "pp", p->pp, "interleave", p->interleave, "block_size", p->block_size,
+                      json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:I, s:s, s:I}", "tp", p->tp, "pcp", p->pcp, "dcp",
+                                p->dcp, "pp", p->pp, "interleave", p->interleave, "block_size", p->block_size,
                                 "max_model_len", (json_int_t)p->max_model_len, "cudagraph_mode",
-                                cplab_graph_mode_name(p->graph_mode)));
+                                cplab_graph_mode_name(p->graph_mode), "indexer_max_logits_mb",
+                                (json_int_t)p->indexer_max_logits_mb));
   json_object_set_new(root, "layout", json_string(s->layout));
   json_object_set_new(root, "seed", json_integer((json_int_t)s->seed));
   json_object_set_new(root, "check", json_pack("{s:I}", "sampled_rows", (json_int_t)s->sampled_rows));

@@ -90,7 +90,8 @@ static int get_small_int(cplab_json_reader *r, const json_t *obj, const char *ke
 
 static int parse_parallel(cplab_json_reader *r, const json_t *root, const cplab_model *m, cplab_parallel *p) {
   static const char *const keys[] = {"tp",         "pcp",           "dcp",            "pp", "interleave",
-                                     "block_size", "max_model_len", "cudagraph_mode", NULL};
+                                     "block_size", "max_model_len", "cudagraph_mode", "indexer_max_logits_mb",
+                                     NULL};
   cplab_parallel_defaults(p);
   const json_t *v = json_object_get(root, "parallel");
   if (!v) return cplab_json_fail(r, "", 0, CPLAB_ESCHEMA, "missing required key 'parallel'");
@@ -104,6 +105,9 @@ static int parse_parallel(cplab_json_reader *r, const json_t *root, const cplab_
   int64_t def_len = m->max_position_embeddings < CPLAB_MAX_MODEL_LEN ? m->max_position_embeddings : CPLAB_MAX_MODEL_LEN;
   if ((rc = cplab_json_get_int(r, v, "parallel", "max_model_len", 0, def_len, INT64_MIN, INT64_MAX,
                                &p->max_model_len)))
+    return rc;
+  if ((rc = cplab_json_get_int(r, v, "parallel", "indexer_max_logits_mb", 0, p->indexer_max_logits_mb, INT64_MIN,
+                               INT64_MAX, &p->indexer_max_logits_mb)))
     return rc;
   char mode[32];
   if ((rc = cplab_json_get_string(r, v, "parallel", "cudagraph_mode", 0,

@@ -8,16 +8,7 @@
 #include <stdlib.h>
 
 #include "cplab/scenario.h"
-
-/* mt19937 keeps 32 bits of its seed; fold all 64 through splitmix64 so that
- * seeds differing only in high bits still give different workloads. */
-static unsigned long fold_seed(uint64_t seed) {
-  uint64_t z = seed + UINT64_C(0x9E3779B97F4A7C15);
-  z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-  z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-  z ^= z >> 31;
-  return (unsigned long)((z ^ (z >> 32)) & 0xFFFFFFFFu);
-}
+#include "cplab/seed.h"
 
 static int64_t clamp_round(double x, int64_t lo, int64_t hi) {
   if (!(x >= (double)lo)) return lo; /* also NaN */
@@ -66,7 +57,7 @@ int cplab_workload_generate(const cplab_generator *g, const cplab_parallel *p, u
     free(out);
     CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory generating %lld steps", (long long)g->steps);
   }
-  gsl_rng_set(r, fold_seed(seed));
+  gsl_rng_set(r, cplab_seed_stream(seed, 0));
   int64_t mml = p->max_model_len, next_id = 0;
   for (int64_t s = 0; s < g->steps; s++) {
     int64_t n = max64(1, min64(draw(r, &g->requests), CPLAB_MAX_REQUESTS_PER_STEP));

@@ -1,5 +1,10 @@
 # sim/: the simulator, cplab's main job. Derives every rank's view in
-# isolation (one process looping over ranks, or MPI processes sharing them).
+# isolation (one process looping over ranks, or MPI processes sharing them)
+# and checks the invariants over them. libcplab_sim holds what tests reuse.
+noinst_LTLIBRARIES += libcplab_sim.la
+libcplab_sim_la_SOURCES = %reldir%/check.c %reldir%/check.h
+libcplab_sim_la_LIBADD = libcplab_core.la
+
 bin_PROGRAMS += cplab-sim
 cplab_sim_SOURCES = %reldir%/main.c %reldir%/report.c %reldir%/rank_views.c %reldir%/sim.h
-cplab_sim_LDADD = $(CPLAB_CORE_LIBS) $(MPI_LIBS)
+cplab_sim_LDADD = libcplab_sim.la $(CPLAB_CORE_LIBS) $(MPI_LIBS)

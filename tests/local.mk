@@ -65,3 +65,11 @@ tests_gpu_gpu_probe_SOURCES = tests/gpu/gpu_probe.c
 tests_gpu_gpu_probe_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/kernels
 tests_gpu_gpu_probe_LDADD = $(CPLAB_KERNEL_LIBS) $(CPLAB_CORE_LIBS)
 endif
+
+check_PROGRAMS += tests/unit/test_plan tests/unit/test_invariants
+TESTS += tests/unit/test_plan tests/unit/test_invariants
+tests_unit_test_plan_SOURCES = tests/unit/test_plan.c tests/unit/testutil.h
+tests_unit_test_plan_LDADD = $(TEST_UNIT_LIBS)
+tests_unit_test_invariants_SOURCES = tests/unit/test_invariants.c tests/unit/testutil.h
+tests_unit_test_invariants_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
+tests_unit_test_invariants_LDADD = libcplab_sim.la $(TEST_UNIT_LIBS)

@@ -27,6 +27,7 @@ typedef struct cplab_parallel {
   int block_size;        /* B: tokens per physical KV block on one rank */
   int64_t max_model_len; /* longest context a request may reach */
   cplab_graph_mode graph_mode;
+  int64_t indexer_max_logits_mb; /* indexer logits budget per chunk (vLLM's VLLM_SPARSE_INDEXER_MAX_LOGITS_MB) */
 } cplab_parallel;
 
 /* Upper bounds. max_model_len keeps the indexer workspace (40·max_model_len
@@ -37,7 +38,7 @@ typedef struct cplab_parallel {
 #define CPLAB_MAX_MODEL_LEN (INT32_MAX / 40)
 
 /* tp = pcp = dcp = pp = 1, interleave 1, block 64, max_model_len 0 (unset),
- * FULL_AND_PIECEWISE graphs. */
+ * FULL_AND_PIECEWISE graphs, 512 MiB indexer logits. */
 void cplab_parallel_defaults(cplab_parallel *p);
 
 /* world = pp · pcp · tp (DCP adds no ranks). */

@@ -22,11 +22,11 @@ static void test_known_answer_mixed(void **state) {
   cplab_workload_summary w;
   cplab_scenario_summarize(s, &w);
   assert_int_equal(w.steps, 32);
-  assert_int_equal(w.requests, 153);
-  assert_int_equal(w.prefills, 74);
-  assert_int_equal(w.decodes, 79);
-  assert_int_equal(w.new_tokens, 64307);
-  assert_int_equal(w.max_extent, 27533);
+  assert_int_equal(w.requests, 134);
+  assert_int_equal(w.prefills, 82);
+  assert_int_equal(w.decodes, 52);
+  assert_int_equal(w.new_tokens, 38450);
+  assert_int_equal(w.max_extent, 18503);
   cplab_scenario_free(s);
 }
 

@@ -1,0 +1,101 @@
+/* cplab/layout.h: layouts as plugins.
+ *
+ * A layout decides how a step is cut over PCP ranks, how the gathered prefill
+ * workspace is laid out and chunked, how indexer keys are de-interleaved and
+ * how top-k indices are converted into workspace rows or cache slots. It is an
+ * ops table in one file under common/layouts/; every op a layout leaves NULL
+ * takes the vLLM behaviour (cplab_layout_vllm_*). Ops receive only what one
+ * rank can know: the shared environment and, where noted, its own ids.
+ * Mutants are layouts that reproduce real bugs, flagged so that tools can
+ * refuse them where a correct layout is required. docs/layouts.md shows how
+ * to write one.
+ */
+#ifndef CPLAB_LAYOUT_H
+#define CPLAB_LAYOUT_H
+
+#include <stdint.h>
+
+#include "cplab/error.h"
+#include "cplab/parallel.h"
+#include "cplab/ranks.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What every op may read: the layout of the run and the budgets (§4.1, §4.3). */
+typedef struct cplab_layout_env {
+  cplab_parallel par;
+  int64_t max_gathered_rows;  /* FlashMLA gathered workspace: 5·max_model_len rows */
+  int64_t indexer_key_rows;   /* indexer workspace: 40·max_model_len key rows */
+  int64_t max_logits_bytes;   /* indexer logits budget (VLLM_SPARSE_INDEXER_MAX_LOGITS_MB) */
+  int max_blocks;             /* block-table width: logical blocks of B·D tokens */
+} cplab_layout_env;
+
+void cplab_layout_env_init(cplab_layout_env *env, const cplab_parallel *par);
+
+struct cplab_prefill_plan;
+struct cplab_indexer_plan;
+
+typedef struct cplab_layout {
+  const char *name;
+  const char *summary;   /* one line */
+  int mutant;            /* 1: reproduces a bug; must be caught by the checks */
+  const char *reproduces; /* for mutants: the bug, and the rule that catches it */
+
+  /* §3.2: is a request with q new tokens replicated on every PCP rank? */
+  int (*replicated)(const cplab_layout_env *env, int64_t q, int is_prefill);
+  /* §4.1: rows each DCP rank contributes to a region of this extent. self is
+   * the deriving rank (a correct layout must not depend on it). */
+  int64_t (*rows_per_rank)(const cplab_layout_env *env, int64_t extent, const cplab_rank_ids *self);
+  /* §10.2: accept a region of this extent, or fail with a message. */
+  int (*check_extent)(const cplab_layout_env *env, int64_t extent, cplab_diag *d);
+  /* §4.2: workspace row of request-relative token t of region k of its chunk. */
+  int64_t (*workspace_row)(const cplab_layout_env *env, const struct cplab_prefill_plan *plan, int region,
+                           int64_t t);
+  /* §4.3: row of the gathered rank-major indexer keys (of the region's
+   * chunk) that holds request-relative token t of region r. */
+  int64_t (*deinterleave)(const cplab_layout_env *env, const struct cplab_indexer_plan *plan, int region, int64_t t);
+  /* §5.2: one converted top-k entry of a prefill row of region (-1 = none). */
+  int32_t (*convert_prefill)(const cplab_layout_env *env, const struct cplab_prefill_plan *plan, int region,
+                             int32_t tok, int dcp_rank);
+  /* §5.2: one converted top-k entry of a decode row through its block-table row. */
+  int32_t (*convert_decode)(const cplab_layout_env *env, const int32_t *block_row, int max_blocks, int32_t tok,
+                            int dcp_rank);
+} cplab_layout;
+
+/* Registry: NULL-terminated, correct layouts first, then mutants. */
+const cplab_layout *const *cplab_layouts(void);
+const cplab_layout *cplab_layout_find(const char *name);
+
+/* The vLLM behaviour each op falls back to. */
+int cplab_layout_vllm_replicated(const cplab_layout_env *env, int64_t q, int is_prefill);
+int64_t cplab_layout_vllm_rows_per_rank(const cplab_layout_env *env, int64_t extent, const cplab_rank_ids *self);
+int cplab_layout_vllm_check_extent(const cplab_layout_env *env, int64_t extent, cplab_diag *d);
+int64_t cplab_layout_vllm_workspace_row(const cplab_layout_env *env, const struct cplab_prefill_plan *plan, int region,
+                                        int64_t t);
+int64_t cplab_layout_vllm_deinterleave(const cplab_layout_env *env, const struct cplab_indexer_plan *plan,
+                                       int region, int64_t t);
+int32_t cplab_layout_vllm_convert_prefill(const cplab_layout_env *env, const struct cplab_prefill_plan *plan,
+                                          int region, int32_t tok, int dcp_rank);
+int32_t cplab_layout_vllm_convert_decode(const cplab_layout_env *env, const int32_t *block_row, int max_blocks,
+                                         int32_t tok, int dcp_rank);
+
+/* Dispatch through a layout, falling back to vLLM for NULL ops. */
+int cplab_layout_replicated(const cplab_layout *l, const cplab_layout_env *env, int64_t q, int is_prefill);
+int64_t cplab_layout_rows_per_rank(const cplab_layout *l, const cplab_layout_env *env, int64_t extent,
+                                   const cplab_rank_ids *self);
+int cplab_layout_check_extent(const cplab_layout *l, const cplab_layout_env *env, int64_t extent, cplab_diag *d);
+int64_t cplab_layout_workspace_row(const cplab_layout *l, const cplab_layout_env *env,
+                                   const struct cplab_prefill_plan *plan, int region, int64_t t);
+int64_t cplab_layout_deinterleave(const cplab_layout *l, const cplab_layout_env *env,
+                                  const struct cplab_indexer_plan *plan, int region, int64_t t);
+int32_t cplab_layout_convert_prefill(const cplab_layout *l, const cplab_layout_env *env,
+                                     const struct cplab_prefill_plan *plan, int region, int32_t tok, int dcp_rank);
+int32_t cplab_layout_convert_decode(const cplab_layout *l, const cplab_layout_env *env, const int32_t *block_row,
+                                    int max_blocks, int32_t tok, int dcp_rank);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

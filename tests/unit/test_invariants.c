@@ -1,0 +1,140 @@
+/* Property sweep: every invariant of vllm-pcp-dcp.md §10.1 holds for every
+ * correct layout over 10,000 generated steps (P in {1,2,3,4,8}, D in {1, P,
+ * TP·P}, I in {1,2,4,64}, B = 64), each rank's plan derived on its own; and
+ * every mutant layout is caught by the rule it breaks. */
+#include <time.h>
+
+#include "check.h"
+#include "cplab/plan.h"
+#include "testutil.h"
+
+#define MAX_REQS 8
+
+typedef struct sweep_case {
+  cplab_parallel par;
+  cplab_request reqs[MAX_REQS];
+  size_t n;
+} sweep_case;
+
+static void random_case(prop_run *pr, sweep_case *c) {
+  static const int pcps[] = {1, 2, 3, 4, 8}, ils[] = {1, 2, 4, 64}, mmls[] = {256, 1024, 2048};
+  cplab_parallel *p = &c->par;
+  cplab_parallel_defaults(p);
+  p->pcp = pcps[prop_int(pr, 0, 4)];
+  p->tp = (int)prop_int(pr, 1, 2);
+  long dcp_pick = prop_int(pr, 0, 2);
+  p->dcp = dcp_pick == 0 ? 1 : dcp_pick == 1 ? p->pcp : p->tp * p->pcp;
+  if (p->pcp == 1 && p->tp % p->dcp) p->dcp = 1;
+  p->interleave = ils[prop_int(pr, 0, 3)];
+  p->block_size = 64;
+  p->max_model_len = mmls[prop_int(pr, 0, 2)];
+  p->indexer_max_logits_mb = prop_int(pr, 0, 1) ? 1 : 512;
+  p->graph_mode = (cplab_graph_mode)prop_int(pr, 0, 3);
+  int64_t mml = p->max_model_len;
+  c->n = (size_t)prop_int(pr, 1, MAX_REQS);
+  for (size_t g = 0; g < c->n; g++) {
+    cplab_request *q = &c->reqs[g];
+    q->id = (int64_t)g;
+    double u = gsl_rng_uniform(pr->rng);
+    if (u < 0.3) {
+      q->phase = CPLAB_PHASE_DECODE;
+      q->new_tokens = 1;
+      q->num_computed = prop_int(pr, 1, mml - 1);
+    } else {
+      q->phase = CPLAB_PHASE_PREFILL;
+      q->new_tokens = u < 0.6 ? prop_int(pr, 1, 4 * p->pcp) : prop_int(pr, 1, mml);
+      q->num_computed = prop_int(pr, 0, 3) ? 0 : prop_int(pr, 0, mml - q->new_tokens);
+    }
+  }
+}
+
+/* Derive every rank's plan for the case and check the step. */
+static int run_case(const sweep_case *c, const cplab_layout *layout, uint64_t seed, sim_check *chk, cplab_diag *d) {
+  cplab_model model;
+  cplab_model_preset("glm-5", &model);
+  cplab_step step = {c->n, (cplab_request *)c->reqs};
+  cplab_step_input in = {&step, 0, seed, &c->par, &model, layout};
+  int world = cplab_parallel_world(&c->par);
+  cplab_rank_plan *plans[64] = {0};
+  int rc = 0;
+  for (int r = 0; r < world && !rc; r++) rc = cplab_rank_plan_derive(&in, r, CPLAB_PLAN_TOKEN_MAPS, &plans[r], d);
+  if (!rc) rc = sim_check_step(&in, plans, world, seed, chk, d);
+  if (!rc) rc = sim_check_empty_context(layout, &c->par, &model, chk, d);
+  for (int r = 0; r < world; r++) cplab_rank_plan_free(plans[r]);
+  return rc;
+}
+
+static void test_correct_layouts_hold_every_invariant(void **state) {
+  (void)state;
+  for (const cplab_layout *const *l = cplab_layouts(); *l; l++) {
+    if ((*l)->mutant) continue;
+    prop_run pr;
+    prop_begin(&pr);
+    long trials = strcmp((*l)->name, "vllm") == 0 ? 10000 : 2000, steps = 0;
+    sim_check chk = {0};
+    clock_t t0 = clock();
+    for (long trial = 0; trial < trials; trial++) {
+      if (!prop_trial(&pr, trial)) continue;
+      sweep_case c;
+      random_case(&pr, &c);
+      sim_check before = chk;
+      cplab_diag d = {0};
+      prop_check(&pr, trial, run_case(&c, *l, (uint64_t)trial, &chk, &d) == 0, "%s: %s", (*l)->name, d.msg);
+      prop_check(&pr, trial, chk.violations == before.violations, "%s (tp%d pcp%d dcp%d I%d): %s", (*l)->name,
+                 c.par.tp, c.par.pcp, c.par.dcp, c.par.interleave, chk.first[before.kept < SIM_CHECK_KEEP ? before.kept : 0]);
+      steps++;
+    }
+    print_message("# %s: %ld steps, %lld checks, 0 violations, %.1f s\n", (*l)->name, steps, (long long)chk.checks,
+                  (double)(clock() - t0) / CLOCKS_PER_SEC);
+    prop_end(&pr);
+  }
+}
+
+/* Each mutant, the rule that must flag it, and the conditions that can show it. */
+typedef struct mutant_case {
+  const char *name;
+  sim_rule rule;
+  int need_interleave; /* only visible with I > 1 */
+} mutant_case;
+
+static void test_mutants_are_caught(void **state) {
+  (void)state;
+  static const mutant_case cases[] = {
+      {"mutant-prefill-block-bound", SIM_RULE_CONVERSION, 0},
+      {"mutant-rank-local-plan", SIM_RULE_PLAN, 0},
+      {"mutant-no-short-replication", SIM_RULE_QUERY_PARTITION, 0},
+      {"mutant-bad-deinterleave", SIM_RULE_INDEXER_GATHER, 1},
+      {"mutant-shard-rows-ceil", SIM_RULE_WORKSPACE, 1},
+      {"mutant-empty-context", SIM_RULE_EMPTY_CONTEXT, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const cplab_layout *l = cplab_layout_find(cases[i].name);
+    assert_non_null(l);
+    assert_true(l->mutant);
+    prop_run pr;
+    prop_begin(&pr);
+    sim_check chk = {0};
+    long trial = 0;
+    for (; trial < 3000 && chk.by_rule[cases[i].rule] == 0; trial++) {
+      if (!prop_trial(&pr, trial)) continue;
+      sweep_case c;
+      random_case(&pr, &c);
+      if (c.par.dcp == 1 || (cases[i].need_interleave && c.par.interleave == 1)) continue;
+      cplab_diag d = {0};
+      run_case(&c, l, (uint64_t)trial, &chk, &d);
+    }
+    if (chk.by_rule[cases[i].rule] == 0)
+      fail_msg("%s was not caught by rule %s in %ld trials", cases[i].name, sim_rule_name(cases[i].rule), trial);
+    print_message("# %s caught by %s after %ld trials: %s\n", cases[i].name, sim_rule_name(cases[i].rule), trial,
+                  chk.first[0]);
+    prop_end(&pr);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_correct_layouts_hold_every_invariant),
+      cmocka_unit_test(test_mutants_are_caught),
+  };
+  return cmocka_run_group_tests_name("invariants", tests, NULL, NULL);
+}
