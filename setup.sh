@@ -51,8 +51,8 @@ case "${1:-run}" in
     install_packages
     configure_and_build
     echo
-    echo "== cplab-sim (main job, built-in scenario pr56157) =="
-    "$build/cplab-sim"
+    echo "== cplab-sim --check (main job, built-in scenario pr56157) =="
+    "$build/cplab-sim" --check
     ;;
   check)
     configure_and_build

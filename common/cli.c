@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "cplab/layout.h"
 #include "cplab/scenario.h"
 
 void cplab_cli_init(cplab_cli *cli, const char *default_scenario) {
@@ -33,7 +34,8 @@ int cplab_cli_handle(cplab_cli *cli, int opt, const char *arg, cplab_diag *d) {
   switch (opt) {
     case CPLAB_OPT_SCENARIO: cli->scenario = arg; return 1;
     case CPLAB_OPT_LAYOUT:
-      if (!cplab_name_valid(arg)) CPLAB_FAIL(d, CPLAB_EUSAGE, "--layout: '%s' is not a valid layout name", arg);
+      if (!cplab_layout_find(arg))
+        CPLAB_FAIL(d, CPLAB_EUSAGE, "--layout: unknown layout '%s' (see --list-layouts)", arg);
       cli->layout = arg;
       return 1;
     case CPLAB_OPT_SEED:
@@ -52,6 +54,7 @@ int cplab_cli_handle(cplab_cli *cli, int opt, const char *arg, cplab_diag *d) {
       return 1;
     case CPLAB_OPT_JSON: cli->json = 1; return 1;
     case CPLAB_OPT_LIST_SCENARIOS: cli->list_scenarios = 1; return 1;
+    case CPLAB_OPT_LIST_LAYOUTS: cli->list_layouts = 1; return 1;
     case CPLAB_OPT_LOG_LEVEL:
       if (cplab_log_level_parse(arg, &cli->log_level) != 0)
         CPLAB_FAIL(d, CPLAB_EUSAGE, "--log-level: expected error, warn, info or debug, got '%s'", arg);
@@ -90,6 +93,7 @@ void cplab_cli_help_common(FILE *out) {
         "  --scenario NAME|FILE  built-in scenario name or JSON file (see --list-scenarios)\n"
         "  --list-scenarios      list the built-in scenarios and exit\n"
         "  --layout NAME         layout plugin, overriding the scenario's\n"
+        "  --list-layouts        list the layouts (mutants are flagged) and exit\n"
         "  --seed N              seed, overriding the scenario's (0 .. 2^53-1)\n"
         "  -o, --out PATH        write the output to PATH (atomically)\n"
         "  --json                print JSON instead of text\n"
@@ -113,6 +117,11 @@ void cplab_cli_version(FILE *out, const char *prog) {
 #else
   fputs("built without CUDA\n", out);
 #endif
+}
+
+void cplab_cli_list_layouts(FILE *out) {
+  for (const cplab_layout *const *l = cplab_layouts(); *l; l++)
+    fprintf(out, "%-28s %s%s\n", (*l)->name, (*l)->mutant ? "[mutant] " : "", (*l)->summary);
 }
 
 int cplab_cli_list_scenarios(FILE *out, cplab_diag *d) {

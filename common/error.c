@@ -47,6 +47,23 @@ int cplab_diag_set(cplab_diag *d, int code, const char *fmt, ...) {
   return code;
 }
 
+void cplab_diag_prefix(cplab_diag *d, const char *fmt, ...) {
+  if (!d || d->code == 0) return;
+  char both[2 * CPLAB_DIAG_MSG_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(both, CPLAB_DIAG_MSG_MAX, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  size_t used = (size_t)n < CPLAB_DIAG_MSG_MAX ? (size_t)n : CPLAB_DIAG_MSG_MAX - 1;
+  size_t len = strlen(d->msg);
+  memcpy(both + used, d->msg, len + 1);
+  size_t total = used + len;
+  if (total >= CPLAB_DIAG_MSG_MAX) total = CPLAB_DIAG_MSG_MAX - 1;
+  memcpy(d->msg, both, total);
+  d->msg[total] = '\0';
+}
+
 void cplab_diag_report(FILE *stream, const char *prog, const cplab_diag *d) {
   const char *msg = (d && d->msg[0]) ? d->msg : cplab_strerror(d ? d->code : CPLAB_EINTERNAL);
   fprintf(stream, "%s: error: %s [%s]\n", prog, msg, cplab_err_name(d ? d->code : CPLAB_EINTERNAL));

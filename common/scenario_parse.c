@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cplab/layout.h"
 #include "cplab/scenario.h"
 #include "json_reader.h"
 
@@ -380,6 +381,8 @@ static int parse_root(cplab_json_reader *r, const json_t *root, const cplab_scen
       (rc = cplab_json_get_int(r, root, "", "seed", 0, 0, 0, (int64_t)CPLAB_MAX_SEED, &seed)))
     return rc;
   s->seed = (uint64_t)seed;
+  if (!cplab_layout_find(s->layout))
+    return cplab_json_fail(r, "layout", 0, CPLAB_ENOTFOUND, "unknown layout '%s' (see --list-layouts)", s->layout);
   s->sampled_rows = 16;
   const json_t *check = json_object_get(root, "check");
   if (check && ((rc = cplab_json_expect_object(r, check, "check")) ||
@@ -391,8 +394,8 @@ static int parse_root(cplab_json_reader *r, const json_t *root, const cplab_scen
   if ((rc = parse_workload(r, root, s))) return rc;
   /* Overrides replace what the file said, with the same rules. */
   if (ov && ov->layout) {
-    if (!cplab_name_valid(ov->layout))
-      CPLAB_FAIL(r->d, CPLAB_EUSAGE, "--layout: '%s' is not a valid layout name", ov->layout);
+    if (!cplab_layout_find(ov->layout))
+      CPLAB_FAIL(r->d, CPLAB_EUSAGE, "--layout: unknown layout '%s' (see --list-layouts)", ov->layout);
     snprintf(s->layout, sizeof s->layout, "%s", ov->layout);
   }
   if (ov && ov->has_seed) {

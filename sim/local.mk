@@ -6,5 +6,5 @@ libcplab_sim_la_SOURCES = %reldir%/check.c %reldir%/check.h
 libcplab_sim_la_LIBADD = libcplab_core.la
 
 bin_PROGRAMS += cplab-sim
-cplab_sim_SOURCES = %reldir%/main.c %reldir%/report.c %reldir%/rank_views.c %reldir%/sim.h
+cplab_sim_SOURCES = %reldir%/main.c %reldir%/report.c %reldir%/rank_views.c %reldir%/plans.c %reldir%/sim.h
 cplab_sim_LDADD = libcplab_sim.la $(CPLAB_CORE_LIBS) $(MPI_LIBS)

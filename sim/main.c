@@ -17,6 +17,10 @@ static void usage(FILE *out) {
         "own view, for the steps of a scenario. Run under mpirun to spread the ranks over\n"
         "processes; the output is the same either way.\n\n",
         out);
+  fputs("Options:\n"
+        "  --check               also check every invariant of the reference (§10.1) over all ranks'\n"
+        "                        plans of every step (one process only); exit 1 on a violation\n\n",
+        out);
   cplab_cli_help_common(out);
   fputs("\nExamples:\n"
         "  " PROG "                                  the built-in pr56157 scenario\n"
@@ -25,21 +29,32 @@ static void usage(FILE *out) {
         out);
 }
 
-static int parse_args(int argc, char **argv, cplab_cli *cli, cplab_diag *d) {
-  static const struct option longopts[] = {CPLAB_CLI_COMMON_LONGOPTS, {NULL, 0, NULL, 0}};
+enum { OPT_CHECK = CPLAB_OPT_PROGRAM };
+
+static int sim_option(void *ctx, int opt, const char *arg, cplab_diag *d) {
+  (void)arg;
+  if (opt != OPT_CHECK) CPLAB_FAIL(d, CPLAB_EINTERNAL, "option code %d has no handler", opt);
+  *(int *)ctx = 1;
+  return 0;
+}
+
+static int parse_args(int argc, char **argv, cplab_cli *cli, int *check, cplab_diag *d) {
+  static const struct option longopts[] = {CPLAB_CLI_COMMON_LONGOPTS, {"check", no_argument, NULL, OPT_CHECK},
+                                           {NULL, 0, NULL, 0}};
   int first_arg;
-  int rc = cplab_cli_parse(argc, argv, CPLAB_CLI_COMMON_SHORTOPTS, longopts, cli, NULL, NULL, &first_arg, d);
+  int rc = cplab_cli_parse(argc, argv, CPLAB_CLI_COMMON_SHORTOPTS, longopts, cli, sim_option, check, &first_arg, d);
   if (rc) return rc;
   if (first_arg < argc) CPLAB_FAIL(d, CPLAB_EUSAGE, "unexpected argument '%s'", argv[first_arg]);
   return 0;
 }
 
-static int write_report(const cplab_cli *cli, const cplab_scenario *s, const cplab_rank_table *t, cplab_diag *d) {
+static int write_report(const cplab_cli *cli, const cplab_scenario *s, const cplab_rank_table *t,
+                        const sim_plans *plans, cplab_diag *d) {
   int rc = 0;
   json_t *report = NULL;
   char *text = NULL;
   if (cli->json || cli->out) {
-    report = sim_report_json(s, t);
+    report = sim_report_json(s, t, plans);
     text = report ? json_dumps(report, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
     if (!text) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory formatting the JSON report");
   }
@@ -51,7 +66,7 @@ static int write_report(const cplab_cli *cli, const cplab_scenario *s, const cpl
   }
   if (!rc && !cli->quiet) {
     if (cli->json) printf("%s\n", text);
-    else sim_report_text(stdout, s, t);
+    else sim_report_text(stdout, s, t, plans);
     if (fflush(stdout) != 0) rc = cplab_diag_set(d, CPLAB_EIO, "cannot write the report to standard output");
   }
   free(text);
@@ -65,7 +80,8 @@ int main(int argc, char **argv) {
   cplab_log log;
   cplab_log_init(&log, PROG);
   cplab_cli_init(&cli, "pr56157");
-  if (parse_args(argc, argv, &cli, &d) != 0) {
+  int check = 0;
+  if (parse_args(argc, argv, &cli, &check, &d) != 0) {
     cplab_cli_usage_error(PROG, &d);
     return CPLAB_EXIT_ERROR;
   }
@@ -78,6 +94,10 @@ int main(int argc, char **argv) {
     cplab_cli_version(stdout, PROG);
     return CPLAB_EXIT_OK;
   }
+  if (cli.list_layouts) {
+    cplab_cli_list_layouts(stdout);
+    return CPLAB_EXIT_OK;
+  }
   if (cli.list_scenarios) {
     if (cplab_cli_list_scenarios(stdout, &d) == 0) return CPLAB_EXIT_OK;
     cplab_diag_report(stderr, PROG, &d);
@@ -87,6 +107,7 @@ int main(int argc, char **argv) {
   sim_procs procs;
   cplab_scenario *s = NULL;
   cplab_rank_table *table = NULL;
+  sim_plans plans = {0};
   int rc = sim_procs_init(&procs, &argc, &argv, &d);
   if (!rc) {
     log.rank = procs.size > 1 ? procs.rank : -1;
@@ -104,13 +125,21 @@ int main(int argc, char **argv) {
     remote = 1;
   }
   if (!rc) rc = sim_rank_views(&procs, &s->par, &table, &d);
-  if (!rc && procs.rank == 0) rc = write_report(&cli, s, table, &d);
+  if (!rc) {
+    const cplab_layout *layout = cplab_layout_find(s->layout);
+    if (layout->mutant && procs.rank == 0)
+      cplab_log_warn(&log, "layout %s is a mutant: %s", layout->name, layout->reproduces);
+    rc = sim_plans_run(&procs, s, layout, table, check, &plans, &d);
+  }
+  if (!rc && procs.rank == 0) rc = write_report(&cli, s, table, &plans, &d);
+  int differs = !rc && procs.rank == 0 && (plans.disagreements > 0 || plans.check.violations > 0);
   if (rc && (!remote || procs.rank == 0)) {
     if (procs.size > 1) fprintf(stderr, "[process %d] ", procs.rank);
     cplab_diag_report(stderr, PROG, &d);
   }
+  sim_plans_free(&plans);
   cplab_rank_table_free(table);
   cplab_scenario_free(s);
   sim_procs_fini(&procs);
-  return rc ? CPLAB_EXIT_ERROR : CPLAB_EXIT_OK;
+  return rc ? CPLAB_EXIT_ERROR : differs ? CPLAB_EXIT_DIFFERENT : CPLAB_EXIT_OK;
 }

@@ -34,34 +34,35 @@ int sim_procs_agree(const sim_procs *pr, int rc) {
 /* One rank's row as ints: ids, then TP, PCP, DCP members. */
 static int row_len(const cplab_parallel *p) { return 8 + p->tp + p->pcp + p->dcp; }
 
-static void pack_row(const cplab_rank_table *t, int r, int *row) {
+static void pack_row(const cplab_rank_table *t, int r, int64_t *row) {
   const cplab_rank_ids *id = &t->ids[r];
-  int head[8] = {id->rank, id->pp, id->pcp, id->tp, id->dcp_rank, id->tp_group, id->pcp_group, id->dcp_group};
-  memcpy(row, head, sizeof head);
-  int off = 8;
+  const int head[8] = {id->rank, id->pp, id->pcp, id->tp, id->dcp_rank, id->tp_group, id->pcp_group, id->dcp_group};
+  int off = 0;
+  for (int i = 0; i < 8; i++) row[off++] = head[i];
   for (int k = 0; k < 3; k++) {
     int n = cplab_group_size(&t->par, (cplab_group_kind)k);
-    memcpy(row + off, cplab_rank_table_members(t, (cplab_group_kind)k, r), (size_t)n * sizeof(int));
-    off += n;
+    const int *m = cplab_rank_table_members(t, (cplab_group_kind)k, r);
+    for (int i = 0; i < n; i++) row[off++] = m[i];
   }
 }
 
-static int unpack_row(cplab_rank_table *t, const int *row, cplab_diag *d) {
-  int r = row[0];
+static int unpack_row(cplab_rank_table *t, const int64_t *row, cplab_diag *d) {
+  int r = (int)row[0];
   if (r < 0 || r >= t->world) CPLAB_FAIL(d, CPLAB_EMPI, "a process sent rank %d outside the world", r);
   if (t->ids[r].rank != -1) CPLAB_FAIL(d, CPLAB_EMPI, "rank %d was derived by two processes", r);
-  t->ids[r] = (cplab_rank_ids){row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7]};
+  t->ids[r] = (cplab_rank_ids){(int)row[0], (int)row[1], (int)row[2], (int)row[3],
+                                (int)row[4], (int)row[5], (int)row[6], (int)row[7]};
   int off = 8;
   for (int k = 0; k < 3; k++) {
     int n = cplab_group_size(&t->par, (cplab_group_kind)k);
-    memcpy(t->members[k] + (size_t)r * (size_t)n, row + off, (size_t)n * sizeof(int));
-    off += n;
+    int *m = t->members[k] + (size_t)r * (size_t)n;
+    for (int i = 0; i < n; i++) m[i] = (int)row[off++];
   }
   return 0;
 }
 
-static int gather_rows(const sim_procs *pr, const int *mine, int nmine, int len, int **all, int *nall,
-                       cplab_diag *d) {
+int sim_gather_rows(const sim_procs *pr, const int64_t *mine, int nmine, int len, int64_t **all, int *nall,
+                    cplab_diag *d) {
   int count = nmine * len, *counts = NULL, *displs = NULL, rc = 0;
   *all = NULL;
   *nall = 0;
@@ -78,11 +79,11 @@ static int gather_rows(const sim_procs *pr, const int *mine, int nmine, int len,
       displs[i] = total;
       total += counts[i];
     }
-    *all = malloc((size_t)(total ? total : 1) * sizeof(int));
+    *all = malloc((size_t)(total ? total : 1) * sizeof(int64_t));
     if (!*all) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
   }
-  if (MPI_Gatherv(mine, count, MPI_INT, *all, counts, displs, MPI_INT, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
-    rc = cplab_diag_set(d, CPLAB_EMPI, "MPI_Gatherv of rank rows failed");
+  if (MPI_Gatherv(mine, count, MPI_INT64_T, *all, counts, displs, MPI_INT64_T, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
+    rc = cplab_diag_set(d, CPLAB_EMPI, "MPI_Gatherv of rows failed");
   *nall = total / len;
   free(counts);
   free(displs);
@@ -106,11 +107,13 @@ int sim_rank_views(const sim_procs *pr, const cplab_parallel *p, cplab_rank_tabl
     cplab_rank_table_free(mine);
     return rc ? rc : cplab_diag_set(d, any, "another process failed to derive its ranks");
   }
-  int len = row_len(p), *rows = calloc((size_t)(nmine ? nmine : 1) * (size_t)len, sizeof(int));
+  int len = row_len(p);
+  int64_t *rows = calloc((size_t)(nmine ? nmine : 1) * (size_t)len, sizeof(int64_t));
   if (!rows) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
   for (int i = 0; !rc && i < nmine; i++) pack_row(mine, pr->rank + i * pr->size, rows + (size_t)i * len);
-  int *all = NULL, nall = 0;
-  if (!rc) rc = gather_rows(pr, rows, nmine, len, &all, &nall, d);
+  int64_t *all = NULL;
+  int nall = 0;
+  if (!rc) rc = sim_gather_rows(pr, rows, nmine, len, &all, &nall, d);
   free(rows);
   cplab_rank_table_free(mine);
   if (!rc && pr->rank == 0) {

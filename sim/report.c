@@ -19,7 +19,50 @@ static json_t *summary_json(const cplab_scenario *s) {
                    "new_tokens", (json_int_t)w.new_tokens, "max_context", (json_int_t)w.max_extent);
 }
 
-json_t *sim_report_json(const cplab_scenario *s, const cplab_rank_table *t) {
+static const char *moe_path_name(int fast) { return fast ? "all-reduce fast path" : "gather + reduce-scatter"; }
+
+static json_t *plans_json(const cplab_scenario *s, const sim_plans *pl) {
+  const cplab_layout *layout = cplab_layout_find(s->layout);
+  json_t *steps = json_array();
+  for (size_t i = 0; i < pl->num_steps; i++) {
+    const sim_step_info *info = &pl->info[i];
+    json_t *ranks = json_array();
+    for (int r = 0; r < pl->world; r++) {
+      const int64_t *row = pl->rows + (i * (size_t)pl->world + (size_t)r) * SIM_PR_FIELDS;
+      char digest[24];
+      snprintf(digest, sizeof digest, "%016llx", (unsigned long long)row[SIM_PR_SHARED_DIGEST]);
+      json_array_append_new(
+          ranks, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s}", "rank", (json_int_t)row[SIM_PR_RANK], "rows",
+                           (json_int_t)row[SIM_PR_ROWS], "decode_rows", (json_int_t)row[SIM_PR_DECODE_ROWS], "tokens",
+                           (json_int_t)row[SIM_PR_TOKENS], "prefill_chunks", (json_int_t)row[SIM_PR_PREFILL_CHUNKS],
+                           "indexer_chunks", (json_int_t)row[SIM_PR_INDEXER_CHUNKS], "collectives",
+                           (json_int_t)row[SIM_PR_COLLECTIVES], "shared_digest", digest));
+    }
+    json_array_append_new(
+        steps, json_pack("{s:I, s:s, s:s, s:b, s:{s:I, s:I, s:I}, s:I, s:o}", "step", (json_int_t)i, "graph_mode",
+                         cplab_graph_mode_name((cplab_graph_mode)info->runtime_mode), "moe_path",
+                         moe_path_name(info->moe_fast_path), "all_rows_replicated", info->all_rows_replicated,
+                         "dispatch", "rows", (json_int_t)info->dispatch_rows, "tokens",
+                         (json_int_t)info->dispatch_tokens, "longest", (json_int_t)info->dispatch_longest,
+                         "padded_tokens", (json_int_t)info->padded_tokens, "ranks", ranks));
+  }
+  json_t *first = json_array();
+  for (int i = 0; i < pl->kept; i++) json_array_append_new(first, json_string(pl->first[i]));
+  json_t *out = json_pack("{s:s, s:b, s:o, s:I, s:o}", "layout", s->layout, "mutant", layout && layout->mutant,
+                          "steps", steps, "disagreements", (json_int_t)pl->disagreements, "first_disagreements", first);
+  if (pl->checked) {
+    json_t *by_rule = json_object(), *vfirst = json_array();
+    for (int r = 0; r < SIM_RULE_COUNT; r++)
+      json_object_set_new(by_rule, sim_rule_name((sim_rule)r), json_integer(pl->check.by_rule[r]));
+    for (int i = 0; i < pl->check.kept; i++) json_array_append_new(vfirst, json_string(pl->check.first[i]));
+    json_object_set_new(out, "invariants",
+                        json_pack("{s:I, s:I, s:o, s:o}", "checks", (json_int_t)pl->check.checks, "violations",
+                                  (json_int_t)pl->check.violations, "by_rule", by_rule, "first_violations", vfirst));
+  }
+  return out;
+}
+
+json_t *sim_report_json(const cplab_scenario *s, const cplab_rank_table *t, const sim_plans *plans) {
   json_t *ranks = json_array();
   for (int r = 0; r < t->world; r++) {
     const cplab_rank_ids *id = &t->ids[r];
@@ -31,11 +74,11 @@ json_t *sim_report_json(const cplab_scenario *s, const cplab_rank_table *t) {
     json_array_append_new(ranks, json_pack("{s:i, s:i, s:i, s:i, s:i, s:o}", "rank", id->rank, "pp", id->pp, "pcp",
                                            id->pcp, "tp", id->tp, "dcp_rank", id->dcp_rank, "groups", groups));
   }
-  return json_pack("{s:s, s:s, s:o, s:o, s:{s:i, s:s, s:s, s:o}}", "program", "cplab-sim", "version",
+  return json_pack("{s:s, s:s, s:o, s:o, s:{s:i, s:s, s:s, s:o}, s:o}", "program", "cplab-sim", "version",
                    PACKAGE_VERSION, "scenario", cplab_scenario_to_json(s, 0), "workload", summary_json(s),
                    "rank_table", "world_size", t->world, "q_gather_group",
                    cplab_q_gather_name(cplab_q_gather_group(&t->par)), "decode_combine",
-                   cplab_combine_name(cplab_combine_kind(&t->par)), "ranks", ranks);
+                   cplab_combine_name(cplab_combine_kind(&t->par)), "ranks", ranks, "plans", plans_json(s, plans));
 }
 
 /* "{a,b,c}", padded to width unless it ends the line. */
@@ -52,7 +95,50 @@ static void print_members_last(FILE *out, const int *m, int n) {
   print_members(out, m, n, 0);
 }
 
-void sim_report_text(FILE *out, const cplab_scenario *s, const cplab_rank_table *t) {
+static void plans_text(FILE *out, const cplab_scenario *s, const sim_plans *pl) {
+  const cplab_layout *layout = cplab_layout_find(s->layout);
+  fprintf(out, "\nplans (layout %s%s; every rank derived on its own, digests compared)\n", s->layout,
+          layout && layout->mutant ? ", a MUTANT" : "");
+  for (size_t i = 0; i < pl->num_steps; i++) {
+    const sim_step_info *info = &pl->info[i];
+    const cplab_step *st = &s->steps[i];
+    size_t prefills = 0;
+    int64_t tokens = 0;
+    for (size_t j = 0; j < st->num_requests; j++) {
+      prefills += st->requests[j].phase == CPLAB_PHASE_PREFILL;
+      tokens += st->requests[j].new_tokens;
+    }
+    fprintf(out,
+            "step %zu: requests %zu (prefill %zu, decode %zu), new tokens %lld; graphs %s, MoE %s; dispatch %lld "
+            "rows, %lld tokens, longest %lld\n",
+            i, st->num_requests, prefills, st->num_requests - prefills, (long long)tokens,
+            cplab_graph_mode_name((cplab_graph_mode)info->runtime_mode), moe_path_name(info->moe_fast_path),
+            (long long)info->dispatch_rows, (long long)info->dispatch_tokens, (long long)info->dispatch_longest);
+    fprintf(out, "  %4s %5s %7s %14s %14s %11s  %s\n", "rank", "rows", "tokens", "prefill-chunks", "indexer-chunks",
+            "collectives", "shared-plan digest");
+    for (int r = 0; r < pl->world; r++) {
+      const int64_t *row = pl->rows + (i * (size_t)pl->world + (size_t)r) * SIM_PR_FIELDS;
+      fprintf(out, "  %4lld %5lld %7lld %14lld %14lld %11lld  %016llx\n", (long long)row[SIM_PR_RANK],
+              (long long)row[SIM_PR_ROWS], (long long)row[SIM_PR_TOKENS], (long long)row[SIM_PR_PREFILL_CHUNKS],
+              (long long)row[SIM_PR_INDEXER_CHUNKS], (long long)row[SIM_PR_COLLECTIVES],
+              (unsigned long long)row[SIM_PR_SHARED_DIGEST]);
+    }
+  }
+  if (pl->disagreements == 0)
+    fprintf(out, "agreement: every rank derived the same shared plan in all %zu steps; collectives agree within "
+                 "every TP, PCP and DCP group\n",
+            pl->num_steps);
+  else
+    fprintf(out, "DISAGREEMENT: %lld (rank, step) pairs differ; first: %s\n", (long long)pl->disagreements,
+            pl->first[0]);
+  if (pl->checked) {
+    fprintf(out, "invariants (vllm-pcp-dcp.md §10.1): %lld checks, %lld violations\n", (long long)pl->check.checks,
+            (long long)pl->check.violations);
+    for (int i = 0; i < pl->check.kept; i++) fprintf(out, "  %s\n", pl->check.first[i]);
+  }
+}
+
+void sim_report_text(FILE *out, const cplab_scenario *s, const cplab_rank_table *t, const sim_plans *plans) {
   const cplab_model *m = &s->model;
   const cplab_parallel *p = &s->par;
   cplab_workload_summary w;
@@ -89,4 +175,5 @@ void sim_report_text(FILE *out, const cplab_scenario *s, const cplab_rank_table 
     print_members_last(out, cplab_rank_table_members(t, CPLAB_GROUP_DCP, r), p->dcp);
     fputc('\n', out);
   }
+  plans_text(out, s, plans);
 }

@@ -1,5 +1,7 @@
 /* sim/sim.h: the simulator program's parts (main.c drives them).
- *   rank_views.c  derive each rank's view, spreading ranks over MPI processes
+ *   rank_views.c  processes (one, or an MPI job), gathering rows of int64, rank table
+ *   plans.c       every rank's plan of every step, derived by the process owning the rank
+ *   check.c       the §10.1 invariants over all ranks of a step (check.h)
  *   report.c      the text and JSON reports of a run
  */
 #ifndef CPLAB_SIM_H
@@ -10,6 +12,7 @@
 
 #include "cplab/error.h"
 #include "cplab/ranks.h"
+#include "check.h"
 #include "cplab/scenario.h"
 
 /* The processes this run is spread over: one, or an MPI job. */
@@ -25,13 +28,60 @@ void sim_procs_fini(sim_procs *pr);
 /* Agree on an error: returns the first non-zero rc of any process (0 if none). */
 int sim_procs_agree(const sim_procs *pr, int rc);
 
+/* Gather fixed-length int64 rows from every process on process 0 (*all is
+ * NULL elsewhere). */
+int sim_gather_rows(const sim_procs *pr, const int64_t *mine, int nmine, int len, int64_t **all, int *nall,
+                    cplab_diag *d);
+
 /* Every rank's ids and groups, each derived by the process that owns the rank
  * (global rank r is derived by process r mod size) from the layout alone, then
  * gathered on process 0. Other processes get *out = NULL. */
 int sim_rank_views(const sim_procs *pr, const cplab_parallel *p, cplab_rank_table **out, cplab_diag *d);
 
-/* The report: resolved scenario, workload summary, rank table. */
-json_t *sim_report_json(const cplab_scenario *s, const cplab_rank_table *t);
-void sim_report_text(FILE *out, const cplab_scenario *s, const cplab_rank_table *t);
+/* One rank's plan of one step, as the process that derived it reports it. */
+enum {
+  SIM_PR_RANK = 0,
+  SIM_PR_ROWS,
+  SIM_PR_DECODE_ROWS,
+  SIM_PR_TOKENS,
+  SIM_PR_DECODE_TOKENS,
+  SIM_PR_PREFILL_CHUNKS,
+  SIM_PR_INDEXER_CHUNKS,
+  SIM_PR_COLLECTIVES,
+  SIM_PR_SHARED_DIGEST,
+  SIM_PR_COLL_DIGEST, /* three: TP, PCP, DCP */
+  SIM_PR_FIELDS = SIM_PR_COLL_DIGEST + 3
+};
+
+/* What rank 0's plan says about a step (the shared schedule). */
+typedef struct sim_step_info {
+  int64_t padded_tokens, dispatch_rows, dispatch_tokens, dispatch_longest;
+  int runtime_mode, moe_fast_path, all_rows_replicated;
+} sim_step_info;
+
+#define SIM_KEEP_DISAGREEMENTS 8
+
+typedef struct sim_plans {
+  size_t num_steps;
+  int world;
+  int64_t *rows;        /* process 0: [step][rank][SIM_PR_FIELDS] */
+  sim_step_info *info;  /* process 0: [step] */
+  int64_t disagreements; /* ranks whose shared digest or group collectives differ */
+  int kept;
+  char first[SIM_KEEP_DISAGREEMENTS][256];
+  int checked;           /* full invariant check ran (--check) */
+  sim_check check;
+} sim_plans;
+
+/* Derive every rank's plan of every step (rank r by process r mod size),
+ * compare digests on process 0, and with full_check (one process only) check
+ * every invariant over all ranks of each step. */
+int sim_plans_run(const sim_procs *pr, const cplab_scenario *s, const cplab_layout *layout, const cplab_rank_table *t,
+                  int full_check, sim_plans *out, cplab_diag *d);
+void sim_plans_free(sim_plans *p);
+
+/* The report: resolved scenario, workload summary, rank table, plans. */
+json_t *sim_report_json(const cplab_scenario *s, const cplab_rank_table *t, const sim_plans *plans);
+void sim_report_text(FILE *out, const cplab_scenario *s, const cplab_rank_table *t, const sim_plans *plans);
 
 #endif

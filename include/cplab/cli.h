@@ -28,6 +28,7 @@ enum {
   CPLAB_OPT_SEED,
   CPLAB_OPT_JSON,
   CPLAB_OPT_LIST_SCENARIOS,
+  CPLAB_OPT_LIST_LAYOUTS,
   CPLAB_OPT_LOG_LEVEL,
   CPLAB_OPT_PROGRAM = 0x200 /* first code free for program-specific options */
 };
@@ -41,6 +42,7 @@ enum {
       {"quiet", no_argument, NULL, 'q'},                            \
       {"json", no_argument, NULL, CPLAB_OPT_JSON},                  \
       {"list-scenarios", no_argument, NULL, CPLAB_OPT_LIST_SCENARIOS}, \
+      {"list-layouts", no_argument, NULL, CPLAB_OPT_LIST_LAYOUTS},     \
       {"log-level", required_argument, NULL, CPLAB_OPT_LOG_LEVEL},  \
       {"verbose", no_argument, NULL, 'v'},                          \
       {"help", no_argument, NULL, 'h'},                             \
@@ -52,7 +54,7 @@ typedef struct cplab_cli {
   int has_seed;
   uint64_t seed;
   const char *out; /* -o PATH, NULL: none */
-  int quiet, json, list_scenarios, help, version;
+  int quiet, json, list_scenarios, list_layouts, help, version;
   cplab_log_level log_level;
 } cplab_cli;
 
@@ -77,6 +79,8 @@ int cplab_cli_parse(int argc, char **argv, const char *shortopts, const struct o
 /* Help text of the common options (two-space indented lines). */
 void cplab_cli_help_common(FILE *out);
 void cplab_cli_version(FILE *out, const char *prog);
+/* One line per layout: name, [mutant], summary. */
+void cplab_cli_list_layouts(FILE *out);
 /* One line per built-in scenario: name and description. */
 int cplab_cli_list_scenarios(FILE *out, cplab_diag *d);
 /* Report a usage error the standard way ("PROG: error: ...", "Try 'PROG --help'."). */

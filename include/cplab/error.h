@@ -60,6 +60,10 @@ typedef struct cplab_diag {
 int cplab_diag_set(cplab_diag *d, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Put context in front of the message already recorded ("step 3, rank 1: "
+ * + message), for callers that know where the error happened. */
+void cplab_diag_prefix(cplab_diag *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Clear d for reuse. */
 void cplab_diag_clear(cplab_diag *d);
 

@@ -178,6 +178,14 @@ int cplab_indexer_plan_derive(const cplab_rank_plan *rp, cplab_indexer_plan *out
 void cplab_indexer_plan_free(cplab_indexer_plan *p);
 int cplab_collectives_derive(cplab_rank_plan *rp, const cplab_model *model, cplab_diag *d);
 
+/* Digests (XXH3-64) for cross-rank consensus without shipping plans:
+ * shared = everything every rank must derive identically (schedule, the
+ * shared parts of the prefill and indexer plans); collectives = the ordered
+ * collectives this rank issues on one group kind. Equal digests across ranks
+ * (resp. group members) are what agreement means. */
+uint64_t cplab_rank_plan_shared_digest(const cplab_rank_plan *p);
+uint64_t cplab_rank_plan_collective_digest(const cplab_rank_plan *p, cplab_group_kind group);
+
 #ifdef __cplusplus
 }
 #endif

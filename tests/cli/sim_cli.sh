@@ -31,9 +31,25 @@ if ls "$WORK"/report.json.tmp.* >/dev/null 2>&1; then fail "temporary file left 
 expect_exit 2 "-o into a missing directory" "$SIM" -q -o "$WORK/no/such/dir/r.json"
 expect_grep "$WORK/err" "cannot create a temporary file" "names the failed write"
 
+# Plans: every rank's own derivation agrees; --check runs every invariant.
+expect_grep "$WORK/first" "^agreement: every rank derived the same shared plan in all 5 steps" "ranks agree"
+expect_exit 0 "--check on the default scenario" "$SIM" --check
+expect_grep "$WORK/out" "^invariants (vllm-pcp-dcp.md §10.1): [0-9]* checks, 0 violations" "no violations"
+expect_exit 0 "--list-layouts" "$SIM" --list-layouts
+expect_grep "$WORK/out" "^vllm " "lists vllm"
+expect_grep "$WORK/out" "^mutant-prefill-block-bound  *\[mutant\]" "flags mutants"
+for m in mutant-prefill-block-bound mutant-rank-local-plan mutant-no-short-replication mutant-bad-deinterleave \
+         mutant-shard-rows-ceil mutant-empty-context; do
+  expect_exit 1 "$m is caught (exit 1)" "$SIM" --scenario mixed --layout "$m" --check -q
+done
+expect_exit 1 "a rank-local plan shows without --check" "$SIM" --scenario mixed --layout mutant-rank-local-plan
+expect_grep "$WORK/out" "^DISAGREEMENT: " "reports the disagreement"
+expect_exit 2 "unknown layout" "$SIM" --layout zigzag
+expect_grep "$WORK/err" "unknown layout 'zigzag' (see --list-layouts)" "names the layout"
+
 # Overrides.
-expect_exit 0 "--seed and --layout" "$SIM" --scenario mixed --seed 5 --layout token-major
-expect_grep "$WORK/out" "layout    token-major, seed 5," "overrides are applied"
+expect_exit 0 "--seed and --layout" "$SIM" --scenario mixed --seed 5 --layout block-aligned
+expect_grep "$WORK/out" "layout    block-aligned, seed 5," "overrides are applied"
 
 # Errors: exit 2, one message naming the problem, a hint for usage errors.
 expect_exit 2 "unknown option" "$SIM" --frobnicate

@@ -17,6 +17,16 @@ for scenario in smoke pr56157 mixed; do
   done
 done
 
+# A mutant's disagreement is found the same way across processes.
+"$SIM" --scenario mixed --layout mutant-no-short-replication --json >"$WORK/one.json" 2>/dev/null
+timeout 120 "$MPIRUN" -np 3 "$SIM" --scenario mixed --layout mutant-no-short-replication --json \
+  >"$WORK/many.json" 2>"$WORK/err"
+if cmp -s "$WORK/one.json" "$WORK/many.json" && grep -q '"disagreements": [1-9]' "$WORK/many.json"; then
+  pass "mutant disagreement: 3 processes = 1 process"
+else fail "mutant disagreement differs under mpirun"; fi
+expect_exit 2 "--check under mpirun is refused" timeout 120 "$MPIRUN" -np 2 "$SIM" --check -q
+expect_grep "$WORK/err" "needs every rank's plans in one process" "says why"
+
 # An error on every process is reported, and the job exits 2.
 expect_exit 2 "mpirun with an invalid scenario" timeout 120 "$MPIRUN" -np 2 "$SIM" \
   --scenario "$top_srcdir/tests/scenarios/invalid/dcp_zero.json"

@@ -69,10 +69,10 @@ static void test_pr56157(void **state) {
 
 static void test_overrides(void **state) {
   (void)state;
-  cplab_scenario_overrides ov = {1, 99, "token-major"};
+  cplab_scenario_overrides ov = {1, 99, "block-aligned"};
   cplab_scenario *s = load("mixed", &ov);
   assert_int_equal(s->seed, 99);
-  assert_string_equal(s->layout, "token-major");
+  assert_string_equal(s->layout, "block-aligned");
   cplab_scenario *base = load("mixed", NULL);
   /* Another seed, another generated workload. */
   int differs = s->num_steps != base->num_steps;
