@@ -71,10 +71,13 @@ int cplab_indexer_plan_derive(const cplab_rank_plan *rp, cplab_indexer_plan *p, 
   p->padded_cu = calloc((size_t)K, sizeof(int64_t));
   p->region_start = calloc((size_t)K, sizeof(int64_t));
   p->chunks = calloc((size_t)max_chunks, sizeof(cplab_indexer_chunk));
-  p->ks = malloc((size_t)(T ? T : 1) * sizeof(int64_t));
-  p->ke = malloc((size_t)(T ? T : 1) * sizeof(int64_t));
+  int maps = (rp->flags & CPLAB_PLAN_TOKEN_MAPS) != 0;
+  if (maps) {
+    p->ks = malloc((size_t)(T ? T : 1) * sizeof(int64_t));
+    p->ke = malloc((size_t)(T ? T : 1) * sizeof(int64_t));
+  }
   if (!p->region_req || !p->region_chunk || !p->extent || !p->nominal_q || !p->padded || !p->padded_cu ||
-      !p->region_start || !p->chunks || !p->ks || !p->ke) {
+      !p->region_start || !p->chunks || (maps && (!p->ks || !p->ke))) {
     cplab_indexer_plan_free(p);
     CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory for the indexer plan");
   }
@@ -112,8 +115,7 @@ int cplab_indexer_plan_derive(const cplab_rank_plan *rp, cplab_indexer_plan *p, 
     add_region(p, open, k);
     open->q_end += M;
   }
-  /* Local query tokens of each chunk and the key bounds of each token. */
-  for (int64_t m = 0; m < T; m++) p->ks[m] = p->ke[m] = -1;
+  /* Local query tokens of each chunk, then (token maps) the key bounds of each token. */
   for (int c = 0; c < p->num_chunks; c++) {
     cplab_indexer_chunk *ch = &p->chunks[c];
     int64_t b0, e0, b1, e1;
@@ -128,6 +130,8 @@ int cplab_indexer_plan_derive(const cplab_rank_plan *rp, cplab_indexer_plan *p, 
       ch->token_end = e1;
     }
   }
+  if (!maps) return 0;
+  for (int64_t m = 0; m < T; m++) p->ks[m] = p->ke[m] = -1;
   const cplab_split *sp = &rp->split;
   for (int k = 0; k < K; k++) {
     int first = pp->region_first_row[k], last = k + 1 < K ? pp->region_first_row[k + 1] : sp->num_rows;

@@ -22,17 +22,24 @@ void cplab_rank_plan_free(cplab_rank_plan *p) {
   free(p);
 }
 
-/* slot_mapping: this DCP rank's slot of every new token (global form). */
+/* slot_mapping: this DCP rank's slot of every new token (global form). Only
+ * this rank's stripes (I tokens every I·D) are visited; the rest is -1. */
 static int slot_map(cplab_rank_plan *p, const cplab_step *step, cplab_diag *d) {
   p->slot_mapping = malloc((size_t)(p->total_tokens ? p->total_tokens : 1) * sizeof(int64_t));
   if (!p->slot_mapping) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory for the slot mapping");
   const cplab_schedule *s = &p->sched;
+  const cplab_parallel *par = &p->env.par;
+  int64_t I = par->interleave, span = I * par->dcp;
+  for (int64_t t = 0; t < p->total_tokens; t++) p->slot_mapping[t] = CPLAB_PAD_SLOT;
   for (int g = 0; g < s->num_requests; g++) {
     const cplab_request *q = &step->requests[g];
     const int32_t *row = s->block_table + (size_t)g * s->max_blocks;
-    int64_t *out = p->slot_mapping + s->token_offset[g];
-    for (int64_t j = 0; j < q->new_tokens; j++)
-      out[j] = cplab_kv_slot_global(&p->env.par, p->ids.dcp_rank, row, s->max_blocks, q->num_computed + j);
+    int64_t *out = p->slot_mapping + s->token_offset[g], first = q->num_computed, end = first + q->new_tokens;
+    for (int64_t stripe = first / span * span + p->ids.dcp_rank * I; stripe < end; stripe += span) {
+      int64_t lo = stripe > first ? stripe : first, hi = stripe + I < end ? stripe + I : end;
+      for (int64_t pos = lo; pos < hi; pos++)
+        out[pos - first] = cplab_kv_slot_global(par, p->ids.dcp_rank, row, s->max_blocks, pos);
+    }
   }
   return 0;
 }
@@ -75,6 +82,7 @@ int cplab_rank_plan_derive(const cplab_step_input *in, int rank, int flags, cpla
   cplab_rank_plan *p = calloc(1, sizeof *p);
   if (!p) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory for a rank plan");
   p->layout = in->layout;
+  p->flags = flags;
   cplab_layout_env_init(&p->env, in->par);
   int rc = cplab_rank_ids_get(in->par, rank, &p->ids, d);
   if (!rc) rc = cplab_schedule_derive(in, &p->env, &p->sched, d);

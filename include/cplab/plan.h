@@ -109,7 +109,7 @@ typedef struct cplab_indexer_plan {
   int64_t *region_start;   /* [K] logical offset in its chunk's deinterleaved keys */
   int num_chunks;
   cplab_indexer_chunk *chunks;
-  int64_t *ks, *ke;        /* [local tokens] key bounds; -1 for decode tokens */
+  int64_t *ks, *ke;        /* [local tokens] key bounds, -1 for decode tokens (token maps only) */
 } cplab_indexer_plan;
 
 typedef enum cplab_coll_kind { CPLAB_COLL_ALL_GATHER = 0, CPLAB_COLL_ALL_REDUCE, CPLAB_COLL_REDUCE_SCATTER } cplab_coll_kind;
@@ -130,6 +130,7 @@ const char *cplab_dtype_name(cplab_dtype t);
 
 typedef struct cplab_rank_plan {
   cplab_rank_ids ids;
+  int flags;                  /* CPLAB_PLAN_* the plan was derived with */
   const cplab_layout *layout;
   cplab_layout_env env;
   cplab_schedule sched;

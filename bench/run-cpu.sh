@@ -1,0 +1,25 @@
+#!/bin/sh
+# Usage: bench/run-cpu.sh [BUILD_DIR]   (default: build)
+# Runs the CPU benchmarks and writes bench/results/DATE-plan-bench-HOST.json
+# with the machine, date, commit and command beside the numbers.
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$top/build}
+make -C "$build" bench >/dev/null
+date=$(date -u +%Y-%m-%d)
+commit=$(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo unknown)
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+cores=$(nproc)
+out="$top/bench/results/$date-plan-bench-cpu.json"
+tmp=$(mktemp)
+"$build/bench/cplab-plan-bench" -o "$tmp"
+python3 - "$tmp" "$out" "$date" "$commit" "$cpu" "$cores" <<'PY'
+import json, sys
+src, out, date, commit, cpu, cores = sys.argv[1:]
+doc = {"machine": {"cpu": cpu, "cores": int(cores)}, "date": date, "commit": commit,
+       "command": "bench/run-cpu.sh (build/bench/cplab-plan-bench)", "results": json.load(open(src))}
+json.dump(doc, open(out, "w"), indent=2)
+open(out, "a").write("\n")
+PY
+rm -f "$tmp"
+echo "wrote $out"
