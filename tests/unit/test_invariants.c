@@ -64,6 +64,29 @@ static int run_case(const sweep_case *c, const cplab_layout *layout, uint64_t se
   return rc;
 }
 
+/* §4.1 round-trip extents of the change's tests, W in {2, 4, 8} (TP1, PCP = DCP = W). */
+static void test_round_trip_extents(void **state) {
+  (void)state;
+  static const int64_t lists[][4] = {{1}, {7}, {64}, {65}, {129}, {8, 8}, {1, 9}, {300, 1, 129}, {2730, 256, 63}};
+  static const int sizes[] = {1, 1, 1, 1, 1, 2, 2, 3, 3};
+  for (int w = 2; w <= 8; w *= 2)
+    for (int il = 1; il <= 64; il *= 64)
+      for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        sweep_case c;
+        cplab_parallel_defaults(&c.par);
+        c.par.pcp = c.par.dcp = w;
+        c.par.interleave = il;
+        c.par.max_model_len = 4096;
+        c.n = (size_t)sizes[i];
+        for (size_t g = 0; g < c.n; g++) c.reqs[g] = (cplab_request){(int64_t)g, 0, lists[i][g], CPLAB_PHASE_PREFILL};
+        sim_check chk = {0};
+        cplab_diag d = {0};
+        if (run_case(&c, cplab_layout_find("vllm"), 7, &chk, &d) != 0) fail_msg("W=%d list %zu: %s", w, i, d.msg);
+        if (chk.violations) fail_msg("W=%d I=%d extents #%zu: %s", w, il, i, chk.first[0]);
+        assert_true(chk.checks > 0);
+      }
+}
+
 static void test_correct_layouts_hold_every_invariant(void **state) {
   (void)state;
   for (const cplab_layout *const *l = cplab_layouts(); *l; l++) {
@@ -133,6 +156,7 @@ static void test_mutants_are_caught(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_round_trip_extents),
       cmocka_unit_test(test_correct_layouts_hold_every_invariant),
       cmocka_unit_test(test_mutants_are_caught),
   };

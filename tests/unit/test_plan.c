@@ -194,6 +194,82 @@ static void test_conversion_fix(void **state) {
   assert_int_equal(cplab_layout_convert_decode(fixed, &env, row, 8, 128, 0), -1);
 }
 
+/* §5.3, the change's test case: 12 query rows (0-5 decode rows of requests 0
+ * and 1, 6-11 prefill rows of regions 0 and 1), workspace starts [0, 100],
+ * B = 16, 8 blocks, top-k 128, random tokens, and the out-of-bound value 128
+ * at [6, 110:120]. The fixed conversion matches the reference of §5.1
+ * everywhere; the pre-fix one differs exactly there. The old test wrote the
+ * value into [6, 150:160] -- an empty slice of 128 columns -- so it passed
+ * the buggy conversion. */
+static void test_conversion_case_of_the_change(void **state) {
+  (void)state;
+  enum { T = 12, K = 128, B = 16, MB = 8 };
+  cplab_parallel par = par_of(1, 1, 1, 1, MB * B);
+  par.block_size = B;
+  cplab_layout_env env;
+  cplab_layout_env_init(&env, &par);
+  int32_t chunk_of[] = {0, 0};
+  int64_t ws[] = {0, 100};
+  cplab_prefill_chunk chunk = {0, 2, 300, 0, 0};
+  cplab_prefill_plan plan = {.active = 1, .W = 1, .num_regions = 2, .region_chunk = chunk_of, .workspace_start = ws,
+                             .num_chunks = 1, .chunks = &chunk};
+  const int req_id[T] = {0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3}, prefill_id[T] = {-1, -1, -1, -1, -1, -1, 0, 0, 0, 1, 1, 1};
+  int32_t block_table[2][MB], tokens[T][K];
+  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+  for (int r = 0; r < 2; r++)
+    for (int b = 0; b < MB; b++) block_table[r][b] = (int32_t)gsl_rng_uniform_int(rng, 64);
+  for (int i = 0; i < T; i++)
+    for (int j = 0; j < K; j++) tokens[i][j] = gsl_rng_uniform(rng) < 0.1 ? -1 : (int32_t)gsl_rng_uniform_int(rng, K);
+  gsl_rng_free(rng);
+  for (int j = 110; j < 120; j++) tokens[6][j] = MB * B; /* the fixed test's slice */
+  const cplab_layout *fixed = cplab_layout_find("vllm"), *old = cplab_layout_find("mutant-prefill-block-bound");
+  int differences = 0, old_test_slice = 0;
+  for (int i = 0; i < T; i++)
+    for (int j = 0; j < K; j++) {
+      int32_t tok = tokens[i][j], want, got_fixed, got_old;
+      if (tok == -1) want = -1; /* §5.1 reference */
+      else if (prefill_id[i] >= 0) want = (int32_t)ws[prefill_id[i]] + tok;
+      else want = tok / B >= MB ? -1 : block_table[req_id[i]][tok / B] * B + tok % B;
+      if (prefill_id[i] >= 0) {
+        got_fixed = cplab_layout_convert_prefill(fixed, &env, &plan, prefill_id[i], tok, 0);
+        got_old = cplab_layout_convert_prefill(old, &env, &plan, prefill_id[i], tok, 0);
+      } else {
+        got_fixed = cplab_layout_convert_decode(fixed, &env, block_table[req_id[i]], MB, tok, 0);
+        got_old = cplab_layout_convert_decode(old, &env, block_table[req_id[i]], MB, tok, 0);
+      }
+      if (got_fixed != want) fail_msg("fixed conversion at [%d, %d]: %d, reference %d", i, j, got_fixed, want);
+      if (got_old != want) {
+        differences++;
+        assert_true(i == 6 && j >= 110 && j < 120);
+      }
+      old_test_slice += i == 6 && j >= 150 && j < 160; /* columns that do not exist */
+    }
+  assert_int_equal(differences, 10);
+  assert_int_equal(old_test_slice, 0);
+}
+
+/* §4.1 "rows_per_rank is the max slot": W in {2,3,8}, extents 1..1000, any interleave. */
+static void test_rows_per_rank_is_largest_shard(void **state) {
+  (void)state;
+  const int Ws[] = {2, 3, 8}, Is[] = {1, 2, 4, 64};
+  for (int w = 0; w < 3; w++)
+    for (int i = 0; i < 4; i++) {
+      cplab_parallel par = par_of(1, 1, 1, Is[i], 4096);
+      par.dcp = Ws[w];
+      cplab_layout_env env;
+      cplab_layout_env_init(&env, &par);
+      for (int64_t e = 1; e <= 1000; e++) {
+        int64_t largest = 0;
+        for (int o = 0; o < Ws[w]; o++)
+          if (cplab_kv_local_len(e, o, Is[i], Ws[w]) > largest) largest = cplab_kv_local_len(e, o, Is[i], Ws[w]);
+        if (cplab_layout_vllm_rows_per_rank(&env, e, NULL) != largest)
+          fail_msg("W=%d I=%d extent %lld: rows_per_rank %lld, largest shard %lld", Ws[w], Is[i], (long long)e,
+                   (long long)cplab_layout_vllm_rows_per_rank(&env, e, NULL), (long long)largest);
+        if (Is[i] == 1) assert_int_equal(largest, (e + Ws[w] - 1) / Ws[w]);
+      }
+    }
+}
+
 /* Layout registry: correct layouts first, mutants flagged, names unique. */
 static void test_registry(void **state) {
   (void)state;
@@ -220,6 +296,7 @@ int main(void) {
       cmocka_unit_test(test_gather_restore_example), cmocka_unit_test(test_dispatch_shapes),
       cmocka_unit_test(test_prefill_plan_example), cmocka_unit_test(test_prefill_plan_budget),
       cmocka_unit_test(test_empty_context),       cmocka_unit_test(test_conversion_fix),
+      cmocka_unit_test(test_conversion_case_of_the_change), cmocka_unit_test(test_rows_per_rank_is_largest_shard),
       cmocka_unit_test(test_registry),
   };
   return cmocka_run_group_tests_name("plan", tests, NULL, NULL);
