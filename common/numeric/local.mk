@@ -1,0 +1,1 @@
+# common/numeric/: deterministic inputs and bit-exact formats (filled by its issue).

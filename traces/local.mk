@@ -1,0 +1,1 @@
+# traces/: the HDF5 trace schema, library and tools.
