@@ -454,7 +454,7 @@ static void check_moe(ctx *x, int r) {
 
 static int same_collective(const cplab_collective *a, const cplab_collective *b) {
   return a->kind == b->kind && a->group == b->group && a->dtype == b->dtype && a->count == b->count &&
-         strcmp(a->what, b->what) == 0;
+         a->what == b->what;
 }
 
 static const cplab_collective *nth_on_group(const cplab_rank_plan *p, cplab_group_kind g, int n) {
@@ -477,8 +477,8 @@ static int check_collectives(ctx *x, int r) {
         if (!a && !b) break;
         if (!CHECK(x->c, a && b && same_collective(a, b), SIM_RULE_COLLECTIVES,
                    "%s collective #%d: rank %d issues %s %s[%lld], rank %d issues %s %s[%lld]: a real run hangs here",
-                   cplab_group_name((cplab_group_kind)k), n, r, a ? a->what : "nothing",
-                   a ? cplab_coll_kind_name(a->kind) : "", a ? (long long)a->count : 0LL, m[j], b ? b->what : "nothing",
+                   cplab_group_name((cplab_group_kind)k), n, r, a ? cplab_coll_what_name(a->what) : "nothing",
+                   a ? cplab_coll_kind_name(a->kind) : "", a ? (long long)a->count : 0LL, m[j], b ? cplab_coll_what_name(b->what) : "nothing",
                    b ? cplab_coll_kind_name(b->kind) : "", b ? (long long)b->count : 0LL))
           break;
       }

@@ -7,4 +7,4 @@ libcplab_sim_la_LIBADD = libcplab_core.la
 
 bin_PROGRAMS += cplab-sim
 cplab_sim_SOURCES = %reldir%/main.c %reldir%/report.c %reldir%/rank_views.c %reldir%/plans.c %reldir%/sim.h
-cplab_sim_LDADD = libcplab_sim.la $(CPLAB_CORE_LIBS) $(MPI_LIBS)
+cplab_sim_LDADD = libcplab_sim.la libcplab_trace.la $(CPLAB_CORE_LIBS) $(HDF5_LIBS) $(MPI_LIBS)

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <mpi.h>
+
 #include "cplab/cli.h"
 #include "cplab/log.h"
 #include "sim.h"
@@ -19,7 +21,10 @@ static void usage(FILE *out) {
         out);
   fputs("Options:\n"
         "  --check               also check every invariant of the reference (§10.1) over all ranks'\n"
-        "                        plans of every step (one process only); exit 1 on a violation\n\n",
+        "                        plans of every step (one process only); exit 1 on a violation\n"
+        "  -o NAME.h5            write the trace: NAME.h5 (the run) and NAME.rNNNN.h5 (each rank's\n"
+        "                        plans, written by the process that derived them); schema in\n"
+        "                        traces/SCHEMA.md.  -o NAME.json writes the JSON report instead\n\n",
         out);
   cplab_cli_help_common(out);
   fputs("\nExamples:\n"
@@ -48,20 +53,33 @@ static int parse_args(int argc, char **argv, cplab_cli *cli, int *check, cplab_d
   return 0;
 }
 
+/* -o PATH: a trace for .h5, the JSON report for .json. */
+static int out_is_trace(const char *out) {
+  size_t n = out ? strlen(out) : 0;
+  return n > 3 && strcmp(out + n - 3, ".h5") == 0;
+}
+
+static int check_out_path(const char *out, cplab_diag *d) {
+  size_t n = out ? strlen(out) : 0;
+  if (!out || out_is_trace(out) || (n > 5 && strcmp(out + n - 5, ".json") == 0)) return 0;
+  CPLAB_FAIL(d, CPLAB_EUSAGE, "-o %s: use NAME.h5 for a trace or NAME.json for the JSON report", out);
+}
+
 static int write_report(const cplab_cli *cli, const cplab_scenario *s, const cplab_rank_table *t,
                         const sim_plans *plans, cplab_diag *d) {
   int rc = 0;
   json_t *report = NULL;
   char *text = NULL;
-  if (cli->json || cli->out) {
+  const char *json_out = cli->out && !out_is_trace(cli->out) ? cli->out : NULL;
+  if (cli->json || json_out) {
     report = sim_report_json(s, t, plans);
     text = report ? json_dumps(report, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
     if (!text) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory formatting the JSON report");
   }
-  if (!rc && cli->out) {
+  if (!rc && json_out) {
     size_t n = strlen(text);
     text[n] = '\n'; /* replace the terminator: the file ends with a newline */
-    rc = cplab_write_file_atomic(cli->out, text, n + 1, d);
+    rc = cplab_write_file_atomic(json_out, text, n + 1, d);
     text[n] = '\0';
   }
   if (!rc && !cli->quiet) {
@@ -81,7 +99,7 @@ int main(int argc, char **argv) {
   cplab_log_init(&log, PROG);
   cplab_cli_init(&cli, "pr56157");
   int check = 0;
-  if (parse_args(argc, argv, &cli, &check, &d) != 0) {
+  if (parse_args(argc, argv, &cli, &check, &d) != 0 || check_out_path(cli.out, &d) != 0) {
     cplab_cli_usage_error(PROG, &d);
     return CPLAB_EXIT_ERROR;
   }
@@ -129,7 +147,15 @@ int main(int argc, char **argv) {
     const cplab_layout *layout = cplab_layout_find(s->layout);
     if (layout->mutant && procs.rank == 0)
       cplab_log_warn(&log, "layout %s is a mutant: %s", layout->name, layout->reproduces);
-    rc = sim_plans_run(&procs, s, layout, table, check, &plans, &d);
+    char command[1024] = "";
+    for (int i = 0, used = 0; i < argc && used < (int)sizeof command - 2; i++)
+      used += snprintf(command + used, sizeof command - (size_t)used, "%s%s", i ? " " : "", argv[i]);
+    char mpi[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+    int mlen = 0;
+    if (procs.mpi) MPI_Get_library_version(mpi, &mlen);
+    mpi[strcspn(mpi, "\n,")] = '\0';
+    sim_trace_target trace = {out_is_trace(cli.out) ? cli.out : NULL, {"sim", command, NULL, NULL, mpi}};
+    rc = sim_plans_run(&procs, s, layout, table, check, &trace, &plans, &d);
   }
   if (!rc && procs.rank == 0) rc = write_report(&cli, s, table, &plans, &d);
   int differs = !rc && procs.rank == 0 && (plans.disagreements > 0 || plans.check.violations > 0);

@@ -68,19 +68,24 @@ static void compare_digests(sim_plans *out, const cplab_rank_table *t) {
 /* One step: derive this process's ranks (all of them with full_check, kept
  * for the invariant check). */
 static int run_step(const sim_procs *pr, const cplab_scenario *s, const cplab_layout *layout, size_t step,
-                    int full_check, sim_plans *out, int64_t *mine, sim_step_info *info0, cplab_diag *d) {
+                    int full_check, cplab_trace_writer **writers, sim_plans *out, int64_t *mine, sim_step_info *info0,
+                    cplab_diag *d) {
   cplab_step_input in = {&s->steps[step], step, s->seed, &s->par, &s->model, layout};
-  int world = out->world, rc = 0, n = 0;
+  int world = out->world, rc = 0, n = 0, flags = full_check || writers ? CPLAB_PLAN_TOKEN_MAPS : 0;
   cplab_rank_plan **kept = full_check ? calloc((size_t)world, sizeof *kept) : NULL;
   if (full_check && !kept) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
   for (int r = pr->rank; r < world && !rc; r += pr->size, n++) {
     cplab_rank_plan *rp = NULL;
-    rc = cplab_rank_plan_derive(&in, r, full_check ? CPLAB_PLAN_TOKEN_MAPS : 0, &rp, d);
+    rc = cplab_rank_plan_derive(&in, r, flags, &rp, d);
     if (rc) {
       cplab_diag_prefix(d, "step %zu, rank %d: ", step, r);
       break;
     }
     plan_row(rp, mine + (size_t)n * SIM_PR_FIELDS);
+    if (writers && (rc = cplab_trace_write_plan(writers[n], step, rp, d)) != 0) {
+      cplab_rank_plan_free(rp);
+      break;
+    }
     if (r == 0) step_info(rp, info0);
     if (kept) kept[r] = rp;
     else cplab_rank_plan_free(rp);
@@ -93,8 +98,56 @@ static int run_step(const sim_procs *pr, const cplab_scenario *s, const cplab_la
   return rc;
 }
 
+/* Rank files of this process's ranks, opened before the first step. */
+static int open_rank_traces(const sim_procs *pr, const cplab_scenario *s, const sim_trace_target *trace, int world,
+                            cplab_trace_writer ***out, cplab_diag *d) {
+  *out = NULL;
+  if (!trace || !trace->path) return 0;
+  int n = 0;
+  for (int r = pr->rank; r < world; r += pr->size) n++;
+  cplab_trace_writer **w = calloc((size_t)(n ? n : 1), sizeof *w);
+  if (!w) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
+  int rc = 0, i = 0;
+  for (int r = pr->rank; r < world && !rc; r += pr->size, i++) {
+    char path[4096];
+    rc = cplab_trace_rank_path(trace->path, r, path, sizeof path, d);
+    if (!rc) rc = cplab_trace_create(path, s, r, &trace->prov, &w[i], d);
+  }
+  if (rc) {
+    for (int j = 0; j < n; j++) cplab_trace_abort(w[j]);
+    free(w);
+    return rc;
+  }
+  *out = w;
+  return 0;
+}
+
+/* Commit (ok) or abort this process's rank files; then, once every process
+ * committed, process 0 writes the run file. */
+static int finish_traces(const sim_procs *pr, const cplab_scenario *s, const sim_trace_target *trace, int world,
+                         cplab_trace_writer **w, int ok, cplab_diag *d) {
+  if (!w) return 0;
+  int n = 0, rc = 0;
+  for (int r = pr->rank; r < world; r += pr->size) n++;
+  for (int i = 0; i < n; i++) {
+    if (ok && !rc) rc = cplab_trace_commit(w[i], d);
+    else cplab_trace_abort(w[i]);
+  }
+  free(w);
+  int any = sim_procs_agree(pr, ok ? rc : CPLAB_EINTERNAL);
+  if (!rc && ok && any) rc = cplab_diag_set(d, any, "another process failed to write its rank files");
+  if (!rc && ok && pr->rank == 0) {
+    cplab_trace_writer *run = NULL;
+    rc = cplab_trace_create(trace->path, s, -1, &trace->prov, &run, d);
+    if (!rc) rc = cplab_trace_link_ranks(run, world, d);
+    if (!rc) rc = cplab_trace_commit(run, d);
+    else cplab_trace_abort(run);
+  }
+  return rc;
+}
+
 int sim_plans_run(const sim_procs *pr, const cplab_scenario *s, const cplab_layout *layout, const cplab_rank_table *t,
-                  int full_check, sim_plans *out, cplab_diag *d) {
+                  int full_check, const sim_trace_target *trace, sim_plans *out, cplab_diag *d) {
   memset(out, 0, sizeof *out);
   if (full_check && pr->size > 1)
     CPLAB_FAIL(d, CPLAB_EUSAGE, "--check needs every rank's plans in one process; run it without mpirun");
@@ -111,11 +164,18 @@ int sim_plans_run(const sim_procs *pr, const cplab_scenario *s, const cplab_layo
     CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory for %zu steps of plans", s->num_steps);
   }
   int rc = 0, nmine = 0;
+  cplab_trace_writer **writers = NULL;
   if (full_check) rc = sim_check_empty_context(layout, &s->par, &s->model, &out->check, d);
+  if (!rc) rc = open_rank_traces(pr, s, trace, out->world, &writers, d);
   for (size_t step = 0; step < s->num_steps && !rc; step++) {
     int before = nmine;
     for (int r = pr->rank; r < out->world; r += pr->size) nmine++;
-    rc = run_step(pr, s, layout, step, full_check, out, mine + (size_t)before * SIM_PR_FIELDS, &out->info[step], d);
+    rc = run_step(pr, s, layout, step, full_check, writers, out, mine + (size_t)before * SIM_PR_FIELDS,
+                  &out->info[step], d);
+  }
+  if (writers) {
+    int trc = finish_traces(pr, s, trace, out->world, writers, rc == 0, d);
+    if (!rc) rc = trc;
   }
   /* Gather together or not at all. */
   int any = sim_procs_agree(pr, rc);

@@ -14,6 +14,7 @@
 #include "cplab/ranks.h"
 #include "check.h"
 #include "cplab/scenario.h"
+#include "cplab/trace.h"
 
 /* The processes this run is spread over: one, or an MPI job. */
 typedef struct sim_procs {
@@ -37,6 +38,14 @@ int sim_gather_rows(const sim_procs *pr, const int64_t *mine, int nmine, int len
  * (global rank r is derived by process r mod size) from the layout alone, then
  * gathered on process 0. Other processes get *out = NULL. */
 int sim_rank_views(const sim_procs *pr, const cplab_parallel *p, cplab_rank_table **out, cplab_diag *d);
+
+/* Where and how to write the trace (path NULL: no trace). Each process
+ * writes the files of the ranks it derives; process 0 writes the run file
+ * last, so that a complete run file means complete rank files. */
+typedef struct sim_trace_target {
+  const char *path;
+  cplab_trace_provenance prov;
+} sim_trace_target;
 
 /* One rank's plan of one step, as the process that derived it reports it. */
 enum {
@@ -77,7 +86,7 @@ typedef struct sim_plans {
  * compare digests on process 0, and with full_check (one process only) check
  * every invariant over all ranks of each step. */
 int sim_plans_run(const sim_procs *pr, const cplab_scenario *s, const cplab_layout *layout, const cplab_rank_table *t,
-                  int full_check, sim_plans *out, cplab_diag *d);
+                  int full_check, const sim_trace_target *trace, sim_plans *out, cplab_diag *d);
 void sim_plans_free(sim_plans *p);
 
 /* The report: resolved scenario, workload summary, rank table, plans. */

@@ -1,0 +1,92 @@
+/* cplab/trace.h: writing and reading cplab traces (schema: traces/SCHEMA.md).
+ *
+ * A run is one run file (NAME.h5: configuration, provenance, external links
+ * to the ranks) plus one file per rank (NAME.rNNNN.h5: the plans and tensors
+ * that rank derived or computed). Files are written under a temporary name
+ * and renamed when complete, so a crash never leaves a file that validates
+ * and never damages an existing trace. Readers validate every dataset's
+ * type, rank, shape and value bounds before using it.
+ */
+#ifndef CPLAB_TRACE_H
+#define CPLAB_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cplab/error.h"
+#include "cplab/plan.h"
+#include "cplab/scenario.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CPLAB_TRACE_SCHEMA "1.0.0"
+#define CPLAB_TRACE_SCHEMA_MAJOR 1
+#define CPLAB_TRACE_SCHEMA_MINOR 0
+
+/* What produced the trace; never compared. The library adds versions
+ * (cplab, HDF5, compiler) and the host name itself. */
+typedef struct cplab_trace_provenance {
+  const char *producer;     /* "sim" or "exec" */
+  const char *command_line; /* may be NULL */
+  const char *git_commit;   /* may be NULL */
+  const char *device;       /* GPU name, or NULL */
+  const char *mpi;          /* MPI library version, or NULL */
+} cplab_trace_provenance;
+
+typedef struct cplab_trace_writer cplab_trace_writer;
+
+/* Path of rank's file for the run file path (which must end in ".h5"). */
+int cplab_trace_rank_path(const char *run_path, int rank, char *out, size_t cap, cplab_diag *d);
+
+/* Start a file: the run file (rank = -1) or rank's file. */
+int cplab_trace_create(const char *path, const cplab_scenario *s, int rank, const cplab_trace_provenance *prov,
+                       cplab_trace_writer **out, cplab_diag *d);
+/* Rank files: the plan rank derived for one step (token maps when present). */
+int cplab_trace_write_plan(cplab_trace_writer *w, size_t step, const cplab_rank_plan *p, cplab_diag *d);
+/* Run file: external links /ranks/rNNNN to every rank file (by base name). */
+int cplab_trace_link_ranks(cplab_trace_writer *w, int world, cplab_diag *d);
+/* Finish: close and rename into place. Frees w whatever happens. */
+int cplab_trace_commit(cplab_trace_writer *w, cplab_diag *d);
+/* Give up: close and remove the temporary file. Frees w. */
+void cplab_trace_abort(cplab_trace_writer *w);
+
+/* ---- reading ---- */
+typedef struct cplab_trace cplab_trace;
+
+typedef struct cplab_trace_info {
+  char schema[32];   /* "1.0.0" */
+  char producer[16]; /* "sim" / "exec" */
+  char kind[8];      /* "run" / "rank" */
+  int rank;          /* -1 for a run file */
+  int world_size;
+  int64_t num_steps;
+  char scenario[CPLAB_NAME_MAX], layout[CPLAB_NAME_MAX];
+  char warning[256]; /* e.g. a newer minor schema version; "" if none */
+} cplab_trace_info;
+
+/* Open and check the header (schema version: another major is an error, a
+ * newer minor a warning in info.warning). */
+int cplab_trace_open(const char *path, cplab_trace **out, cplab_diag *d);
+/* The same on an in-memory file image (copied; for fuzzing and tests). */
+int cplab_trace_open_image(const void *buf, size_t len, cplab_trace **out, cplab_diag *d);
+void cplab_trace_close(cplab_trace *t);
+const cplab_trace_info *cplab_trace_get_info(const cplab_trace *t);
+
+/* Validate everything in the file against the schema (for a run file, also
+ * every linked rank file). 0 when valid; CPLAB_ESCHEMA etc. with the first
+ * problem otherwise. */
+int cplab_trace_validate(cplab_trace *t, cplab_diag *d);
+
+/* Rank files: read back one step's plan (layout = NULL; collectives, rows,
+ * plans and any token maps as written). Free with cplab_rank_plan_free. */
+int cplab_trace_read_plan(cplab_trace *t, size_t step, cplab_rank_plan **out, cplab_diag *d);
+
+/* Run files: open the file of one rank through its link. */
+int cplab_trace_open_rank(cplab_trace *run, int rank, cplab_trace **out, cplab_diag *d);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
