@@ -29,13 +29,31 @@ const char *cplab_dtype_name(cplab_dtype t) {
   return "?";
 }
 
+static const char *const what_names[CPLAB_CW_COUNT] = {
+    "kv_insert_gather",
+    "index_k_insert_gather",
+    "indexer_k_gather",
+    "mla_kv_gather",
+    "decode_q_gather",
+    "decode_lse_gather",
+    "decode_out_combine",
+    "o_proj_allreduce",
+    "moe_fast_allreduce",
+    "moe_hidden_gather",
+    "moe_router_gather",
+    "moe_reduce_scatter",
+    "output_gather",
+};
+
+const char *cplab_coll_what_name(cplab_coll_what w) { return w >= 0 && w < CPLAB_CW_COUNT ? what_names[w] : "?"; }
+
 typedef struct coll_list {
   cplab_collective *items;
   int count, cap;
 } coll_list;
 
 static int push(coll_list *l, cplab_coll_kind kind, cplab_group_kind group, cplab_dtype dtype, int64_t count,
-                const char *what) {
+                cplab_coll_what what) {
   if (l->count == l->cap) {
     int cap = l->cap ? 2 * l->cap : 16;
     cplab_collective *n = realloc(l->items, (size_t)cap * sizeof *n);
@@ -56,19 +74,19 @@ static int decode_collectives(coll_list *l, const cplab_rank_plan *rp, const cpl
   int rc = 0;
   switch (cplab_q_gather_group(par)) {
     case CPLAB_Q_GATHER_TP:
-      rc = push(l, CPLAB_COLL_ALL_GATHER, CPLAB_GROUP_TP, CPLAB_DT_BF16, T * heads * MLA_ROW, "decode_q_gather");
+      rc = push(l, CPLAB_COLL_ALL_GATHER, CPLAB_GROUP_TP, CPLAB_DT_BF16, T * heads * MLA_ROW, CPLAB_CW_DECODE_Q_GATHER);
       heads *= par->tp;
       break;
     case CPLAB_Q_GATHER_DCP:
-      rc = push(l, CPLAB_COLL_ALL_GATHER, CPLAB_GROUP_DCP, CPLAB_DT_BF16, T * heads * MLA_ROW, "decode_q_gather");
+      rc = push(l, CPLAB_COLL_ALL_GATHER, CPLAB_GROUP_DCP, CPLAB_DT_BF16, T * heads * MLA_ROW, CPLAB_CW_DECODE_Q_GATHER);
       heads *= par->dcp;
       break;
     case CPLAB_Q_GATHER_NONE: break;
   }
-  if (!rc) rc = push(l, CPLAB_COLL_ALL_GATHER, CPLAB_GROUP_DCP, CPLAB_DT_FP32, T * heads, "decode_lse_gather");
+  if (!rc) rc = push(l, CPLAB_COLL_ALL_GATHER, CPLAB_GROUP_DCP, CPLAB_DT_FP32, T * heads, CPLAB_CW_DECODE_LSE_GATHER);
   if (!rc)
     rc = push(l, par->pcp > 1 ? CPLAB_COLL_ALL_REDUCE : CPLAB_COLL_REDUCE_SCATTER, CPLAB_GROUP_DCP, CPLAB_DT_BF16,
-              T * heads * LATENT_OUT, "decode_out_combine");
+              T * heads * LATENT_OUT, CPLAB_CW_DECODE_OUT_COMBINE);
   return rc;
 }
 
@@ -79,14 +97,14 @@ static int moe_collectives(coll_list *l, const cplab_rank_plan *rp, const cplab_
   if (par->pcp == 1) return 0;
   if (s->moe_fast_path)
     return push(l, CPLAB_COLL_ALL_REDUCE, CPLAB_GROUP_PCP, CPLAB_DT_BF16, rp->split.num_tokens * m->hidden_size,
-                "moe_fast_allreduce");
+                CPLAB_CW_MOE_FAST_ALLREDUCE);
   int64_t T = s->padded_num_tokens;
-  int rc = push(l, CPLAB_COLL_ALL_GATHER, CPLAB_GROUP_PCP, CPLAB_DT_BF16, T * m->hidden_size, "moe_hidden_gather");
+  int rc = push(l, CPLAB_COLL_ALL_GATHER, CPLAB_GROUP_PCP, CPLAB_DT_BF16, T * m->hidden_size, CPLAB_CW_MOE_HIDDEN_GATHER);
   if (!rc)
-    rc = push(l, CPLAB_COLL_ALL_GATHER, CPLAB_GROUP_PCP, CPLAB_DT_FP32, T * m->n_routed_experts, "moe_router_gather");
+    rc = push(l, CPLAB_COLL_ALL_GATHER, CPLAB_GROUP_PCP, CPLAB_DT_FP32, T * m->n_routed_experts, CPLAB_CW_MOE_ROUTER_GATHER);
   if (!rc)
     rc = push(l, CPLAB_COLL_REDUCE_SCATTER, CPLAB_GROUP_PCP, CPLAB_DT_BF16, par->pcp * T * m->hidden_size,
-              "moe_reduce_scatter");
+              CPLAB_CW_MOE_REDUCE_SCATTER);
   return rc;
 }
 
@@ -98,29 +116,29 @@ int cplab_collectives_derive(cplab_rank_plan *rp, const cplab_model *m, cplab_di
   /* Cache insert: prefill rows' K gathered over PCP (decode rows are replicated). */
   if (par->pcp > 1 && s->padded_prefill_tokens > 0) {
     rc = push(&l, CPLAB_COLL_ALL_GATHER, CPLAB_GROUP_PCP, CPLAB_DT_BF16, s->padded_prefill_tokens * MLA_ROW,
-              "kv_insert_gather");
+              CPLAB_CW_KV_INSERT_GATHER);
     if (!rc)
       rc = push(&l, CPLAB_COLL_ALL_GATHER, CPLAB_GROUP_PCP, CPLAB_DT_BF16, s->padded_prefill_tokens * INDEX_K_ROW,
-                "index_k_insert_gather");
+                CPLAB_CW_INDEX_K_INSERT_GATHER);
   }
   /* Indexer: one key gather per chunk, none for query sub-chunks that reuse it. */
   for (int c = 0; !rc && c < rp->indexer.num_chunks; c++)
     if (!rp->indexer.chunks[c].skip_kv_gather)
       rc = push(&l, CPLAB_COLL_ALL_GATHER, CPLAB_GROUP_DCP, CPLAB_DT_U8,
-                rp->indexer.chunks[c].padded_total * INDEX_ENTRY, "indexer_k_gather");
+                rp->indexer.chunks[c].padded_total * INDEX_ENTRY, CPLAB_CW_INDEXER_K_GATHER);
   /* Sparse MLA prefill: one workspace gather per chunk. */
   for (int c = 0; !rc && c < rp->prefill.num_chunks; c++)
     rc = push(&l, CPLAB_COLL_ALL_GATHER, CPLAB_GROUP_DCP, CPLAB_DT_BF16, rp->prefill.chunks[c].shard_rows * MLA_ROW,
-              "mla_kv_gather");
+              CPLAB_CW_MLA_KV_GATHER);
   if (!rc) rc = decode_collectives(&l, rp, m);
   if (!rc && par->tp > 1)
     rc = push(&l, CPLAB_COLL_ALL_REDUCE, CPLAB_GROUP_TP, CPLAB_DT_BF16, rp->split.num_tokens * m->hidden_size,
-              "o_proj_allreduce");
+              CPLAB_CW_O_PROJ_ALLREDUCE);
   if (!rc) rc = moe_collectives(&l, rp, m);
   /* After the last layer: every rank's hidden rows gathered to restore global order. */
   if (!rc && par->pcp > 1)
     rc = push(&l, CPLAB_COLL_ALL_GATHER, CPLAB_GROUP_PCP, CPLAB_DT_BF16, s->padded_num_tokens * m->hidden_size,
-              "output_gather");
+              CPLAB_CW_OUTPUT_GATHER);
   if (rc) {
     free(l.items);
     CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory for the collective list");

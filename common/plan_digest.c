@@ -1,7 +1,6 @@
 /* Plan digests: see cplab_rank_plan_shared_digest in include/cplab/plan.h.
  * Fields are fed one by one (never whole structs, whose padding bytes are
  * unspecified), as fixed-width integers. */
-#include <string.h>
 #include <xxhash.h>
 
 #include "cplab/plan.h"
@@ -79,7 +78,7 @@ uint64_t cplab_rank_plan_collective_digest(const cplab_rank_plan *p, cplab_group
     put(h, c->kind);
     put(h, c->dtype);
     put(h, c->count);
-    XXH3_64bits_update(h, c->what, strlen(c->what) + 1);
+    put(h, c->what);
   }
   uint64_t out = XXH3_64bits_digest(h);
   XXH3_freeState(h);

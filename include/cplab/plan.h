@@ -115,6 +115,24 @@ typedef struct cplab_indexer_plan {
 typedef enum cplab_coll_kind { CPLAB_COLL_ALL_GATHER = 0, CPLAB_COLL_ALL_REDUCE, CPLAB_COLL_REDUCE_SCATTER } cplab_coll_kind;
 typedef enum cplab_dtype { CPLAB_DT_BF16 = 0, CPLAB_DT_FP32, CPLAB_DT_U8 } cplab_dtype;
 
+/* What a collective is for (stable codes: traces store them). */
+typedef enum cplab_coll_what {
+  CPLAB_CW_KV_INSERT_GATHER,
+  CPLAB_CW_INDEX_K_INSERT_GATHER,
+  CPLAB_CW_INDEXER_K_GATHER,
+  CPLAB_CW_MLA_KV_GATHER,
+  CPLAB_CW_DECODE_Q_GATHER,
+  CPLAB_CW_DECODE_LSE_GATHER,
+  CPLAB_CW_DECODE_OUT_COMBINE,
+  CPLAB_CW_O_PROJ_ALLREDUCE,
+  CPLAB_CW_MOE_FAST_ALLREDUCE,
+  CPLAB_CW_MOE_HIDDEN_GATHER,
+  CPLAB_CW_MOE_ROUTER_GATHER,
+  CPLAB_CW_MOE_REDUCE_SCATTER,
+  CPLAB_CW_OUTPUT_GATHER,
+  CPLAB_CW_COUNT
+} cplab_coll_what;
+
 /* One collective a rank issues, in issue order. count = elements this rank
  * contributes. */
 typedef struct cplab_collective {
@@ -122,11 +140,12 @@ typedef struct cplab_collective {
   cplab_group_kind group;
   cplab_dtype dtype;
   int64_t count;
-  const char *what; /* static name: "indexer_k_gather", "mla_kv_gather", ... */
+  cplab_coll_what what;
 } cplab_collective;
 
 const char *cplab_coll_kind_name(cplab_coll_kind k);
 const char *cplab_dtype_name(cplab_dtype t);
+const char *cplab_coll_what_name(cplab_coll_what w); /* "mla_kv_gather", ... */
 
 typedef struct cplab_rank_plan {
   cplab_rank_ids ids;
