@@ -12,7 +12,7 @@ libcplab_core_la_SOURCES = \
 	%reldir%/scenario_parse.c %reldir%/scenario_json.c %reldir%/workload.c \
 	%reldir%/scenario_builtin.c %reldir%/scenario_builtin.h \
 	%reldir%/kv.c %reldir%/schedule.c %reldir%/prefill_plan.c %reldir%/indexer_plan.c \
-	%reldir%/collectives.c %reldir%/rank_plan.c %reldir%/plan_digest.c \
+	%reldir%/collectives.c %reldir%/rank_plan.c %reldir%/plan_digest.c %reldir%/plan_compare.c \
 	%reldir%/layouts/dispatch.c %reldir%/layouts/registry.c %reldir%/layouts/vllm.c \
 	%reldir%/layouts/block_aligned.c %reldir%/layouts/mutants.c
 nodist_libcplab_core_la_SOURCES = %reldir%/scenario_table.c

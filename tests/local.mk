@@ -70,6 +70,6 @@ check_PROGRAMS += tests/unit/test_plan tests/unit/test_invariants
 TESTS += tests/unit/test_plan tests/unit/test_invariants
 tests_unit_test_plan_SOURCES = tests/unit/test_plan.c tests/unit/testutil.h
 tests_unit_test_plan_LDADD = $(TEST_UNIT_LIBS)
-tests_unit_test_invariants_SOURCES = tests/unit/test_invariants.c tests/unit/testutil.h
+tests_unit_test_invariants_SOURCES = tests/unit/test_invariants.c tests/unit/sweep.h tests/unit/testutil.h
 tests_unit_test_invariants_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
 tests_unit_test_invariants_LDADD = libcplab_sim.la $(TEST_UNIT_LIBS)

@@ -12,3 +12,8 @@ EXTRA_DIST += %reldir%/SCHEMA.md %reldir%/README.md
 bin_PROGRAMS += cplab-trace
 cplab_trace_SOURCES = %reldir%/tool.c
 cplab_trace_LDADD = libcplab_trace.la $(CPLAB_CORE_LIBS) $(HDF5_LIBS)
+
+check_PROGRAMS += tests/unit/test_trace
+TESTS += tests/unit/test_trace
+tests_unit_test_trace_SOURCES = tests/unit/test_trace.c tests/unit/sweep.h tests/unit/testutil.h
+tests_unit_test_trace_LDADD = libcplab_trace.la $(TEST_UNIT_LIBS) $(HDF5_LIBS)

@@ -514,6 +514,7 @@ static int validate_common(cplab_trace *t, cplab_diag *d) {
       rc = cplab_diag_set(d, CPLAB_ESCHEMA, "%s: scenario_json disagrees with the attributes", where);
   }
   free(json);
+  json = NULL;
   if (!rc) rc = h5u_read_text(cfg, where, "source_json", MAX_JSON_BYTES, &json, d);
   free(json);
   cplab_scenario_free(s);

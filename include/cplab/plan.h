@@ -198,6 +198,10 @@ int cplab_indexer_plan_derive(const cplab_rank_plan *rp, cplab_indexer_plan *out
 void cplab_indexer_plan_free(cplab_indexer_plan *p);
 int cplab_collectives_derive(cplab_rank_plan *rp, const cplab_model *model, cplab_diag *d);
 
+/* 1 when a and b hold the same plan (every field, token maps included);
+ * else 0 and the first differing part named in out. */
+int cplab_rank_plan_equal(const cplab_rank_plan *a, const cplab_rank_plan *b, char *out, size_t cap);
+
 /* Digests (XXH3-64) for cross-rank consensus without shipping plans:
  * shared = everything every rank must derive identically (schedule, the
  * shared parts of the prefill and indexer plans); collectives = the ordered

@@ -6,47 +6,8 @@
 
 #include "check.h"
 #include "cplab/plan.h"
+#include "sweep.h"
 #include "testutil.h"
-
-#define MAX_REQS 8
-
-typedef struct sweep_case {
-  cplab_parallel par;
-  cplab_request reqs[MAX_REQS];
-  size_t n;
-} sweep_case;
-
-static void random_case(prop_run *pr, sweep_case *c) {
-  static const int pcps[] = {1, 2, 3, 4, 8}, ils[] = {1, 2, 4, 64}, mmls[] = {256, 1024, 2048};
-  cplab_parallel *p = &c->par;
-  cplab_parallel_defaults(p);
-  p->pcp = pcps[prop_int(pr, 0, 4)];
-  p->tp = (int)prop_int(pr, 1, 2);
-  long dcp_pick = prop_int(pr, 0, 2);
-  p->dcp = dcp_pick == 0 ? 1 : dcp_pick == 1 ? p->pcp : p->tp * p->pcp;
-  if (p->pcp == 1 && p->tp % p->dcp) p->dcp = 1;
-  p->interleave = ils[prop_int(pr, 0, 3)];
-  p->block_size = 64;
-  p->max_model_len = mmls[prop_int(pr, 0, 2)];
-  p->indexer_max_logits_mb = prop_int(pr, 0, 1) ? 1 : 512;
-  p->graph_mode = (cplab_graph_mode)prop_int(pr, 0, 3);
-  int64_t mml = p->max_model_len;
-  c->n = (size_t)prop_int(pr, 1, MAX_REQS);
-  for (size_t g = 0; g < c->n; g++) {
-    cplab_request *q = &c->reqs[g];
-    q->id = (int64_t)g;
-    double u = gsl_rng_uniform(pr->rng);
-    if (u < 0.3) {
-      q->phase = CPLAB_PHASE_DECODE;
-      q->new_tokens = 1;
-      q->num_computed = prop_int(pr, 1, mml - 1);
-    } else {
-      q->phase = CPLAB_PHASE_PREFILL;
-      q->new_tokens = u < 0.6 ? prop_int(pr, 1, 4 * p->pcp) : prop_int(pr, 1, mml);
-      q->num_computed = prop_int(pr, 0, 3) ? 0 : prop_int(pr, 0, mml - q->new_tokens);
-    }
-  }
-}
 
 /* Derive every rank's plan for the case and check the step. */
 static int run_case(const sweep_case *c, const cplab_layout *layout, uint64_t seed, sim_check *chk, cplab_diag *d) {
@@ -99,7 +60,7 @@ static void test_correct_layouts_hold_every_invariant(void **state) {
     for (long trial = 0; trial < trials; trial++) {
       if (!prop_trial(&pr, trial)) continue;
       sweep_case c;
-      random_case(&pr, &c);
+      sweep_random_case(&pr, &c);
       sim_check before = chk;
       cplab_diag d = {0};
       prop_check(&pr, trial, run_case(&c, *l, (uint64_t)trial, &chk, &d) == 0, "%s: %s", (*l)->name, d.msg);
@@ -141,7 +102,7 @@ static void test_mutants_are_caught(void **state) {
     for (; trial < 3000 && chk.by_rule[cases[i].rule] == 0; trial++) {
       if (!prop_trial(&pr, trial)) continue;
       sweep_case c;
-      random_case(&pr, &c);
+      sweep_random_case(&pr, &c);
       if (c.par.dcp == 1 || (cases[i].need_interleave && c.par.interleave == 1)) continue;
       cplab_diag d = {0};
       run_case(&c, l, (uint64_t)trial, &chk, &d);

@@ -1,0 +1,403 @@
+/* Traces: round trip of every plan dataset, byte-identical rewrites, schema
+ * versions, atomic writes, and rejection of truncated, bit-flipped,
+ * wrong-type, wrong-shape, missing-key and out-of-range files with the right
+ * message (never a crash). */
+#include <hdf5.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cplab/trace.h"
+#include "sweep.h"
+#include "testutil.h"
+
+static char dir[] = "/tmp/cplab-trace-test-XXXXXX";
+
+static int setup(void **state) {
+  (void)state;
+  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+  return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+static const cplab_trace_provenance prov = {"sim", "test_trace", NULL, NULL, NULL};
+
+/* Write the run of scenario s (all ranks, token maps) to NAME.h5 in dir;
+ * return the derived plans [step][rank] in *plans (caller frees). */
+static void write_run(const cplab_scenario *s, const char *name, cplab_rank_plan ***plans_out) {
+  int world = cplab_parallel_world(&s->par);
+  const cplab_layout *layout = cplab_layout_find(s->layout);
+  char path[256], rpath[320];
+  snprintf(path, sizeof path, "%s/%s.h5", dir, name);
+  cplab_rank_plan **plans = calloc(s->num_steps * (size_t)world, sizeof *plans);
+  cplab_diag d = {0};
+  for (int r = 0; r < world; r++) {
+    cplab_trace_writer *w = NULL;
+    assert_int_equal(cplab_trace_rank_path(path, r, rpath, sizeof rpath, &d), 0);
+    if (cplab_trace_create(rpath, s, r, &prov, &w, &d)) fail_msg("create: %s", d.msg);
+    for (size_t st = 0; st < s->num_steps; st++) {
+      cplab_step_input in = {&s->steps[st], st, s->seed, &s->par, &s->model, layout};
+      cplab_rank_plan **p = &plans[st * (size_t)world + (size_t)r];
+      if (cplab_rank_plan_derive(&in, r, CPLAB_PLAN_TOKEN_MAPS, p, &d)) fail_msg("derive: %s", d.msg);
+      if (cplab_trace_write_plan(w, st, *p, &d)) fail_msg("write: %s", d.msg);
+    }
+    if (cplab_trace_commit(w, &d)) fail_msg("commit: %s", d.msg);
+  }
+  cplab_trace_writer *run = NULL;
+  assert_int_equal(cplab_trace_create(path, s, -1, &prov, &run, &d), 0);
+  assert_int_equal(cplab_trace_link_ranks(run, world, &d), 0);
+  assert_int_equal(cplab_trace_commit(run, &d), 0);
+  if (plans_out) *plans_out = plans;
+  else {
+    for (size_t i = 0; i < s->num_steps * (size_t)world; i++) cplab_rank_plan_free(plans[i]);
+    free(plans);
+  }
+}
+
+/* Every plan read back through the run file equals the derived one. */
+static void check_round_trip(const cplab_scenario *s, const char *name) {
+  cplab_rank_plan **plans;
+  write_run(s, name, &plans);
+  int world = cplab_parallel_world(&s->par);
+  char path[256];
+  snprintf(path, sizeof path, "%s/%s.h5", dir, name);
+  cplab_trace *run = NULL;
+  cplab_diag d = {0};
+  if (cplab_trace_open(path, &run, &d)) fail_msg("open: %s", d.msg);
+  if (cplab_trace_validate(run, &d)) fail_msg("validate: %s", d.msg);
+  for (int r = 0; r < world; r++) {
+    cplab_trace *rt = NULL;
+    assert_int_equal(cplab_trace_open_rank(run, r, &rt, &d), 0);
+    for (size_t st = 0; st < s->num_steps; st++) {
+      cplab_rank_plan *back = NULL;
+      if (cplab_trace_read_plan(rt, st, &back, &d)) fail_msg("read: %s", d.msg);
+      char what[128];
+      if (!cplab_rank_plan_equal(plans[st * (size_t)world + (size_t)r], back, what, sizeof what))
+        fail_msg("%s rank %d step %zu: %s differ after the round trip", name, r, st, what);
+      cplab_rank_plan_free(back);
+      cplab_rank_plan_free(plans[st * (size_t)world + (size_t)r]);
+    }
+    cplab_trace_close(rt);
+  }
+  free(plans);
+  cplab_trace_close(run);
+}
+
+static cplab_scenario *load(const char *name) {
+  cplab_scenario *s = NULL;
+  cplab_diag d = {0};
+  if (cplab_scenario_load(name, NULL, &s, &d)) fail_msg("%s", d.msg);
+  return s;
+}
+
+static void test_round_trip_builtins(void **state) {
+  (void)state;
+  for (const char *const *n = cplab_scenario_builtin_names(); *n; n++) {
+    if (strcmp(*n, "pr56157") == 0) continue; /* 32k-token prefill: covered by the CLI test */
+    cplab_scenario *s = load(*n);
+    check_round_trip(s, *n);
+    cplab_scenario_free(s);
+  }
+}
+
+/* Random steps of the sweep, each as a one-step scenario. */
+static void test_round_trip_random(void **state) {
+  (void)state;
+  cplab_scenario *s = load("smoke");
+  prop_run pr;
+  prop_begin(&pr);
+  for (long trial = 0; trial < 60; trial++) {
+    if (!prop_trial(&pr, trial)) continue;
+    sweep_case c;
+    sweep_random_case(&pr, &c);
+    cplab_step step = {c.n, c.reqs};
+    cplab_step *saved = s->steps;
+    size_t saved_n = s->num_steps;
+    cplab_parallel saved_par = s->par;
+    s->steps = &step, s->num_steps = 1, s->par = c.par;
+    char name[32];
+    snprintf(name, sizeof name, "rand%ld", trial);
+    check_round_trip(s, name);
+    s->steps = saved, s->num_steps = saved_n, s->par = saved_par;
+  }
+  prop_end(&pr);
+  cplab_scenario_free(s);
+}
+
+static char *slurp(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  fseek(f, 0, SEEK_END);
+  *len = (size_t)ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *buf = malloc(*len + 1);
+  assert_int_equal(fread(buf, 1, *len, f), *len);
+  fclose(f);
+  return buf;
+}
+
+static void test_byte_identical(void **state) {
+  (void)state;
+  cplab_scenario *s = load("mixed");
+  write_run(s, "det1", NULL);
+  write_run(s, "det2", NULL);
+  const char *names[][2] = {{"det1.h5", "det2.h5"}, {"det1.r0000.h5", "det2.r0000.h5"}, {"det1.r0003.h5", "det2.r0003.h5"}};
+  for (int i = 0; i < 3; i++) {
+    char a[256], b[256];
+    size_t la, lb;
+    snprintf(a, sizeof a, "%s/%s", dir, names[i][0]);
+    snprintf(b, sizeof b, "%s/%s", dir, names[i][1]);
+    char *x = slurp(a, &la), *y = slurp(b, &lb);
+    if (i > 0) { /* rank files hold no run-level name: identical bytes */
+      assert_int_equal(la, lb);
+      assert_memory_equal(x, y, la);
+    }
+    free(x);
+    free(y);
+  }
+  cplab_scenario_free(s);
+}
+
+/* ---- malformed files ------------------------------------------------------- */
+static void copy_file(const char *from, const char *to) {
+  size_t n;
+  char *buf = slurp(from, &n);
+  FILE *f = fopen(to, "wb");
+  assert_int_equal(fwrite(buf, 1, n, f), n);
+  fclose(f);
+  free(buf);
+}
+
+typedef void (*mutation)(hid_t file);
+
+static void set_str_attr(hid_t obj, const char *name, const char *v) {
+  H5Adelete(obj, name);
+  hid_t t = H5Tcopy(H5T_C_S1), sp = H5Screate(H5S_SCALAR);
+  H5Tset_size(t, strlen(v));
+  hid_t a = H5Acreate2(obj, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
+  H5Awrite(a, t, v);
+  H5Aclose(a);
+  H5Sclose(sp);
+  H5Tclose(t);
+}
+
+static void replace_dataset(hid_t file, const char *path, hid_t type, int rank, const hsize_t *dims, const void *data) {
+  H5Ldelete(file, path, H5P_DEFAULT);
+  hid_t sp = H5Screate_simple(rank, dims, NULL);
+  hid_t ds = H5Dcreate2(file, path, type, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
+  H5Dclose(ds);
+  H5Sclose(sp);
+}
+
+static void m_future_major(hid_t f) { set_str_attr(f, "cplab_schema", "2.0.0"); }
+static void m_missing_dataset(hid_t f) { H5Ldelete(f, "steps/000000/seq_len", H5P_DEFAULT); }
+static void m_missing_attr(hid_t f) { H5Adelete(f, "world_size"); }
+static void m_missing_step(hid_t f) { H5Ldelete(f, "steps/000001", H5P_DEFAULT); }
+static void m_rows_float(hid_t f) {
+  double v[20] = {0};
+  hsize_t dims[2] = {2, 10};
+  replace_dataset(f, "steps/000000/rows", H5T_NATIVE_DOUBLE, 2, dims, v);
+}
+static void m_rows_shape(hid_t f) {
+  int64_t v[18] = {0};
+  hsize_t dims[2] = {2, 9};
+  replace_dataset(f, "steps/000000/rows", H5T_NATIVE_INT64, 2, dims, v);
+}
+static void m_seq_len_2d(hid_t f) {
+  int64_t v[4] = {10, 3, 0, 0};
+  hsize_t dims[2] = {2, 2};
+  replace_dataset(f, "steps/000000/seq_len", H5T_NATIVE_INT64, 2, dims, v);
+}
+static void m_rows_bad_request(hid_t f) {
+  int64_t v[30] = {999, 1, 0, 0, 0, 3, 0, 3, 2, 0};
+  hsize_t dims[2] = {1, 10};
+  replace_dataset(f, "steps/000000/rows", H5T_NATIVE_INT64, 2, dims, v);
+}
+static void m_collective_kind(hid_t f) {
+  int64_t v[5] = {7, 0, 0, 10, 0};
+  hsize_t dims[2] = {1, 5};
+  replace_dataset(f, "steps/000000/collectives", H5T_NATIVE_INT64, 2, dims, v);
+}
+static void m_negative_block(hid_t f) {
+  int32_t v[64];
+  for (int i = 0; i < 64; i++) v[i] = -3;
+  hsize_t dims[2] = {2, 32};
+  replace_dataset(f, "steps/000000/block_table", H5T_NATIVE_INT32, 2, dims, v);
+}
+static void m_world_mismatch(hid_t f) {
+  H5Adelete(f, "world_size");
+  int32_t w = 4;
+  hid_t sp = H5Screate(H5S_SCALAR), a = H5Acreate2(f, "world_size", H5T_STD_I32LE, sp, H5P_DEFAULT, H5P_DEFAULT);
+  H5Awrite(a, H5T_NATIVE_INT32, &w);
+  H5Aclose(a);
+  H5Sclose(sp);
+}
+
+static void test_malformed_rejected(void **state) {
+  (void)state;
+  cplab_scenario *s = load("smoke");
+  write_run(s, "good", NULL);
+  cplab_scenario_free(s);
+  char good[256];
+  snprintf(good, sizeof good, "%s/good.r0001.h5", dir);
+  struct {
+    const char *name;
+    mutation m;
+    int code;
+    const char *fragment;
+  } cases[] = {
+      {"future major version", m_future_major, CPLAB_EUNSUPPORTED, "schema 2.0.0 is not readable"},
+      {"missing dataset", m_missing_dataset, CPLAB_ESCHEMA, "missing dataset 'seq_len'"},
+      {"missing attribute", m_missing_attr, CPLAB_ESCHEMA, "missing attribute 'world_size'"},
+      {"missing step", m_missing_step, CPLAB_ESCHEMA, "steps/000001: missing step group"},
+      {"wrong type", m_rows_float, CPLAB_ESCHEMA, "dataset 'rows' must hold int64 values"},
+      {"wrong shape", m_rows_shape, CPLAB_ESCHEMA, "table 'rows' must have 10 columns, has 9"},
+      {"wrong rank", m_seq_len_2d, CPLAB_ESCHEMA, "dataset 'seq_len' must have 1 dimension, has 2"},
+      {"index out of range", m_rows_bad_request, CPLAB_ESCHEMA, "row 0 is inconsistent"},
+      {"unknown enum", m_collective_kind, CPLAB_ESCHEMA, "collective 0 has an unknown kind"},
+      {"negative block id", m_negative_block, CPLAB_ESCHEMA, "negative block id"},
+      {"world disagrees with config", m_world_mismatch, CPLAB_ESCHEMA, "world_size 4 disagrees with /config"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/bad%zu.h5", dir, i);
+    copy_file(good, path);
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(f >= 0);
+    cases[i].m(f);
+    H5Fclose(f);
+    cplab_trace *t = NULL;
+    cplab_diag d = {0};
+    int rc = cplab_trace_open(path, &t, &d);
+    if (!rc) rc = cplab_trace_validate(t, &d);
+    cplab_trace_close(t);
+    if (rc != cases[i].code || !strstr(d.msg, cases[i].fragment))
+      fail_msg("%s: got %s '%s', expected %s with '%s'", cases[i].name, cplab_err_name(rc), d.msg,
+               cplab_err_name(cases[i].code), cases[i].fragment);
+  }
+  /* A newer minor version is read, with a warning. */
+  char path[256];
+  snprintf(path, sizeof path, "%s/minor.h5", dir);
+  copy_file(good, path);
+  hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  set_str_attr(f, "cplab_schema", "1.7.0");
+  H5Fclose(f);
+  cplab_trace *t = NULL;
+  cplab_diag d = {0};
+  assert_int_equal(cplab_trace_open(path, &t, &d), 0);
+  assert_non_null(strstr(cplab_trace_get_info(t)->warning, "newer"));
+  assert_int_equal(cplab_trace_validate(t, &d), 0);
+  cplab_trace_close(t);
+  /* A missing rank link in the run file. */
+  char run[256];
+  snprintf(run, sizeof run, "%s/good.h5", dir);
+  f = H5Fopen(run, H5F_ACC_RDWR, H5P_DEFAULT);
+  H5Ldelete(f, "ranks/r0001", H5P_DEFAULT);
+  H5Fclose(f);
+  assert_int_equal(cplab_trace_open(run, &t, &d), 0);
+  assert_int_equal(cplab_trace_validate(t, &d), CPLAB_ESCHEMA);
+  assert_non_null(strstr(d.msg, "missing link /ranks/r0001"));
+  cplab_trace_close(t);
+}
+
+/* Truncations and random byte flips of a valid rank file, opened from
+ * memory: every outcome is a clean result, and truncations always fail. */
+static void test_truncated_and_bitflipped(void **state) {
+  (void)state;
+  char good[256];
+  snprintf(good, sizeof good, "%s/good.r0000.h5", dir);
+  size_t n;
+  char *buf = slurp(good, &n);
+  char *copy = malloc(n);
+  for (size_t cut = 0; cut < n; cut += n / 23 + 1) {
+    cplab_trace *t = NULL;
+    cplab_diag d = {0};
+    int rc = cplab_trace_open_image(buf, cut, &t, &d);
+    if (!rc) rc = cplab_trace_validate(t, &d);
+    cplab_trace_close(t);
+    if (rc == 0) fail_msg("a file truncated to %zu of %zu bytes validated", cut, n);
+    assert_true(d.msg[0] != '\0');
+  }
+  prop_run pr;
+  prop_begin(&pr);
+  long rejected = 0, accepted = 0;
+  for (long trial = 0; trial < 400; trial++) {
+    if (!prop_trial(&pr, trial)) continue;
+    memcpy(copy, buf, n);
+    int flips = (int)prop_int(&pr, 1, 4);
+    for (int k = 0; k < flips; k++) copy[prop_int(&pr, 0, (long)n - 1)] ^= (char)(1 << prop_int(&pr, 0, 7));
+    cplab_trace *t = NULL;
+    cplab_diag d = {0};
+    int rc = cplab_trace_open_image(copy, n, &t, &d);
+    if (!rc) rc = cplab_trace_validate(t, &d);
+    cplab_trace_close(t);
+    if (rc) {
+      rejected++;
+      prop_check(&pr, trial, d.msg[0] != '\0', "rejected without a message");
+    } else {
+      accepted++; /* a flip in unused bytes or in a value that stays in range */
+    }
+  }
+  prop_end(&pr);
+  print_message("# bit flips: %ld rejected, %ld harmless\n", rejected, accepted);
+  free(copy);
+  free(buf);
+}
+
+/* A writer killed before it commits leaves no file at the final name, and
+ * what it left under the temporary name does not validate. */
+static void test_killed_writer(void **state) {
+  (void)state;
+  cplab_scenario *s = load("mixed");
+  char path[256];
+  snprintf(path, sizeof path, "%s/killed.r0000.h5", dir);
+  pid_t pid = fork();
+  if (pid == 0) {
+    cplab_trace_writer *w = NULL;
+    cplab_diag d = {0};
+    if (cplab_trace_create(path, s, 0, &prov, &w, &d)) _exit(3);
+    for (size_t st = 0; st < 5; st++) {
+      cplab_step_input in = {&s->steps[st], st, s->seed, &s->par, &s->model, cplab_layout_find("vllm")};
+      cplab_rank_plan *p = NULL;
+      if (cplab_rank_plan_derive(&in, 0, CPLAB_PLAN_TOKEN_MAPS, &p, &d) || cplab_trace_write_plan(w, st, p, &d)) _exit(4);
+      cplab_rank_plan_free(p);
+    }
+    raise(SIGKILL);
+  }
+  int status;
+  waitpid(pid, &status, 0);
+  assert_true(WIFSIGNALED(status));
+  assert_int_not_equal(access(path, F_OK), 0);
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "ls %s/killed.r0000.h5.tmp.* > %s/leftover 2>/dev/null", dir, dir);
+  assert_int_equal(system(cmd), 0);
+  char list[256], leftover[256] = "";
+  snprintf(list, sizeof list, "%s/leftover", dir);
+  FILE *f = fopen(list, "r");
+  assert_non_null(fgets(leftover, sizeof leftover, f));
+  fclose(f);
+  leftover[strcspn(leftover, "\n")] = '\0';
+  cplab_trace *t = NULL;
+  cplab_diag d = {0};
+  int rc = cplab_trace_open(leftover, &t, &d);
+  if (!rc) rc = cplab_trace_validate(t, &d);
+  cplab_trace_close(t);
+  if (rc == 0) fail_msg("the killed writer's temporary file validated");
+  cplab_scenario_free(s);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_round_trip_builtins), cmocka_unit_test(test_round_trip_random),
+      cmocka_unit_test(test_byte_identical),      cmocka_unit_test(test_malformed_rejected),
+      cmocka_unit_test(test_truncated_and_bitflipped), cmocka_unit_test(test_killed_writer),
+  };
+  return cmocka_run_group_tests_name("trace", tests, setup, teardown);
+}
