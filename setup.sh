@@ -18,7 +18,8 @@ case $build in /*) ;; *) build="$top/$build" ;; esac
 jobs=$(nproc 2>/dev/null || echo 2)
 
 packages="build-essential autoconf automake libtool pkg-config libhdf5-dev hdf5-tools \
-libgsl-dev libopenmpi-dev openmpi-bin libjansson-dev libcmocka-dev libxxhash-dev"
+libgsl-dev libopenmpi-dev openmpi-bin libjansson-dev libcmocka-dev libxxhash-dev python3-h5py \
+clang-14 libclang-rt-14-dev"
 
 install_packages() {
   [ "${SKIP_APT:-0}" = 1 ] && return 0

@@ -172,13 +172,18 @@ int h5u_write_table(hid_t loc, const char *name, int ncols, const char *columns,
   return rc;
 }
 
+/* Long texts are scalar fixed-length strings: their size is in the type, so
+ * readers can bound it before reading (a variable-length string lets a
+ * damaged heap make HDF5 read for minutes). */
 int h5u_write_text(hid_t loc, const char *name, const char *text, cplab_diag *d) {
+  size_t n = strlen(text);
   hid_t t = H5Tcopy(H5T_C_S1), space = H5Screate(H5S_SCALAR), dcpl = H5Pcreate(H5P_DATASET_CREATE), ds = -1;
   int rc = 0;
-  if (t < 0 || space < 0 || dcpl < 0 || H5Tset_size(t, H5T_VARIABLE) < 0 || H5Pset_obj_track_times(dcpl, 0) < 0)
+  if (t < 0 || space < 0 || dcpl < 0 || H5Tset_size(t, n ? n : 1) < 0 || H5Tset_strpad(t, H5T_STR_NULLPAD) < 0 ||
+      H5Pset_obj_track_times(dcpl, 0) < 0)
     rc = h5u_fail(d, "cannot prepare text dataset '%s'", name);
   if (!rc) ds = H5Dcreate2(loc, name, t, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-  if (!rc && (ds < 0 || H5Dwrite(ds, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, &text) < 0))
+  if (!rc && (ds < 0 || H5Dwrite(ds, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, n ? text : "") < 0))
     rc = h5u_fail(d, "cannot write text dataset '%s'", name);
   h5u_close(ds);
   h5u_close(dcpl);
@@ -316,24 +321,22 @@ int h5u_read_text(hid_t loc, const char *where, const char *name, size_t max, ch
   if (H5Lexists(loc, name, H5P_DEFAULT) <= 0) CPLAB_FAIL(d, CPLAB_ESCHEMA, "%s: missing dataset '%s'", where, name);
   hid_t ds = H5Dopen2(loc, name, H5P_DEFAULT);
   if (ds < 0) return h5u_fail(d, "%s: cannot open dataset '%s'", where, name);
-  hid_t t = H5Dget_type(ds), s = H5Dget_space(ds), mt = H5Tcopy(H5T_C_S1);
+  hid_t t = H5Dget_type(ds), s = H5Dget_space(ds);
+  size_t n = t < 0 ? 0 : H5Tget_size(t);
   int rc = 0;
-  if (t < 0 || s < 0 || mt < 0 || H5Tget_class(t) != H5T_STRING || H5Tis_variable_str(t) <= 0 ||
-      H5Sget_simple_extent_type(s) != H5S_SCALAR || H5Tset_size(mt, H5T_VARIABLE) < 0) {
+  if (t < 0 || s < 0 || H5Tget_class(t) != H5T_STRING || H5Tis_variable_str(t) != 0 ||
+      H5Sget_simple_extent_type(s) != H5S_SCALAR) {
     H5Eclear2(H5E_DEFAULT);
-    rc = cplab_diag_set(d, CPLAB_ESCHEMA, "%s: '%s' must be a scalar variable-length string", where, name);
-  } else {
-    char *raw = NULL;
-    if (H5Dread(ds, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, &raw) < 0 || !raw) {
-      rc = h5u_fail(d, "%s: cannot read '%s'", where, name);
-    } else {
-      size_t n = strnlen(raw, max + 1);
-      if (n > max) rc = cplab_diag_set(d, CPLAB_ERANGE, "%s: '%s' is longer than %zu bytes", where, name, max);
-      else if (!(*text = strdup(raw))) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
-      H5free_memory(raw);
-    }
+    rc = cplab_diag_set(d, CPLAB_ESCHEMA, "%s: '%s' must be a scalar fixed-length string", where, name);
+  } else if (n > max) {
+    rc = cplab_diag_set(d, CPLAB_ERANGE, "%s: '%s' is longer than %zu bytes", where, name, max);
+  } else if (!(*text = calloc(n + 1, 1))) {
+    rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
+  } else if (H5Dread(ds, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, *text) < 0) {
+    free(*text);
+    *text = NULL;
+    rc = h5u_fail(d, "%s: cannot read '%s' (damaged?)", where, name);
   }
-  h5u_close(mt);
   h5u_close(s);
   h5u_close(t);
   h5u_close(ds);

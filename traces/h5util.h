@@ -50,7 +50,7 @@ int h5u_write1(hid_t loc, const char *name, h5u_type type, uint64_t n, const voi
  * ("req,len,..."), so h5py and h5dump users see what each column means. */
 int h5u_write_table(hid_t loc, const char *name, int ncols, const char *columns, uint64_t n, const int64_t *data,
                     cplab_diag *d);
-/* A scalar variable-length string dataset (for JSON). */
+/* A scalar fixed-length string dataset (for JSON). */
 int h5u_write_text(hid_t loc, const char *name, const char *text, cplab_diag *d);
 
 /* Readers. The path in messages is file:object. */
@@ -68,7 +68,8 @@ int h5u_expect(hid_t loc, const char *where, const char *name, h5u_type type, in
                cplab_diag *d);
 /* Read a dataset checked by h5u_expect into buf (count elements of type). */
 int h5u_read(hid_t loc, const char *where, const char *name, h5u_type type, void *buf, uint64_t count, cplab_diag *d);
-/* Read a scalar string dataset (malloc'd, NUL-terminated; at most max bytes). */
+/* Read a scalar fixed-length string dataset (malloc'd, NUL-terminated; at
+ * most max bytes, checked from the type before reading). */
 int h5u_read_text(hid_t loc, const char *where, const char *name, size_t max, char **text, cplab_diag *d);
 
 #endif

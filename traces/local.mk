@@ -17,3 +17,21 @@ check_PROGRAMS += tests/unit/test_trace
 TESTS += tests/unit/test_trace
 tests_unit_test_trace_SOURCES = tests/unit/test_trace.c tests/unit/sweep.h tests/unit/testutil.h
 tests_unit_test_trace_LDADD = libcplab_trace.la $(TEST_UNIT_LIBS) $(HDF5_LIBS)
+
+# The fuzz target: clang with ASan, UBSan and libFuzzer instrumentation over
+# the reader and everything it calls, built by its own rule (automake builds
+# the libraries with $(CC)); check_DATA builds it before the tests run.
+EXTRA_DIST += %reldir%/fuzz_trace.c tests/fuzz
+if HAVE_FUZZ
+check_DATA = traces/fuzz_trace
+CLEANFILES += traces/fuzz_trace
+traces/fuzz_trace: $(libcplab_core_la_SOURCES) $(libcplab_trace_la_SOURCES) %reldir%/fuzz_trace.c common/scenario_table.c
+	$(AM_V_GEN)srcs=""; \
+	for f in $(libcplab_core_la_SOURCES) $(libcplab_trace_la_SOURCES) %reldir%/fuzz_trace.c; do \
+	  case $$f in *.c) srcs="$$srcs $(srcdir)/$$f";; esac; \
+	done; \
+	$(CLANG) -std=c11 -D_POSIX_C_SOURCE=200809L -g -O1 -fsanitize=fuzzer,address,undefined \
+	  -fno-sanitize-recover=undefined $(DEFS) -I$(top_builddir) $(AM_CPPFLAGS) \
+	  -o $@ $$srcs common/scenario_table.c $(HDF5_LIBS) $(JANSSON_LIBS) $(GSL_LIBS) $(XXHASH_LIBS) -lm
+endif
+TESTS += tests/fuzz/trace_fuzz.sh

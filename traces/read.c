@@ -190,6 +190,10 @@ int cplab_trace_open_rank(cplab_trace *run, int rank, cplab_trace **out, cplab_d
   const char *slash = strrchr(run->where, '/');
   snprintf(path, sizeof path, "%.*s%s", slash ? (int)(slash - run->where + 1) : 0, run->where, file);
   int rc = cplab_trace_open(path, out, d);
+  if (rc == CPLAB_EIO) { /* the run names a rank file that is not there: the run is incomplete */
+    cplab_diag_clear(d);
+    CPLAB_FAIL(d, CPLAB_ESCHEMA, "%s: rank %d's file '%s' is missing", run->where, rank, path);
+  }
   if (!rc && ((*out)->info.rank != rank || strcmp((*out)->info.kind, "rank") != 0)) {
     cplab_trace_close(*out);
     *out = NULL;
@@ -499,11 +503,12 @@ int cplab_trace_read_plan(cplab_trace *t, size_t step, cplab_rank_plan **out, cp
 /* ---- validation ------------------------------------------------------------------------ */
 static int validate_common(cplab_trace *t, cplab_diag *d) {
   char *json = NULL;
+  size_t max_json = t->max_elements * 8 < MAX_JSON_BYTES ? (size_t)t->max_elements * 8 : MAX_JSON_BYTES;
   hid_t cfg = H5Gopen2(t->file, "config", H5P_DEFAULT);
   char where[600];
   snprintf(where, sizeof where, "%s:/config", t->where);
   int rc = cfg < 0 ? h5u_fail(d, "%s: /config is not a group", t->where) : 0;
-  if (!rc) rc = h5u_read_text(cfg, where, "scenario_json", MAX_JSON_BYTES, &json, d);
+  if (!rc) rc = h5u_read_text(cfg, where, "scenario_json", max_json, &json, d);
   cplab_scenario *s = NULL;
   if (!rc) {
     cplab_diag local = {0};
@@ -515,7 +520,7 @@ static int validate_common(cplab_trace *t, cplab_diag *d) {
   }
   free(json);
   json = NULL;
-  if (!rc) rc = h5u_read_text(cfg, where, "source_json", MAX_JSON_BYTES, &json, d);
+  if (!rc) rc = h5u_read_text(cfg, where, "source_json", max_json, &json, d);
   free(json);
   cplab_scenario_free(s);
   h5u_close(cfg);

@@ -17,6 +17,15 @@ for scenario in smoke pr56157 mixed; do
   done
 done
 
+# Under mpirun each process writes its own ranks' trace files: the same bytes.
+mkdir -p "$WORK/one" "$WORK/many"
+"$SIM" --scenario mixed -q -o "$WORK/one/t.h5" 2>/dev/null
+timeout 120 "$MPIRUN" -np 3 "$SIM" --scenario mixed -q -o "$WORK/many/t.h5" 2>"$WORK/err"
+same=1
+for r in 0 1 2 3; do cmp -s "$WORK/one/t.r000$r.h5" "$WORK/many/t.r000$r.h5" || same=0; done
+[ $same = 1 ] && pass "rank trace files: 3 processes = 1 process" || fail "rank trace files differ under mpirun"
+"$top_builddir/cplab-trace" validate -q "$WORK/many/t.h5" && pass "the MPI-written run validates" || fail "the MPI-written run is invalid"
+
 # A mutant's disagreement is found the same way across processes.
 "$SIM" --scenario mixed --layout mutant-no-short-replication --json >"$WORK/one.json" 2>/dev/null
 timeout 120 "$MPIRUN" -np 3 "$SIM" --scenario mixed --layout mutant-no-short-replication --json \
