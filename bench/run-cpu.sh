@@ -10,16 +10,23 @@ date=$(date -u +%Y-%m-%d)
 commit=$(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo unknown)
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 cores=$(nproc)
-out="$top/bench/results/$date-plan-bench-cpu.json"
-tmp=$(mktemp)
-"$build/bench/cplab-plan-bench" -o "$tmp"
-python3 - "$tmp" "$out" "$date" "$commit" "$cpu" "$cores" <<'PY'
+# record NAME PROGRAM [ARGS...]: run a benchmark, wrap its JSON with the context.
+record() {
+  name=$1; shift
+  out="$top/bench/results/$date-$name-cpu.json"
+  tmp=$(mktemp)
+  "$@" -o "$tmp"
+  cmd=$(echo "$*" | sed "s|$top/||")
+  python3 - "$tmp" "$out" "$date" "$commit" "$cpu" "$cores" "$cmd" <<'PY'
 import json, sys
-src, out, date, commit, cpu, cores = sys.argv[1:]
+src, out, date, commit, cpu, cores, command = sys.argv[1:]
 doc = {"machine": {"cpu": cpu, "cores": int(cores)}, "date": date, "commit": commit,
-       "command": "bench/run-cpu.sh (build/bench/cplab-plan-bench)", "results": json.load(open(src))}
+       "command": command, "results": json.load(open(src))}
 json.dump(doc, open(out, "w"), indent=2)
 open(out, "a").write("\n")
 PY
-rm -f "$tmp"
-echo "wrote $out"
+  rm -f "$tmp"
+  echo "wrote $out"
+}
+record plan-bench "$build/bench/cplab-plan-bench"
+record trace-bench "$build/bench/cplab-trace-bench" --reps 3

@@ -98,6 +98,7 @@ static hid_t file_type(h5u_type t) {
     case H5U_U64: return H5T_STD_U64LE;
     case H5U_F32: return H5T_IEEE_F32LE;
     case H5U_F64: return H5T_IEEE_F64LE;
+    case H5U_U16: return H5T_STD_U16LE;
   }
   return -1;
 }
@@ -111,22 +112,28 @@ static hid_t mem_type(h5u_type t) {
     case H5U_U64: return H5T_NATIVE_UINT64;
     case H5U_F32: return H5T_NATIVE_FLOAT;
     case H5U_F64: return H5T_NATIVE_DOUBLE;
+    case H5U_U16: return H5T_NATIVE_UINT16;
   }
   return -1;
 }
 
 size_t h5u_type_size(h5u_type t) {
-  static const size_t sizes[] = {1, 1, 4, 8, 8, 4, 8};
+  static const size_t sizes[] = {1, 1, 4, 8, 8, 4, 8, 2};
   return sizes[t];
 }
 
 static const char *type_word(h5u_type t) {
-  static const char *const words[] = {"int8", "uint8", "int32", "int64", "uint64", "float32", "float64"};
+  static const char *const words[] = {"int8", "uint8", "int32", "int64", "uint64", "float32", "float64", "uint16"};
   return words[t];
 }
 
 int h5u_write(hid_t loc, const char *name, h5u_type type, int rank, const uint64_t *dims, const void *data,
               cplab_diag *d) {
+  return h5u_write_ex(loc, name, type, rank, dims, data, 1, d);
+}
+
+int h5u_write_ex(hid_t loc, const char *name, h5u_type type, int rank, const uint64_t *dims, const void *data,
+                 int compress, cplab_diag *d) {
   hsize_t hd[3], chunk[3];
   size_t count = 1;
   for (int i = 0; i < rank; i++) {
@@ -143,7 +150,8 @@ int h5u_write(hid_t loc, const char *name, h5u_type type, int rank, const uint64
     chunk[0] = row >= CHUNK_BYTES ? 1 : CHUNK_BYTES / row;
     if (chunk[0] > hd[0]) chunk[0] = hd[0];
     for (int i = 1; i < rank; i++) chunk[i] = hd[i];
-    if (H5Pset_chunk(dcpl, rank, chunk) < 0 || H5Pset_shuffle(dcpl) < 0 || H5Pset_deflate(dcpl, DEFLATE_LEVEL) < 0)
+    if (H5Pset_chunk(dcpl, rank, chunk) < 0 ||
+        (compress && (H5Pset_shuffle(dcpl) < 0 || H5Pset_deflate(dcpl, DEFLATE_LEVEL) < 0)))
       rc = h5u_fail(d, "cannot set chunking and compression of '%s'", name);
   }
   if (!rc) ds = H5Dcreate2(loc, name, file_type(type), space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
@@ -283,7 +291,7 @@ int h5u_expect(hid_t loc, const char *where, const char *name, h5u_type type, in
   hid_t t = H5Dget_type(ds), s = H5Dget_space(ds);
   int rc = 0;
   H5T_class_t want = type >= H5U_F32 ? H5T_FLOAT : H5T_INTEGER;
-  int want_unsigned = type == H5U_U8 || type == H5U_U64;
+  int want_unsigned = type == H5U_U8 || type == H5U_U64 || type == H5U_U16;
   if (t < 0 || s < 0) rc = h5u_fail(d, "%s: cannot inspect dataset '%s'", where, name);
   else if (H5Tget_class(t) != want || H5Tget_size(t) > h5u_type_size(type) ||
            (want == H5T_INTEGER && (H5Tget_sign(t) == H5T_SGN_NONE) != want_unsigned))

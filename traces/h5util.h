@@ -36,7 +36,7 @@ int h5u_attr_i32(hid_t obj, const char *name, int32_t v, cplab_diag *d);
 int h5u_attr_str(hid_t obj, const char *name, const char *v, cplab_diag *d);
 
 /* Element types of datasets. */
-typedef enum h5u_type { H5U_I8 = 0, H5U_U8, H5U_I32, H5U_I64, H5U_U64, H5U_F32, H5U_F64 } h5u_type;
+typedef enum h5u_type { H5U_I8 = 0, H5U_U8, H5U_I32, H5U_I64, H5U_U64, H5U_F32, H5U_F64, H5U_U16 } h5u_type;
 size_t h5u_type_size(h5u_type t);
 
 /* Write an n-dimensional dataset (rank 1..3); datasets over 64 KiB are
@@ -44,6 +44,11 @@ size_t h5u_type_size(h5u_type t);
  * is allowed (empty dataset). */
 int h5u_write(hid_t loc, const char *name, h5u_type type, int rank, const uint64_t *dims, const void *data,
               cplab_diag *d);
+/* The same with an explicit choice: compress = 0 keeps large datasets chunked
+ * but unfiltered (for high-entropy tensors, where deflate gains little and
+ * costs most of the write time). */
+int h5u_write_ex(hid_t loc, const char *name, h5u_type type, int rank, const uint64_t *dims, const void *data,
+                 int compress, cplab_diag *d);
 /* Shorthand for rank 1. */
 int h5u_write1(hid_t loc, const char *name, h5u_type type, uint64_t n, const void *data, cplab_diag *d);
 /* A table: int64 [n, ncols] with a "columns" attribute naming the columns

@@ -500,6 +500,135 @@ int cplab_trace_read_plan(cplab_trace *t, size_t step, cplab_rank_plan **out, cp
   return 0;
 }
 
+/* ---- layer tensors and events ------------------------------------------------------------ */
+static int find_tensor(const char *name) {
+  for (int i = 0; i < CPLAB_TT_COUNT; i++)
+    if (strcmp(schema_tensors[i].name, name) == 0) return i;
+  return -1;
+}
+
+/* Check one tensor dataset: type, rank, fixed last dimension, and rows =
+ * local tokens where the schema says so. */
+static int check_tensor(hid_t g, const char *where, int tensor, int64_t local_tokens, uint64_t max_elements,
+                        uint64_t *dims, cplab_diag *d) {
+  const schema_tensor *st = &schema_tensors[tensor];
+  int rc = h5u_expect(g, where, st->name, st->type, st->rank, dims, d);
+  if (rc) return rc;
+  uint64_t count = 1;
+  for (int i = 0; i < st->rank; i++) count = dims[i] && count > max_elements / dims[i] ? max_elements + 1 : count * dims[i];
+  if (count > max_elements) CPLAB_FAIL(d, CPLAB_ERANGE, "%s: tensor '%s' is implausibly large", where, st->name);
+  if (st->last && dims[st->rank - 1] != st->last)
+    CPLAB_FAIL(d, CPLAB_ESCHEMA, "%s: tensor '%s' must have %llu columns", where, st->name, (unsigned long long)st->last);
+  if (st->per_local_token && (int64_t)dims[0] != local_tokens)
+    CPLAB_FAIL(d, CPLAB_ESCHEMA, "%s: tensor '%s' must have a row per local token (%lld), has %llu", where, st->name,
+               (long long)local_tokens, (unsigned long long)dims[0]);
+  return 0;
+}
+
+typedef struct layer_walk {
+  cplab_trace *t;
+  const char *where;
+  int64_t local_tokens;
+  cplab_diag *d;
+  int rc;
+} layer_walk;
+
+static herr_t visit_tensor(hid_t g, const char *name, const H5L_info_t *info, void *op) {
+  (void)info;
+  layer_walk *w = op;
+  int k = find_tensor(name);
+  uint64_t dims[3];
+  if (k < 0) w->rc = cplab_diag_set(w->d, CPLAB_ESCHEMA, "%s: unknown tensor '%s'", w->where, name);
+  else w->rc = check_tensor(g, w->where, k, w->local_tokens, w->t->max_elements, dims, w->d);
+  return w->rc ? -1 : 0;
+}
+
+static herr_t visit_layer(hid_t layers, const char *name, const H5L_info_t *info, void *op) {
+  (void)info;
+  layer_walk *w = op;
+  char where[700];
+  snprintf(where, sizeof where, "%s/%s", w->where, name);
+  int ok = strlen(name) == 3 && strspn(name, "0123456789") == 3;
+  hid_t g = ok ? H5Gopen2(layers, name, H5P_DEFAULT) : -1;
+  if (g < 0) {
+    H5Eclear2(H5E_DEFAULT);
+    w->rc = cplab_diag_set(w->d, CPLAB_ESCHEMA, "%s: a layer must be a group named by three digits", where);
+    return -1;
+  }
+  layer_walk inner = *w;
+  inner.where = where;
+  hsize_t idx = 0;
+  H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, &idx, visit_tensor, &inner);
+  h5u_close(g);
+  w->rc = inner.rc;
+  return w->rc ? -1 : 0;
+}
+
+static int validate_layers(cplab_trace *t, size_t step, int64_t local_tokens, cplab_diag *d) {
+  char path[64], where[700];
+  snprintf(path, sizeof path, "steps/%06zu/layers", step);
+  if (H5Lexists(t->file, path, H5P_DEFAULT) <= 0) return 0;
+  snprintf(where, sizeof where, "%s:/%s", t->where, path);
+  hid_t g = H5Gopen2(t->file, path, H5P_DEFAULT);
+  if (g < 0) return h5u_fail(d, "%s: not a group", where);
+  layer_walk w = {t, where, local_tokens, d, 0};
+  hsize_t idx = 0;
+  if (H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, &idx, visit_layer, &w) < 0 && !w.rc)
+    w.rc = h5u_fail(d, "%s: cannot list the layers", where);
+  h5u_close(g);
+  return w.rc;
+}
+
+static int validate_events(cplab_trace *t, cplab_diag *d) {
+  if (!h5u_has(t->file, "events")) return 0;
+  reader r = {t, t->file, "", d};
+  snprintf(r.where, sizeof r.where, "%s:/", t->where);
+  int64_t *e = NULL;
+  uint64_t n;
+  int rc = read_table(&r, "events", SCHEMA_EVENT_COLS, &e, &n);
+  for (uint64_t i = 0; !rc && i < n; i++) {
+    const int64_t *o = e + i * SCHEMA_EVENT_COLS;
+    if (!IN(o[0], 0, t->info.num_steps - 1) || o[1] < -1 || o[2] < 0 || o[3] < 0 || o[4] < o[3] || o[5] < 0)
+      rc = cplab_diag_set(d, CPLAB_ESCHEMA, "%s: event %llu is out of range", r.where, (unsigned long long)i);
+  }
+  free(e);
+  return rc;
+}
+
+int cplab_trace_read_tensor(cplab_trace *t, size_t step, int layer, cplab_trace_tensor tensor, uint64_t *dims,
+                            void **data, cplab_diag *d) {
+  *data = NULL;
+  if (tensor < 0 || tensor >= CPLAB_TT_COUNT) CPLAB_FAIL(d, CPLAB_EINVAL, "unknown tensor %d", (int)tensor);
+  cplab_rank_plan *p = NULL;
+  int rc = cplab_trace_read_plan(t, step, &p, d); /* validates the step and gives its local tokens */
+  int64_t local = p ? p->split.num_tokens : 0;
+  cplab_rank_plan_free(p);
+  if (rc) return rc;
+  char path[64], where[700];
+  snprintf(path, sizeof path, "steps/%06zu/layers/%03d", step, layer);
+  snprintf(where, sizeof where, "%s:/%s", t->where, path);
+  if (layer < 0 || layer > 999 || H5Lexists(t->file, path, H5P_DEFAULT) <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    CPLAB_FAIL(d, CPLAB_ENOTFOUND, "%s: no such layer", where);
+  }
+  hid_t g = H5Gopen2(t->file, path, H5P_DEFAULT);
+  if (g < 0) return h5u_fail(d, "%s: not a group", where);
+  const schema_tensor *st = &schema_tensors[tensor];
+  if (!h5u_has(g, st->name)) rc = cplab_diag_set(d, CPLAB_ENOTFOUND, "%s: no tensor '%s'", where, st->name);
+  if (!rc) rc = check_tensor(g, where, tensor, local, t->max_elements, dims, d);
+  uint64_t count = 1;
+  for (int i = 0; !rc && i < st->rank; i++) count *= dims[i];
+  if (!rc && !(*data = malloc((size_t)(count ? count : 1) * h5u_type_size(st->type))))
+    rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory for tensor '%s'", st->name);
+  if (!rc) rc = h5u_read(g, where, st->name, st->type, *data, count, d);
+  if (rc) {
+    free(*data);
+    *data = NULL;
+  }
+  h5u_close(g);
+  return rc;
+}
+
 /* ---- validation ------------------------------------------------------------------------ */
 static int validate_common(cplab_trace *t, cplab_diag *d) {
   char *json = NULL;
@@ -535,9 +664,10 @@ int cplab_trace_validate(cplab_trace *t, cplab_diag *d) {
     for (int64_t s = 0; s < t->info.num_steps && !rc; s++) {
       cplab_rank_plan *p = NULL;
       rc = cplab_trace_read_plan(t, (size_t)s, &p, d);
+      if (!rc) rc = validate_layers(t, (size_t)s, p->split.num_tokens, d);
       cplab_rank_plan_free(p);
     }
-    return rc;
+    return rc ? rc : validate_events(t, d);
   }
   for (int r = 0; r < t->info.world_size && !rc; r++) {
     cplab_trace *rt = NULL;

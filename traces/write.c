@@ -317,6 +317,58 @@ int cplab_trace_link_ranks(cplab_trace_writer *w, int world, cplab_diag *d) {
   return rc;
 }
 
+const char *cplab_trace_tensor_name(cplab_trace_tensor t) {
+  return t >= 0 && t < CPLAB_TT_COUNT ? schema_tensors[t].name : "?";
+}
+
+/* Open (creating as needed) a group path like "steps/000003/layers/012". */
+static hid_t open_or_create(hid_t file, const char *path, cplab_diag *d) {
+  if (H5Lexists(file, path, H5P_DEFAULT) > 0) {
+    hid_t g = H5Gopen2(file, path, H5P_DEFAULT);
+    if (g < 0) h5u_fail(d, "cannot open group '%s'", path);
+    return g;
+  }
+  H5Eclear2(H5E_DEFAULT);
+  return h5u_group_create(file, path, d);
+}
+
+int cplab_trace_write_tensor(cplab_trace_writer *w, size_t step, int layer, cplab_trace_tensor tensor,
+                             const uint64_t *dims, const void *data, int compress, cplab_diag *d) {
+  if (w->rank < 0) CPLAB_FAIL(d, CPLAB_EINVAL, "tensors go into rank files, not the run file");
+  if (tensor < 0 || tensor >= CPLAB_TT_COUNT || layer < 0 || layer > 999)
+    CPLAB_FAIL(d, CPLAB_EINVAL, "unknown tensor %d or layer %d", (int)tensor, layer);
+  const schema_tensor *st = &schema_tensors[tensor];
+  if (st->last && dims[st->rank - 1] != st->last)
+    CPLAB_FAIL(d, CPLAB_EINVAL, "tensor %s needs a last dimension of %llu, got %llu", st->name,
+               (unsigned long long)st->last, (unsigned long long)dims[st->rank - 1]);
+  char step_path[40], path[64];
+  snprintf(step_path, sizeof step_path, "steps/%06zu", step);
+  if (H5Lexists(w->file, step_path, H5P_DEFAULT) <= 0)
+    CPLAB_FAIL(d, CPLAB_EINVAL, "write step %zu's plan before its tensors", step);
+  snprintf(path, sizeof path, "%s/layers", step_path);
+  hid_t layers = open_or_create(w->file, path, d);
+  snprintf(path, sizeof path, "%s/layers/%03d", step_path, layer);
+  hid_t g = layers < 0 ? -1 : open_or_create(w->file, path, d);
+  int rc = g < 0 ? (d->code ? d->code : CPLAB_EHDF5) : h5u_write_ex(g, st->name, st->type, st->rank, dims, data, compress, d);
+  h5u_close(g);
+  h5u_close(layers);
+  return rc;
+}
+
+int cplab_trace_write_events(cplab_trace_writer *w, const cplab_trace_event *events, size_t n, cplab_diag *d) {
+  if (w->rank < 0) CPLAB_FAIL(d, CPLAB_EINVAL, "events go into rank files, not the run file");
+  int64_t *t = malloc((n ? n : 1) * SCHEMA_EVENT_COLS * sizeof *t);
+  if (!t) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
+  for (size_t i = 0; i < n; i++) {
+    int64_t *o = t + i * SCHEMA_EVENT_COLS;
+    o[0] = events[i].step, o[1] = events[i].layer, o[2] = events[i].op;
+    o[3] = events[i].t_begin_ns, o[4] = events[i].t_end_ns, o[5] = events[i].bytes;
+  }
+  int rc = h5u_write_table(w->file, "events", SCHEMA_EVENT_COLS, SCHEMA_EVENT_COLUMNS, n, t, d);
+  free(t);
+  return rc;
+}
+
 void cplab_trace_abort(cplab_trace_writer *w) {
   if (!w) return;
   h5u_close(w->file);

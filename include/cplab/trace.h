@@ -52,6 +52,38 @@ int cplab_trace_commit(cplab_trace_writer *w, cplab_diag *d);
 /* Give up: close and remove the temporary file. Frees w. */
 void cplab_trace_abort(cplab_trace_writer *w);
 
+/* Per-layer tensors of a step (SCHEMA.md, "Layer tensors"): what the numeric
+ * reference and the executor compute, stored under /steps/SSSSSS/layers/LLL. */
+typedef enum cplab_trace_tensor {
+  CPLAB_TT_KV_CACHE = 0,   /* uint8 [slots, 656]: this rank's fp8_ds_mla entries, slot-indexed */
+  CPLAB_TT_INDEX_K_CACHE,  /* uint8 [slots, 132]: indexer-key entries, slot-indexed */
+  CPLAB_TT_WORKSPACE,      /* uint16 [rows, 576]: bf16 bits of the gathered prefill workspaces, chunks concatenated */
+  CPLAB_TT_TOPK,           /* int32 [t, k]: request-relative top-k of every local token, -1 = none */
+  CPLAB_TT_TOPK_CONVERTED, /* int32 [t, k]: the same after conversion to workspace rows / cache slots */
+  CPLAB_TT_TOPK_SCORES,    /* float32 [t, k]: indexer score of each selected entry */
+  CPLAB_TT_KTH_SCORE,      /* float32 [t]: the k-th best score of each row (tie tolerance) */
+  CPLAB_TT_SAMPLED_TOKENS, /* int64 [s]: local tokens whose attention is recorded */
+  CPLAB_TT_ATTN_OUT,       /* float32 [s, heads, 512]: attention output of the sampled rows */
+  CPLAB_TT_ATTN_LSE,       /* float32 [s, heads]: natural-log LSE of the sampled rows */
+  CPLAB_TT_DIGESTS,        /* uint64 [n]: XXH3-64 digests standing in for tensors not stored */
+  CPLAB_TT_COUNT
+} cplab_trace_tensor;
+
+const char *cplab_trace_tensor_name(cplab_trace_tensor t);
+
+/* Rank files: write one tensor of (step, layer). dims has the tensor's rank
+ * (1..3). compress = 0 stores large tensors chunked but unfiltered: fp8 and
+ * bf16 payloads deflate by ~20% at ~35 MB/s, which would dominate the write. */
+int cplab_trace_write_tensor(cplab_trace_writer *w, size_t step, int layer, cplab_trace_tensor tensor,
+                             const uint64_t *dims, const void *data, int compress, cplab_diag *d);
+
+/* Timing events (exec): one row per timed operation. op: a collective purpose
+ * code (cplab_coll_what) or 100 + a kernel code; times in ns. */
+typedef struct cplab_trace_event {
+  int64_t step, layer, op, t_begin_ns, t_end_ns, bytes;
+} cplab_trace_event;
+int cplab_trace_write_events(cplab_trace_writer *w, const cplab_trace_event *events, size_t n, cplab_diag *d);
+
 /* ---- reading ---- */
 typedef struct cplab_trace cplab_trace;
 
@@ -82,6 +114,11 @@ int cplab_trace_validate(cplab_trace *t, cplab_diag *d);
 /* Rank files: read back one step's plan (layout = NULL; collectives, rows,
  * plans and any token maps as written). Free with cplab_rank_plan_free. */
 int cplab_trace_read_plan(cplab_trace *t, size_t step, cplab_rank_plan **out, cplab_diag *d);
+
+/* Rank files: read a tensor of (step, layer) after checking it against the
+ * schema; *data is malloc'd, dims gets its shape (rank per the tensor). */
+int cplab_trace_read_tensor(cplab_trace *t, size_t step, int layer, cplab_trace_tensor tensor, uint64_t *dims,
+                            void **data, cplab_diag *d);
 
 /* Run files: open the file of one rank through its link. */
 int cplab_trace_open_rank(cplab_trace *run, int rank, cplab_trace **out, cplab_diag *d);

@@ -26,6 +26,8 @@ static int teardown(void **state) {
   return system(cmd) == 0 ? 0 : -1;
 }
 
+static void replace_dataset(hid_t file, const char *path, hid_t type, int rank, const hsize_t *dims, const void *data);
+
 static const cplab_trace_provenance prov = {"sim", "test_trace", NULL, NULL, NULL};
 
 /* Write the run of scenario s (all ranks, token maps) to NAME.h5 in dir;
@@ -161,6 +163,84 @@ static void test_byte_identical(void **state) {
     free(x);
     free(y);
   }
+  cplab_scenario_free(s);
+}
+
+/* Layer tensors and events: written, validated, read back equal; shapes the
+ * schema forbids are refused by the writer or rejected by the reader. */
+static void test_tensors_and_events(void **state) {
+  (void)state;
+  cplab_scenario *s = load("smoke");
+  char path[256];
+  snprintf(path, sizeof path, "%s/tensors.r0000.h5", dir);
+  cplab_diag d = {0};
+  cplab_trace_writer *w = NULL;
+  assert_int_equal(cplab_trace_create(path, s, 0, &prov, &w, &d), 0);
+  int64_t tokens[3];
+  for (size_t st = 0; st < s->num_steps; st++) {
+    cplab_step_input in = {&s->steps[st], st, s->seed, &s->par, &s->model, cplab_layout_find("vllm")};
+    cplab_rank_plan *p = NULL;
+    assert_int_equal(cplab_rank_plan_derive(&in, 0, 0, &p, &d), 0);
+    assert_int_equal(cplab_trace_write_plan(w, st, p, &d), 0);
+    tokens[st] = p->split.num_tokens;
+    cplab_rank_plan_free(p);
+  }
+  enum { SLOTS = 300, K = 16 };
+  uint8_t *kv = malloc(SLOTS * 656);
+  for (int i = 0; i < SLOTS * 656; i++) kv[i] = (uint8_t)(i * 131 + 7);
+  int32_t *topk = malloc((size_t)tokens[1] * K * sizeof *topk);
+  for (int64_t i = 0; i < tokens[1] * K; i++) topk[i] = (int32_t)(i % 37) - 1;
+  float lse[2 * 64];
+  for (int i = 0; i < 128; i++) lse[i] = (float)i * 0.25f - 3.0f;
+  uint64_t kv_dims[2] = {SLOTS, 656}, topk_dims[2] = {(uint64_t)tokens[1], K}, lse_dims[2] = {2, 64};
+  assert_int_equal(cplab_trace_write_tensor(w, 1, 0, CPLAB_TT_KV_CACHE, kv_dims, kv, 0, &d), 0);
+  assert_int_equal(cplab_trace_write_tensor(w, 1, 1, CPLAB_TT_KV_CACHE, kv_dims, kv, 1, &d), 0);
+  assert_int_equal(cplab_trace_write_tensor(w, 1, 0, CPLAB_TT_TOPK, topk_dims, topk, 1, &d), 0);
+  assert_int_equal(cplab_trace_write_tensor(w, 1, 0, CPLAB_TT_ATTN_LSE, lse_dims, lse, 1, &d), 0);
+  uint64_t bad[2] = {SLOTS, 600};
+  assert_int_equal(cplab_trace_write_tensor(w, 1, 0, CPLAB_TT_KV_CACHE, bad, kv, 0, &d), CPLAB_EINVAL);
+  cplab_diag_clear(&d);
+  cplab_trace_event ev[2] = {{0, 0, 3, 100, 250, 4096}, {1, -1, 12, 300, 300, 0}};
+  assert_int_equal(cplab_trace_write_events(w, ev, 2, &d), 0);
+  assert_int_equal(cplab_trace_commit(w, &d), 0);
+  cplab_trace *t = NULL;
+  assert_int_equal(cplab_trace_open(path, &t, &d), 0);
+  if (cplab_trace_validate(t, &d)) fail_msg("validate: %s", d.msg);
+  uint64_t dims[3];
+  void *back = NULL;
+  for (int layer = 0; layer < 2; layer++) {
+    assert_int_equal(cplab_trace_read_tensor(t, 1, layer, CPLAB_TT_KV_CACHE, dims, &back, &d), 0);
+    assert_true(dims[0] == SLOTS && dims[1] == 656);
+    assert_memory_equal(back, kv, SLOTS * 656);
+    free(back);
+  }
+  assert_int_equal(cplab_trace_read_tensor(t, 1, 0, CPLAB_TT_TOPK, dims, &back, &d), 0);
+  assert_memory_equal(back, topk, (size_t)tokens[1] * K * sizeof *topk);
+  free(back);
+  assert_int_equal(cplab_trace_read_tensor(t, 1, 0, CPLAB_TT_ATTN_OUT, dims, &back, &d), CPLAB_ENOTFOUND);
+  cplab_diag_clear(&d);
+  cplab_trace_close(t);
+  /* A topk with the wrong number of rows, and an unknown tensor. */
+  hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  hsize_t wrong[2] = {3, K};
+  replace_dataset(f, "steps/000001/layers/000/topk", H5T_NATIVE_INT32, 2, wrong, topk);
+  H5Fclose(f);
+  assert_int_equal(cplab_trace_open(path, &t, &d), 0);
+  assert_int_equal(cplab_trace_validate(t, &d), CPLAB_ESCHEMA);
+  if (!strstr(d.msg, "tensor 'topk' must have a row per local token")) fail_msg("got '%s'", d.msg);
+  cplab_trace_close(t);
+  f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  hsize_t right[2] = {(hsize_t)tokens[1], K};
+  replace_dataset(f, "steps/000001/layers/000/topk", H5T_NATIVE_INT32, 2, right, topk);
+  replace_dataset(f, "steps/000001/layers/001/mystery", H5T_NATIVE_INT32, 2, right, topk);
+  H5Fclose(f);
+  cplab_diag_clear(&d);
+  assert_int_equal(cplab_trace_open(path, &t, &d), 0);
+  assert_int_equal(cplab_trace_validate(t, &d), CPLAB_ESCHEMA);
+  assert_non_null(strstr(d.msg, "unknown tensor 'mystery'"));
+  cplab_trace_close(t);
+  free(kv);
+  free(topk);
   cplab_scenario_free(s);
 }
 
@@ -396,7 +476,8 @@ static void test_killed_writer(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_round_trip_builtins), cmocka_unit_test(test_round_trip_random),
-      cmocka_unit_test(test_byte_identical),      cmocka_unit_test(test_malformed_rejected),
+      cmocka_unit_test(test_byte_identical),      cmocka_unit_test(test_tensors_and_events),
+      cmocka_unit_test(test_malformed_rejected),
       cmocka_unit_test(test_truncated_and_bitflipped), cmocka_unit_test(test_killed_writer),
   };
   return cmocka_run_group_tests_name("trace", tests, setup, teardown);
