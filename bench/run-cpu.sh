@@ -29,4 +29,4 @@ PY
   echo "wrote $out"
 }
 record plan-bench "$build/bench/cplab-plan-bench"
-record trace-bench "$build/bench/cplab-trace-bench" --reps 3
+record trace-bench "$build/bench/cplab-trace-bench" --reps 5
