@@ -21,7 +21,7 @@ tests_unit_test_trace_LDADD = libcplab_trace.la $(TEST_UNIT_LIBS) $(HDF5_LIBS)
 # The fuzz target: clang with ASan, UBSan and libFuzzer instrumentation over
 # the reader and everything it calls, built by its own rule (automake builds
 # the libraries with $(CC)); check_DATA builds it before the tests run.
-EXTRA_DIST += %reldir%/fuzz_trace.c tests/fuzz
+EXTRA_DIST += %reldir%/fuzz_trace.c tests/fuzz/trace_fuzz.sh tests/fuzz/corpus
 if HAVE_FUZZ
 check_DATA = traces/fuzz_trace
 CLEANFILES += traces/fuzz_trace
