@@ -42,7 +42,7 @@ typedef struct sizes {
 
 static int write_trace(const char *path, const cplab_scenario *s, const uint8_t *buf, const sizes *z, int layers,
                        int compress, double *secs, cplab_diag *d) {
-  static const cplab_trace_provenance prov = {"sim", PROG, NULL, NULL, NULL};
+  static const cplab_trace_provenance prov = {"sim", PROG, NULL, NULL, NULL, NULL, NULL};
   double t0 = now();
   cplab_trace_writer *w = NULL;
   int rc = cplab_trace_create(path, s, 0, &prov, &w, d);

@@ -154,7 +154,7 @@ int main(int argc, char **argv) {
     int mlen = 0;
     if (procs.mpi) MPI_Get_library_version(mpi, &mlen);
     mpi[strcspn(mpi, "\n,")] = '\0';
-    sim_trace_target trace = {out_is_trace(cli.out) ? cli.out : NULL, {"sim", command, NULL, NULL, mpi}};
+    sim_trace_target trace = {out_is_trace(cli.out) ? cli.out : NULL, {"sim", command, NULL, NULL, mpi, NULL, NULL}};
     rc = sim_plans_run(&procs, s, layout, table, check, &trace, &plans, &d);
   }
   if (!rc && procs.rank == 0) rc = write_report(&cli, s, table, &plans, &d);

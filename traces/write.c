@@ -79,9 +79,11 @@ static int write_provenance(hid_t file, const cplab_trace_provenance *prov, cpla
   if (!rc) rc = h5u_attr_str(g, "compiler", __VERSION__, d);
   if (!rc) rc = h5u_attr_str(g, "host", host, d);
   if (!rc) rc = h5u_attr_str(g, "command_line", prov->command_line ? prov->command_line : "", d);
-  if (!rc) rc = h5u_attr_str(g, "git_commit", prov->git_commit ? prov->git_commit : "", d);
+  if (!rc) rc = h5u_attr_str(g, "git_commit", prov->git_commit ? prov->git_commit : CPLAB_GIT_COMMIT, d);
   if (!rc) rc = h5u_attr_str(g, "device", prov->device ? prov->device : "", d);
   if (!rc) rc = h5u_attr_str(g, "mpi", prov->mpi ? prov->mpi : "", d);
+  if (!rc) rc = h5u_attr_str(g, "cuda", prov->cuda ? prov->cuda : "", d);
+  if (!rc) rc = h5u_attr_str(g, "nccl", prov->nccl ? prov->nccl : "", d);
   h5u_close(g);
   return rc;
 }

@@ -33,6 +33,8 @@ typedef struct cplab_trace_provenance {
   const char *git_commit;   /* may be NULL */
   const char *device;       /* GPU name, or NULL */
   const char *mpi;          /* MPI library version, or NULL */
+  const char *cuda;         /* CUDA runtime/driver versions, or NULL */
+  const char *nccl;         /* NCCL version, or NULL */
 } cplab_trace_provenance;
 
 typedef struct cplab_trace_writer cplab_trace_writer;
