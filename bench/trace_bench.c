@@ -3,8 +3,11 @@
  *
  * The trace: one rank file of the smoke scenario whose step 0 holds 16 layer
  * tensors kv_cache [102261, 656] uint8 (fp8-like bytes), 1.0 GiB in all,
- * chunked and unfiltered (the schema's choice for high-entropy payloads), plus
- * one deflated tensor to show what compression would cost. Timings are
+ * contiguous and unfiltered (the schema's choice for high-entropy payloads), plus
+ * one deflated tensor to show what compression would cost. Both writes end
+ * durable on disk (the trace commit fsyncs before its rename; the plain file
+ * gets fflush + fsync), since page-cache-only timings mostly measure the
+ * kernel's dirty-page throttling. Timings are
  * CLOCK_MONOTONIC wall times of the whole operation (create .. commit; open
  * .. read everything), the median of --reps (sides alternate which goes
  * first); files live in --dir (default /tmp) and are removed after every
@@ -82,6 +85,7 @@ static int plain_write(const char *path, const uint8_t *buf, const sizes *z, dou
   if (!f) CPLAB_FAIL(d, CPLAB_EIO, "cannot create %s", path);
   int ok = 1;
   for (int l = 0; l < LAYERS; l++) ok &= fwrite(buf, 1, z->bytes, f) == z->bytes;
+  ok &= fflush(f) == 0 && fsync(fileno(f)) == 0; /* durable, as a committed trace is */
   ok &= fclose(f) == 0;
   *secs = now() - t0;
   return ok ? 0 : cplab_diag_set(d, CPLAB_EIO, "cannot write %s", path);

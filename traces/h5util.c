@@ -143,8 +143,10 @@ int h5u_write_ex(hid_t loc, const char *name, h5u_type type, int rank, const uin
   size_t bytes = count * h5u_type_size(type);
   hid_t space = H5Screate_simple(rank, hd, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE), ds = -1;
   int rc = 0;
-  if (space < 0 || dcpl < 0 || H5Pset_obj_track_times(dcpl, 0) < 0) rc = h5u_fail(d, "cannot prepare dataset '%s'", name);
-  if (!rc && bytes > COMPRESS_ABOVE) {
+  /* Every element is written right away: no fill values to write first. */
+  if (space < 0 || dcpl < 0 || H5Pset_obj_track_times(dcpl, 0) < 0 || H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) < 0)
+    rc = h5u_fail(d, "cannot prepare dataset '%s'", name);
+  if (!rc && compress && bytes > COMPRESS_ABOVE) {
     /* Chunks of about 1 MiB along the first dimension. */
     size_t row = bytes / (size_t)hd[0];
     chunk[0] = row >= CHUNK_BYTES ? 1 : CHUNK_BYTES / row;

@@ -44,9 +44,9 @@ size_t h5u_type_size(h5u_type t);
  * is allowed (empty dataset). */
 int h5u_write(hid_t loc, const char *name, h5u_type type, int rank, const uint64_t *dims, const void *data,
               cplab_diag *d);
-/* The same with an explicit choice: compress = 0 keeps large datasets chunked
- * but unfiltered (for high-entropy tensors, where deflate gains little and
- * costs most of the write time). */
+/* The same with an explicit choice: compress = 0 stores the dataset
+ * contiguous and unfiltered (for high-entropy tensors, where deflate gains
+ * little and costs most of the write time, and chunking only adds copies). */
 int h5u_write_ex(hid_t loc, const char *name, h5u_type type, int rank, const uint64_t *dims, const void *data,
                  int compress, cplab_diag *d);
 /* Shorthand for rank 1. */

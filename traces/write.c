@@ -1,5 +1,6 @@
 /* Writing traces: see include/cplab/trace.h and traces/SCHEMA.md. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -382,6 +383,12 @@ int cplab_trace_commit(cplab_trace_writer *w, cplab_diag *d) {
   int rc = 0;
   if (H5Fflush(w->file, H5F_SCOPE_LOCAL) < 0 || H5Fclose(w->file) < 0) rc = h5u_fail(d, "cannot finish '%s'", w->tmp);
   w->file = -1;
+  /* On disk before it gets its name: after a crash the final name holds
+   * either the old file or the complete new one. */
+  int fd = rc ? -1 : open(w->tmp, O_RDONLY);
+  if (!rc && (fd < 0 || fsync(fd) != 0))
+    rc = cplab_diag_set(d, CPLAB_EIO, "cannot flush '%s' to disk: %s", w->tmp, strerror(errno));
+  if (fd >= 0) close(fd);
   if (!rc && rename(w->tmp, w->path) != 0)
     rc = cplab_diag_set(d, CPLAB_EIO, "cannot rename '%s' to '%s': %s", w->tmp, w->path, strerror(errno));
   if (rc) unlink(w->tmp);

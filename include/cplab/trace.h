@@ -74,8 +74,8 @@ typedef enum cplab_trace_tensor {
 const char *cplab_trace_tensor_name(cplab_trace_tensor t);
 
 /* Rank files: write one tensor of (step, layer). dims has the tensor's rank
- * (1..3). compress = 0 stores large tensors chunked but unfiltered: fp8 and
- * bf16 payloads deflate by ~20% at ~35 MB/s, which would dominate the write. */
+ * (1..3). compress = 0 stores it contiguous and unfiltered: fp8 and bf16
+ * payloads deflate by ~20% at ~35 MB/s, which would dominate the write. */
 int cplab_trace_write_tensor(cplab_trace_writer *w, size_t step, int layer, cplab_trace_tensor tensor,
                              const uint64_t *dims, const void *data, int compress, cplab_diag *d);
 
