@@ -30,3 +30,4 @@ PY
 }
 record plan-bench "$build/bench/cplab-plan-bench"
 record trace-bench "$build/bench/cplab-trace-bench" --reps 5
+record diff-bench "$build/bench/cplab-diff-bench"

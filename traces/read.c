@@ -629,6 +629,59 @@ int cplab_trace_read_tensor(cplab_trace *t, size_t step, int layer, cplab_trace_
   return rc;
 }
 
+int cplab_trace_read_scenario(cplab_trace *t, cplab_scenario **out, cplab_diag *d) {
+  *out = NULL;
+  char where[600], *json = NULL;
+  snprintf(where, sizeof where, "%s:/config", t->where);
+  hid_t cfg = H5Gopen2(t->file, "config", H5P_DEFAULT);
+  if (cfg < 0) return h5u_fail(d, "%s: /config is not a group", t->where);
+  size_t max_json = t->max_elements * 8 < MAX_JSON_BYTES ? (size_t)t->max_elements * 8 : MAX_JSON_BYTES;
+  int rc = h5u_read_text(cfg, where, "scenario_json", max_json, &json, d);
+  h5u_close(cfg);
+  if (rc) return rc;
+  cplab_diag local = {0};
+  if (cplab_scenario_parse(json, strlen(json), where, NULL, out, &local) != 0)
+    rc = cplab_diag_set(d, CPLAB_ESCHEMA, "%s: scenario_json is not a valid scenario: %s", where, local.msg);
+  free(json);
+  return rc;
+}
+
+static herr_t collect_layer(hid_t g, const char *name, const H5L_info_t *info, void *op) {
+  (void)g, (void)info;
+  int **list = op; /* list[0] = array, list[1] = count (as int*) */
+  int n = *list[1];
+  if (strlen(name) != 3 || strspn(name, "0123456789") != 3 || n >= 1000) return -1;
+  list[0][n] = atoi(name);
+  *list[1] = n + 1;
+  return 0;
+}
+
+int cplab_trace_list_layers(cplab_trace *t, size_t step, int **layers, int *n, cplab_diag *d) {
+  *layers = NULL;
+  *n = 0;
+  char path[64];
+  snprintf(path, sizeof path, "steps/%06zu/layers", step);
+  if (H5Lexists(t->file, path, H5P_DEFAULT) <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return 0;
+  }
+  hid_t g = H5Gopen2(t->file, path, H5P_DEFAULT);
+  int *arr = malloc(1000 * sizeof *arr);
+  int count = 0, *list[2] = {arr, &count};
+  hsize_t idx = 0;
+  int rc = 0;
+  if (g < 0 || !arr || H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, &idx, collect_layer, list) < 0)
+    rc = h5u_fail(d, "%s:/%s: cannot list the layers (names must be three digits)", t->where, path);
+  h5u_close(g);
+  if (rc) {
+    free(arr);
+    return rc;
+  }
+  *layers = arr;
+  *n = count;
+  return 0;
+}
+
 /* ---- validation ------------------------------------------------------------------------ */
 static int validate_common(cplab_trace *t, cplab_diag *d) {
   char *json = NULL;

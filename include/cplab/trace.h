@@ -122,6 +122,13 @@ int cplab_trace_read_plan(cplab_trace *t, size_t step, cplab_rank_plan **out, cp
 int cplab_trace_read_tensor(cplab_trace *t, size_t step, int layer, cplab_trace_tensor tensor, uint64_t *dims,
                             void **data, cplab_diag *d);
 
+/* The resolved scenario of the run (from /config/scenario_json). */
+int cplab_trace_read_scenario(cplab_trace *t, cplab_scenario **out, cplab_diag *d);
+
+/* Layer indices present in a step of a rank file (ascending); *n = 0 when
+ * the step has no layer tensors. *layers is malloc'd. */
+int cplab_trace_list_layers(cplab_trace *t, size_t step, int **layers, int *n, cplab_diag *d);
+
 /* Run files: open the file of one rank through its link. */
 int cplab_trace_open_rank(cplab_trace *run, int rank, cplab_trace **out, cplab_diag *d);
 

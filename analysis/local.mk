@@ -1,0 +1,35 @@
+# analysis/: cplab-diff (agreement of two runs; rank-invariance of one run),
+# reading traces only through traces/ and judging with sim/check.c's rules.
+noinst_LTLIBRARIES += libcplab_diff.la
+libcplab_diff_la_SOURCES = %reldir%/diff_ranks.c %reldir%/diff_agree.c %reldir%/policy.c %reldir%/report.c \
+	%reldir%/diff.h
+nodist_libcplab_diff_la_SOURCES = %reldir%/policy_text.h
+libcplab_diff_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim -I$(top_builddir)/%reldir%
+libcplab_diff_la_LIBADD = libcplab_sim.la libcplab_trace.la
+
+bin_PROGRAMS += cplab-diff
+cplab_diff_SOURCES = %reldir%/diff_main.c
+cplab_diff_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
+cplab_diff_LDADD = libcplab_diff.la $(CPLAB_CORE_LIBS) $(HDF5_LIBS)
+
+check_PROGRAMS += tests/unit/test_diff
+TESTS += tests/unit/test_diff tests/cli/diff_cli.sh
+EXTRA_DIST += tests/cli/diff_cli.sh tests/golden
+tests_unit_test_diff_SOURCES = tests/unit/test_diff.c tests/unit/testutil.h
+tests_unit_test_diff_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/analysis -I$(top_srcdir)/sim
+tests_unit_test_diff_LDADD = libcplab_diff.la $(TEST_UNIT_LIBS) $(HDF5_LIBS)
+
+# Golden traces: small sim traces of the built-in scenarios, diffed in make
+# check (tests/cli/diff_cli.sh). `make golden` regenerates them.
+GOLDEN_SCENARIOS = smoke pr56157
+.PHONY: golden
+golden: cplab-sim$(EXEEXT)
+	for s in $(GOLDEN_SCENARIOS); do \
+	  rm -f $(srcdir)/tests/golden/$$s.*h5 && \
+	  ./cplab-sim$(EXEEXT) --scenario $$s -q -o $(srcdir)/tests/golden/$$s.h5 || exit 1; \
+	done
+BUILT_SOURCES = %reldir%/policy_text.h
+CLEANFILES += %reldir%/policy_text.h
+EXTRA_DIST += %reldir%/policy.json %reldir%/README.md build-aux/embed-text.sh
+%reldir%/policy_text.h: $(srcdir)/%reldir%/policy.json $(srcdir)/build-aux/embed-text.sh
+	$(AM_V_GEN)$(MKDIR_P) $(@D) && $(SHELL) $(srcdir)/build-aux/embed-text.sh $@ cplab_default_policy_json $(srcdir)/%reldir%/policy.json

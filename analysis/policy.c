@@ -1,0 +1,49 @@
+/* The tolerance policy: defaults from analysis/policy.json (compiled in),
+ * fields overridden by --policy FILE. */
+#include <string.h>
+
+#include "diff.h"
+#include "policy_text.h"
+
+static int apply(const json_t *root, const char *origin, diff_policy *p, cplab_diag *d) {
+  if (!json_is_object(root)) CPLAB_FAIL(d, CPLAB_ESCHEMA, "%s: the policy must be a JSON object", origin);
+  const char *key;
+  json_t *v;
+  json_object_foreach((json_t *)root, key, v) {
+    if (strcmp(key, "comment") == 0) continue;
+    int k = -1;
+    for (int i = 0; i < CPLAB_TT_COUNT; i++)
+      if (strcmp(cplab_trace_tensor_name((cplab_trace_tensor)i), key) == 0) k = i;
+    if (k < 0 || !json_is_object(v)) CPLAB_FAIL(d, CPLAB_ESCHEMA, "%s: '%s' is not a tensor of the trace schema", origin, key);
+    const char *f;
+    json_t *x;
+    json_object_foreach(v, f, x) {
+      if (!json_is_number(x) || json_number_value(x) < 0)
+        CPLAB_FAIL(d, CPLAB_ESCHEMA, "%s: %s.%s must be a non-negative number", origin, key, f);
+      double val = json_number_value(x);
+      diff_tolerance *t = &p->t[k];
+      if (strcmp(f, "atol") == 0) t->atol = val;
+      else if (strcmp(f, "rtol") == 0) t->rtol = val;
+      else if (strcmp(f, "cosine") == 0) t->cosine = val;
+      else if (strcmp(f, "tie_eps") == 0) t->tie_eps = val;
+      else if (strcmp(f, "ulp") == 0) t->ulp = (int64_t)val;
+      else CPLAB_FAIL(d, CPLAB_ESCHEMA, "%s: unknown field %s.%s (atol, rtol, ulp, cosine, tie_eps)", origin, key, f);
+    }
+  }
+  return 0;
+}
+
+int diff_policy_load(const char *override_path, diff_policy *out, cplab_diag *d) {
+  memset(out, 0, sizeof *out);
+  json_error_t err;
+  json_t *root = json_loads(cplab_default_policy_json, JSON_REJECT_DUPLICATES, &err);
+  if (!root) CPLAB_FAIL(d, CPLAB_EINTERNAL, "built-in policy: %s", err.text);
+  int rc = apply(root, "analysis/policy.json", out, d);
+  json_decref(root);
+  if (rc || !override_path) return rc;
+  root = json_load_file(override_path, JSON_REJECT_DUPLICATES, &err);
+  if (!root) CPLAB_FAIL(d, CPLAB_ESYNTAX, "%s:%d:%d: %s", override_path, err.line, err.column, err.text);
+  rc = apply(root, override_path, out, d);
+  json_decref(root);
+  return rc;
+}

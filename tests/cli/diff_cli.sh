@@ -1,0 +1,42 @@
+#!/bin/sh
+# cplab-diff end to end: today's traces of the built-in scenarios agree with
+# the golden ones; every shipped mutant is caught by the rule it breaks;
+# exit codes 0/1/2 like h5diff.
+. "$top_srcdir/tests/lib.sh"
+DIFF="$top_builddir/cplab-diff"
+GOLDEN="$top_srcdir/tests/golden"
+
+for s in smoke pr56157; do
+  "$SIM" --scenario "$s" -q -o "$WORK/$s.h5" 2>/dev/null
+  expect_exit 0 "$s agrees with its golden trace" "$DIFF" -q "$GOLDEN/$s.h5" "$WORK/$s.h5"
+  expect_exit 0 "$s golden trace is rank-invariant" "$DIFF" --ranks -q "$GOLDEN/$s.h5"
+done
+expect_exit 0 "JSON report" "$DIFF" --json "$GOLDEN/smoke.h5" "$WORK/smoke.h5"
+expect_grep "$WORK/out" '"differences": 0' "JSON says 0 differences"
+
+# The mutation catalogue: each mutant on the generated mixed scenario (TP2/PCP2/DCP4, I=4).
+"$SIM" --scenario mixed -q -o "$WORK/mixed.h5" 2>/dev/null
+expect_exit 0 "the vllm layout holds on mixed" "$DIFF" --ranks -q "$WORK/mixed.h5"
+catalogue() { # mutant, then the rules its report must name
+  m=$1; shift
+  "$SIM" --scenario mixed --layout "$m" -q -o "$WORK/$m.h5" 2>/dev/null
+  expect_exit 1 "$m is caught" "$DIFF" --ranks -n 1000 "$WORK/$m.h5"
+  for rule in "$@"; do expect_grep "$WORK/out" "$rule" "$m: reported as $rule"; done
+}
+catalogue mutant-prefill-block-bound "conversion: rank"
+catalogue mutant-rank-local-plan "plan-identity" "issue different DCP collectives: a real run hangs"
+catalogue mutant-no-short-replication "query-partition: request" "every rank needs a row of every prefill" \
+  "collectives: a real run hangs\|issue different"
+catalogue mutant-bad-deinterleave "indexer-gather: rank"
+catalogue mutant-shard-rows-ceil "workspace: rank"
+catalogue mutant-empty-context "empty-context: layout mutant-empty-context accepted a prefill region of extent 0"
+expect_exit 1 "a mutant's run disagrees with vllm's" "$DIFF" "$WORK/mixed.h5" "$WORK/mutant-no-short-replication.h5"
+expect_grep "$WORK/out" "^plans: rank 0 step" "names rank and step"
+
+# Errors.
+expect_exit 2 "runs of different scenarios" "$DIFF" "$WORK/smoke.h5" "$WORK/mixed.h5"
+expect_grep "$WORK/err" "not comparable" "says why"
+expect_exit 2 "a missing file" "$DIFF" "$WORK/none.h5" "$WORK/smoke.h5"
+expect_exit 2 "--ranks on a rank file" "$DIFF" --ranks "$WORK/smoke.r0000.h5"
+expect_exit 2 "one file without --ranks" "$DIFF" "$WORK/smoke.h5"
+finish

@@ -1,0 +1,187 @@
+/* cplab-diff's agreement rules on tensors: exact bytes, float policy
+ * (tolerance, NaN/Inf positions, cosine), top-k modulo ties and the
+ * converted entries of common indices. Two one-rank runs of the smoke
+ * scenario's first step are written with chosen tensors and compared. */
+#include <math.h>
+#include <unistd.h>
+
+#include "cplab/trace.h"
+#include "diff.h"
+#include "testutil.h"
+
+enum { K = 4, SLOTS = 64, SAMPLED = 2, HEADS = 64 };
+
+typedef struct run_data {
+  uint8_t kv[SLOTS * 656];
+  int32_t topk[64 * K], conv[64 * K];
+  float scores[64 * K], kth[64], lse[SAMPLED * HEADS];
+} run_data;
+
+static char dir[] = "/tmp/cplab-diff-test-XXXXXX";
+static int64_t tokens;
+
+static int setup(void **state) {
+  (void)state;
+  return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  char cmd[96];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+static void base_data(run_data *r) {
+  for (int i = 0; i < SLOTS * 656; i++) r->kv[i] = (uint8_t)(i * 31 + 3);
+  for (int m = 0; m < 64; m++) {
+    for (int j = 0; j < K; j++) {
+      r->topk[m * K + j] = j;
+      r->conv[m * K + j] = 100 + j;
+      r->scores[m * K + j] = 10.0f - (float)j;
+    }
+    r->kth[m] = 10.0f - (float)(K - 1);
+  }
+  for (int i = 0; i < SAMPLED * HEADS; i++) r->lse[i] = 1.0f + 0.01f * (float)i;
+}
+
+/* A one-rank run (smoke scenario on TP1/PCP1/DCP1, first step only). */
+static void write_run(const char *name, const run_data *r) {
+  cplab_scenario *s = NULL;
+  cplab_diag d = {0};
+  assert_int_equal(cplab_scenario_load("smoke", NULL, &s, &d), 0);
+  s->par.pcp = s->par.dcp = 1;
+  s->num_steps = 1;
+  char path[256], rpath[300];
+  snprintf(path, sizeof path, "%s/%s.h5", dir, name);
+  assert_int_equal(cplab_trace_rank_path(path, 0, rpath, sizeof rpath, &d), 0);
+  const cplab_trace_provenance prov = {"sim", "test_diff", NULL, NULL, NULL, NULL, NULL};
+  cplab_trace_writer *w = NULL;
+  assert_int_equal(cplab_trace_create(rpath, s, 0, &prov, &w, &d), 0);
+  cplab_step_input in = {&s->steps[0], 0, s->seed, &s->par, &s->model, cplab_layout_find("vllm")};
+  cplab_rank_plan *p = NULL;
+  assert_int_equal(cplab_rank_plan_derive(&in, 0, 0, &p, &d), 0);
+  tokens = p->split.num_tokens;
+  assert_true(tokens <= 64);
+  assert_int_equal(cplab_trace_write_plan(w, 0, p, &d), 0);
+  cplab_rank_plan_free(p);
+  uint64_t kv_dims[2] = {SLOTS, 656}, tk[2] = {(uint64_t)tokens, K}, kth[1] = {(uint64_t)tokens},
+           lse[2] = {SAMPLED, HEADS};
+  if (cplab_trace_write_tensor(w, 0, 0, CPLAB_TT_KV_CACHE, kv_dims, r->kv, 0, &d) ||
+      cplab_trace_write_tensor(w, 0, 0, CPLAB_TT_TOPK, tk, r->topk, 1, &d) ||
+      cplab_trace_write_tensor(w, 0, 0, CPLAB_TT_TOPK_CONVERTED, tk, r->conv, 1, &d) ||
+      cplab_trace_write_tensor(w, 0, 0, CPLAB_TT_TOPK_SCORES, tk, r->scores, 1, &d) ||
+      cplab_trace_write_tensor(w, 0, 0, CPLAB_TT_KTH_SCORE, kth, r->kth, 1, &d) ||
+      cplab_trace_write_tensor(w, 0, 0, CPLAB_TT_ATTN_LSE, lse, r->lse, 1, &d))
+    fail_msg("write: %s", d.msg);
+  assert_int_equal(cplab_trace_commit(w, &d), 0);
+  cplab_trace_writer *run = NULL;
+  assert_int_equal(cplab_trace_create(path, s, -1, &prov, &run, &d), 0);
+  assert_int_equal(cplab_trace_link_ranks(run, 1, &d), 0);
+  assert_int_equal(cplab_trace_commit(run, &d), 0);
+  cplab_scenario_free(s);
+}
+
+/* Compare base with a run written from `other`; return the report. */
+static void compare(const run_data *base, const run_data *other, diff_report *rep) {
+  write_run("a", base);
+  write_run("b", other);
+  char a[256], b[256];
+  snprintf(a, sizeof a, "%s/a.h5", dir);
+  snprintf(b, sizeof b, "%s/b.h5", dir);
+  diff_policy pol;
+  cplab_diag d = {0};
+  assert_int_equal(diff_policy_load(NULL, &pol, &d), 0);
+  assert_int_equal(diff_report_init(rep, 10), 0);
+  if (diff_agree(a, b, &pol, rep, &d)) fail_msg("diff: %s", d.msg);
+}
+
+static const diff_dataset *dataset(const diff_report *r, const char *name) {
+  for (int i = 0; i < r->num_datasets; i++)
+    if (strcmp(r->datasets[i].name, name) == 0) return &r->datasets[i];
+  fail_msg("no dataset %s in the report", name);
+  return NULL;
+}
+
+static void test_identical(void **state) {
+  (void)state;
+  static run_data a;
+  base_data(&a);
+  diff_report r;
+  compare(&a, &a, &r);
+  assert_int_equal(r.differences, 0);
+  assert_true(dataset(&r, "kv_cache")->compared == SLOTS * 656);
+  assert_true(r.compared_bytes > 2 * SLOTS * 656);
+  diff_report_free(&r);
+}
+
+static void test_quantised_byte(void **state) {
+  (void)state;
+  static run_data a, b;
+  base_data(&a);
+  b = a;
+  b.kv[3 * 656 + 17] ^= 1;
+  diff_report r;
+  compare(&a, &b, &r);
+  assert_int_equal(r.differences, 1);
+  assert_non_null(strstr(r.first[0], "kv_cache: rank 0 step 0 layer 0: 1 elements differ, first at row 3 column 17"));
+  diff_report_free(&r);
+}
+
+static void test_float_policy(void **state) {
+  (void)state;
+  static run_data a, b;
+  base_data(&a);
+  b = a;
+  b.lse[5] += 1e-5f; /* inside atol 1e-3 */
+  diff_report r;
+  compare(&a, &b, &r);
+  assert_int_equal(r.differences, 0);
+  assert_true(dataset(&r, "attn_lse")->max_abs > 0);
+  diff_report_free(&r);
+  b.lse[7] += 0.5f; /* outside */
+  b.lse[9] = NAN;   /* NaN where the reference has a number */
+  compare(&a, &b, &r);
+  assert_int_equal(r.differences, 2);
+  assert_non_null(strstr(r.first[0], "attn_lse: rank 0 step 0 layer 0 row 0 column 7"));
+  assert_non_null(strstr(r.first[1], "NaN/Inf must match"));
+  diff_report_free(&r);
+}
+
+static void test_topk_ties(void **state) {
+  (void)state;
+  static run_data a, b;
+  base_data(&a);
+  b = a;
+  /* Row 0: B picked 9 instead of 3, and both score like the k-th: a tie. */
+  b.topk[0 * K + 3] = 9;
+  b.scores[0 * K + 3] = a.kth[0];
+  diff_report r;
+  compare(&a, &b, &r);
+  assert_int_equal(r.differences, 0);
+  assert_int_equal(dataset(&r, "topk")->tie_swaps, 2); /* 3 only in A, 9 only in B */
+  diff_report_free(&r);
+  /* Row 1: B picked 9 instead of 1, which A scored far above the k-th: not a tie. */
+  b.topk[1 * K + 1] = 9;
+  b.scores[1 * K + 1] = 3.0f;
+  compare(&a, &b, &r);
+  assert_int_equal(r.differences, 1);
+  assert_non_null(strstr(r.first[0], "topk: rank 0 step 0 layer 0 token 1"));
+  assert_non_null(strstr(r.first[0], "not a tie"));
+  diff_report_free(&r);
+  /* A common index converted differently is caught. */
+  b = a;
+  b.conv[2 * K + 0] = 7;
+  compare(&a, &b, &r);
+  assert_int_equal(r.differences, 1);
+  assert_non_null(strstr(r.first[0], "topk_converted: rank 0 step 0 layer 0 token 2"));
+  diff_report_free(&r);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_identical), cmocka_unit_test(test_quantised_byte), cmocka_unit_test(test_float_policy),
+      cmocka_unit_test(test_topk_ties),
+  };
+  return cmocka_run_group_tests_name("diff", tests, setup, teardown);
+}
