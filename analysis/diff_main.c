@@ -82,14 +82,7 @@ int main(int argc, char **argv) {
     cplab_cli_usage_error(PROG, &d);
     return CPLAB_EXIT_ERROR;
   }
-  if (cli.help) {
-    usage(stdout);
-    return CPLAB_EXIT_OK;
-  }
-  if (cli.version) {
-    cplab_cli_version(stdout, PROG);
-    return CPLAB_EXIT_OK;
-  }
+  if (cplab_cli_answer_info(&cli, PROG, usage)) return CPLAB_EXIT_OK;
   diff_report r;
   diff_policy pol;
   rc = diff_report_init(&r, o.count) ? cplab_diag_set(&d, CPLAB_ENOMEM, "out of memory") : 0;

@@ -135,6 +135,12 @@ int cplab_cli_list_scenarios(FILE *out, cplab_diag *d) {
   return 0;
 }
 
+int cplab_cli_answer_info(const cplab_cli *cli, const char *prog, void (*usage)(FILE *out)) {
+  if (cli->help) usage(stdout);
+  else if (cli->version) cplab_cli_version(stdout, prog);
+  return cli->help || cli->version;
+}
+
 void cplab_cli_usage_error(const char *prog, const cplab_diag *d) {
   cplab_diag_report(stderr, prog, d);
   fprintf(stderr, "Try '%s --help'.\n", prog);

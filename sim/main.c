@@ -104,14 +104,7 @@ int main(int argc, char **argv) {
     return CPLAB_EXIT_ERROR;
   }
   log.level = cli.quiet ? CPLAB_LOG_ERROR : cli.log_level;
-  if (cli.help) {
-    usage(stdout);
-    return CPLAB_EXIT_OK;
-  }
-  if (cli.version) {
-    cplab_cli_version(stdout, PROG);
-    return CPLAB_EXIT_OK;
-  }
+  if (cplab_cli_answer_info(&cli, PROG, usage)) return CPLAB_EXIT_OK;
   if (cli.list_layouts) {
     cplab_cli_list_layouts(stdout);
     return CPLAB_EXIT_OK;

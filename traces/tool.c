@@ -135,14 +135,7 @@ int main(int argc, char **argv) {
     cplab_cli_usage_error(PROG, &d);
     return CPLAB_EXIT_ERROR;
   }
-  if (cli.help) {
-    usage(stdout);
-    return CPLAB_EXIT_OK;
-  }
-  if (cli.version) {
-    cplab_cli_version(stdout, PROG);
-    return CPLAB_EXIT_OK;
-  }
+  if (cplab_cli_answer_info(&cli, PROG, usage)) return CPLAB_EXIT_OK;
   if (argc - first != 2) {
     cplab_diag_set(&d, CPLAB_EUSAGE, "expected a command (validate, ls, dump) and a path");
     cplab_cli_usage_error(PROG, &d);

@@ -83,6 +83,11 @@ void cplab_cli_version(FILE *out, const char *prog);
 void cplab_cli_list_layouts(FILE *out);
 /* One line per built-in scenario: name and description. */
 int cplab_cli_list_scenarios(FILE *out, cplab_diag *d);
+/* The informational options every program answers the same way: -h prints
+ * usage(stdout), -V the version. Returns 1 when one of them was answered (the
+ * program then exits 0), else 0. */
+int cplab_cli_answer_info(const cplab_cli *cli, const char *prog, void (*usage)(FILE *out));
+
 /* Report a usage error the standard way ("PROG: error: ...", "Try 'PROG --help'."). */
 void cplab_cli_usage_error(const char *prog, const cplab_diag *d);
 
