@@ -64,7 +64,8 @@ int main(int argc, char **argv) {
   for (size_t i = 0; kv && i < bytes; i++) kv[i] = (uint8_t)(i * 2654435761u >> 24);
   cplab_scenario *s = NULL;
   int rc = kv ? cplab_scenario_load("smoke", NULL, &s, &d) : cplab_diag_set(&d, CPLAB_ENOMEM, "out of memory");
-  if (!rc) s->par.pcp = s->par.dcp = 1, s->num_steps = 1;
+  size_t all_steps = s ? s->num_steps : 0;
+  if (!rc) s->par.pcp = s->par.dcp = 1, s->num_steps = 1; /* restored before the scenario is freed */
   char a[256], b[256];
   snprintf(a, sizeof a, "/tmp/cplab-diff-bench-a.%d.h5", (int)getpid());
   snprintf(b, sizeof b, "/tmp/cplab-diff-bench-b.%d.h5", (int)getpid());
@@ -90,6 +91,7 @@ int main(int argc, char **argv) {
     if (cplab_trace_rank_path(run, 0, rp, sizeof rp, NULL) == 0) unlink(rp);
   }
   free(kv);
+  if (s) s->num_steps = all_steps;
   cplab_scenario_free(s);
   if (rc) {
     cplab_diag_report(stderr, PROG, &d);

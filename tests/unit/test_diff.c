@@ -51,7 +51,8 @@ static void write_run(const char *name, const run_data *r) {
   cplab_diag d = {0};
   assert_int_equal(cplab_scenario_load("smoke", NULL, &s, &d), 0);
   s->par.pcp = s->par.dcp = 1;
-  s->num_steps = 1;
+  size_t all_steps = s->num_steps;
+  s->num_steps = 1; /* a one-step run; restored before the scenario is freed */
   char path[256], rpath[300];
   snprintf(path, sizeof path, "%s/%s.h5", dir, name);
   assert_int_equal(cplab_trace_rank_path(path, 0, rpath, sizeof rpath, &d), 0);
@@ -79,6 +80,7 @@ static void write_run(const char *name, const run_data *r) {
   assert_int_equal(cplab_trace_create(path, s, -1, &prov, &run, &d), 0);
   assert_int_equal(cplab_trace_link_ranks(run, 1, &d), 0);
   assert_int_equal(cplab_trace_commit(run, &d), 0);
+  s->num_steps = all_steps;
   cplab_scenario_free(s);
 }
 
