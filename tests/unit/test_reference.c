@@ -7,6 +7,7 @@
 
 #include "cplab/kv.h"
 #include "cplab/kvformat.h"
+#include "cplab/plan.h"
 #include "reference.h"
 #include "testutil.h"
 
@@ -100,10 +101,91 @@ static void test_combine_rules(void **state) {
   for (int c = 0; c < SIM_MLA_V; c++) assert_true(o[c] == 0.0);
 }
 
+/* The bf16 workspace row of (request, position), widened to double. */
+static void workspace_row(uint64_t seed, uint32_t request, uint32_t position, double *row) {
+  uint8_t entry[CPLAB_MLA_ENTRY_BYTES];
+  uint16_t bf[SIM_MLA_QK];
+  cplab_kvformat_mla_generate(seed, 0, request, position, entry);
+  cplab_kvformat_mla_dequantize(entry, bf);
+  for (int c = 0; c < SIM_MLA_QK; c++) {
+    uint32_t bits = (uint32_t)bf[c] << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    row[c] = f;
+  }
+}
+
+/* Prefill rows under PCP+DCP: every rank fills its shard from its own cache,
+ * the shards are gathered rank-major, top-k indices are converted by the
+ * layout, and attention over the rows they point at must equal, bit for bit,
+ * attention over the same tokens read directly (the single-rank view).
+ * Returns the number of (rank, token) pairs that differ. */
+static int64_t prefill_equivalence(const char *layout_name, int interleave) {
+  enum { H = 2, TOPK = 48 };
+  cplab_model model;
+  cplab_model_preset("glm-5", &model);
+  cplab_parallel par;
+  cplab_parallel_defaults(&par);
+  par.pcp = par.dcp = 2, par.interleave = interleave, par.max_model_len = 1024;
+  cplab_request reqs[] = {{0, 0, 45, CPLAB_PHASE_PREFILL}, {1, 70, 50, CPLAB_PHASE_PREFILL}};
+  cplab_step step = {2, reqs};
+  const cplab_layout *layout = cplab_layout_find(layout_name);
+  cplab_step_input in = {&step, 0, 21, &par, &model, layout};
+  int64_t differing = 0;
+  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+  for (int rank = 0; rank < 2; rank++) {
+    cplab_rank_plan *p = NULL;
+    cplab_diag d = {0};
+    if (cplab_rank_plan_derive(&in, rank, 0, &p, &d)) fail_msg("%s", d.msg);
+    const cplab_prefill_plan *pl = &p->prefill;
+    assert_true(pl->active && pl->num_chunks == 1);
+    int64_t S = pl->chunks[0].shard_rows;
+    double *ws = calloc((size_t)(2 * S) * SIM_MLA_QK, sizeof *ws);
+    for (int o = 0; o < 2; o++)
+      for (int k = 0; k < pl->num_regions; k++)
+        for (int64_t t = 0; t < pl->extent[k]; t++)
+          if (cplab_kv_owner(t, interleave, 2) == o)
+            workspace_row(21, (uint32_t)pl->region_req[k], (uint32_t)t,
+                          ws + (size_t)(o * S + pl->workspace_start[k] + cplab_kv_local_idx(t, interleave, 2)) * SIM_MLA_QK);
+    static double q[H * SIM_MLA_QK], via_ws[TOPK * SIM_MLA_QK], direct[TOPK * SIM_MLA_QK];
+    double out_ws[H * SIM_MLA_V], out_direct[H * SIM_MLA_V], lse_ws[H], lse_direct[H];
+    for (int k = 0; k < pl->num_regions; k++) {
+      int first = pl->region_first_row[k];
+      const cplab_row *row = &p->split.rows[first];
+      for (int j = 0; j < 3; j++) { /* a few query tokens of the region's first row */
+        int64_t pos = row->start_pos + j;
+        for (int i = 0; i < H * SIM_MLA_QK; i++) q[i] = gsl_rng_uniform(rng) - 0.5;
+        size_t n_ws = 0, n_direct = 0;
+        for (int e = 0; e < TOPK; e++) { /* causal top-k: positions 0..pos */
+          int32_t tok = (int32_t)gsl_rng_uniform_int(rng, (unsigned long)(pos + 1));
+          int32_t conv = cplab_layout_convert_prefill(layout, &p->env, pl, k, tok, p->ids.dcp_rank);
+          if (conv >= 0 && conv < 2 * S) memcpy(via_ws + n_ws++ * SIM_MLA_QK, ws + (size_t)conv * SIM_MLA_QK, sizeof(double) * SIM_MLA_QK);
+          workspace_row(21, (uint32_t)pl->region_req[k], (uint32_t)tok, direct + n_direct++ * SIM_MLA_QK);
+        }
+        sim_attention(q, H, via_ws, n_ws, 1.0 / 16.0, out_ws, lse_ws);
+        sim_attention(q, H, direct, n_direct, 1.0 / 16.0, out_direct, lse_direct);
+        differing += memcmp(out_ws, out_direct, sizeof out_ws) != 0 || memcmp(lse_ws, lse_direct, sizeof lse_ws) != 0;
+      }
+    }
+    free(ws);
+    cplab_rank_plan_free(p);
+  }
+  gsl_rng_free(rng);
+  return differing;
+}
+
+static void test_prefill_rows_read_what_one_rank_would(void **state) {
+  (void)state;
+  for (int il = 1; il <= 4; il *= 2) assert_int_equal(prefill_equivalence("vllm", il), 0);
+  assert_int_equal(prefill_equivalence("block-aligned", 4), 0);
+  assert_true(prefill_equivalence("mutant-prefill-block-bound", 1) > 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_shards_combine_to_full_attention),
       cmocka_unit_test(test_combine_rules),
+      cmocka_unit_test(test_prefill_rows_read_what_one_rank_would),
   };
   return cmocka_run_group_tests_name("reference", tests, NULL, NULL);
 }
