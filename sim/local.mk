@@ -3,11 +3,14 @@
 # and checks the invariants over them. libcplab_sim holds what tests reuse.
 noinst_LTLIBRARIES += libcplab_sim.la
 libcplab_sim_la_SOURCES = %reldir%/check.c %reldir%/check.h %reldir%/reference.c %reldir%/reference.h \
-	%reldir%/indexer_ref.c %reldir%/indexer_ref.h
+	%reldir%/indexer_ref.c %reldir%/indexer_ref.h %reldir%/moe_ref.c %reldir%/moe_ref.h
 libcplab_sim_la_LIBADD = libcplab_core.la
 
-check_PROGRAMS += tests/unit/test_reference tests/unit/test_indexer_ref
-TESTS += tests/unit/test_reference tests/unit/test_indexer_ref
+check_PROGRAMS += tests/unit/test_reference tests/unit/test_indexer_ref tests/unit/test_moe_ref
+TESTS += tests/unit/test_reference tests/unit/test_indexer_ref tests/unit/test_moe_ref
+tests_unit_test_moe_ref_SOURCES = tests/unit/test_moe_ref.c tests/unit/testutil.h
+tests_unit_test_moe_ref_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
+tests_unit_test_moe_ref_LDADD = libcplab_sim.la $(TEST_UNIT_LIBS)
 tests_unit_test_indexer_ref_SOURCES = tests/unit/test_indexer_ref.c tests/unit/testutil.h
 tests_unit_test_indexer_ref_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
 tests_unit_test_indexer_ref_LDADD = libcplab_sim.la $(TEST_UNIT_LIBS)
