@@ -16,10 +16,13 @@ typedef struct pair_ctx {
   const cplab_rank_plan *plan; /* A's plan: gives tokens their meaning */
   const diff_policy *pol;
   diff_report *r;
+  const int64_t *sampled; /* A's sampled_tokens of the layer, or NULL */
 } pair_ctx;
 
-/* "token 5 (request 2, position 37)" for a local token of the step. */
-static void token_meaning(const cplab_rank_plan *p, int64_t m, char *out, size_t cap) {
+/* "token 5 (request 2, position 37)" for row m of a layer: the local token
+ * sampled[m] when the layer names its rows, else local token m. */
+static void token_meaning(const cplab_rank_plan *p, const int64_t *sampled, int64_t m, char *out, size_t cap) {
+  if (sampled) m = sampled[m];
   for (int i = 0; i < p->split.num_rows; i++) {
     const cplab_row *row = &p->split.rows[i];
     if (m >= row->token_offset && m < row->token_offset + row->len) {
@@ -153,7 +156,7 @@ static void compare_topk(pair_ctx *x, const uint64_t *dims, const int32_t *a, co
         else bad = 1;
         if (!tie) {
           char what[96];
-          token_meaning(x->plan, m, what, sizeof what);
+          token_meaning(x->plan, x->sampled, m, what, sizeof what);
           diff_report_add(x->r, "topk: rank %d step %zu layer %d %s: index %d picked only by %s and not a tie%s",
                           x->rank, x->step, x->layer, what, idx, side ? "B" : "A",
                           my_scores ? "" : " (no scores stored to judge ties)");
@@ -167,7 +170,7 @@ static void compare_topk(pair_ctx *x, const uint64_t *dims, const int32_t *a, co
       int same = (isnan(u) && isnan(v)) || fabs((double)u - (double)v) <= st->atol + st->rtol * fabs((double)u);
       if (!same) {
         char what[96];
-        token_meaning(x->plan, m, what, sizeof what);
+        token_meaning(x->plan, x->sampled, m, what, sizeof what);
         diff_report_add(x->r, "topk_scores: rank %d step %zu layer %d %s: index %d scored %.9g vs %.9g", x->rank,
                         x->step, x->layer, what, ra[j], (double)u, (double)v);
         bad = 1;
@@ -177,7 +180,7 @@ static void compare_topk(pair_ctx *x, const uint64_t *dims, const int32_t *a, co
       int64_t jb = ra[j] >= 0 ? find_in_row(rb, k, ra[j]) : -1;
       if (jb >= 0 && ca[m * k + j] != cb[m * k + jb]) {
         char what[96];
-        token_meaning(x->plan, m, what, sizeof what);
+        token_meaning(x->plan, x->sampled, m, what, sizeof what);
         diff_report_add(x->r, "topk_converted: rank %d step %zu layer %d %s: index %d converted to %d vs %d", x->rank,
                         x->step, x->layer, what, ra[j], ca[m * k + j], cb[m * k + jb]);
         bad = 1;
@@ -215,6 +218,7 @@ static int compare_layer(pair_ctx *x, cplab_trace *ta, cplab_trace *tb, cplab_di
   int rc = 0, loaded = 0;
   for (; loaded < CPLAB_TT_COUNT && !rc; loaded++)
     rc = load_pair(ta, tb, x->step, x->layer, (cplab_trace_tensor)loaded, &p[loaded], d);
+  if (!rc && p[CPLAB_TT_SAMPLED_TOKENS].present_a) x->sampled = p[CPLAB_TT_SAMPLED_TOKENS].a;
   for (int t = 0; !rc && t < CPLAB_TT_COUNT; t++) {
     const char *name = cplab_trace_tensor_name((cplab_trace_tensor)t);
     if (!p[t].present_a && !p[t].present_b) continue;
@@ -311,7 +315,7 @@ int diff_agree(const char *path_a, const char *path_b, const diff_policy *pol, d
           for (int j = 0; j < na; j++) seen |= la[j] == layer;
           if (seen) continue;
         }
-        pair_ctx x = {k, step, layer, pa, pol, r};
+        pair_ctx x = {k, step, layer, pa, pol, r, NULL};
         rc = compare_layer(&x, ra, rb, d);
       }
       free(la);

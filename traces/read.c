@@ -508,8 +508,8 @@ static int find_tensor(const char *name) {
 }
 
 /* Check one tensor dataset: type, rank, fixed last dimension, and rows =
- * local tokens where the schema says so. */
-static int check_tensor(hid_t g, const char *where, int tensor, int64_t local_tokens, uint64_t max_elements,
+ * the layer's rows where the schema says so. */
+static int check_tensor(hid_t g, const char *where, int tensor, int64_t rows, uint64_t max_elements,
                         uint64_t *dims, cplab_diag *d) {
   const schema_tensor *st = &schema_tensors[tensor];
   int rc = h5u_expect(g, where, st->name, st->type, st->rank, dims, d);
@@ -519,10 +519,30 @@ static int check_tensor(hid_t g, const char *where, int tensor, int64_t local_to
   if (count > max_elements) CPLAB_FAIL(d, CPLAB_ERANGE, "%s: tensor '%s' is implausibly large", where, st->name);
   if (st->last && dims[st->rank - 1] != st->last)
     CPLAB_FAIL(d, CPLAB_ESCHEMA, "%s: tensor '%s' must have %llu columns", where, st->name, (unsigned long long)st->last);
-  if (st->per_local_token && (int64_t)dims[0] != local_tokens)
-    CPLAB_FAIL(d, CPLAB_ESCHEMA, "%s: tensor '%s' must have a row per local token (%lld), has %llu", where, st->name,
-               (long long)local_tokens, (unsigned long long)dims[0]);
+  if (st->per_row && (int64_t)dims[0] != rows)
+    CPLAB_FAIL(d, CPLAB_ESCHEMA, "%s: tensor '%s' must have a row per sampled token (or per local token without "
+               "sampled_tokens): %lld, has %llu", where, st->name, (long long)rows, (unsigned long long)dims[0]);
   return 0;
+}
+
+/* Rows of a layer's per-row tensors: its sampled_tokens (each a local token,
+ * checked) or, without them, every local token. */
+static int layer_rows(hid_t g, const char *where, int64_t local_tokens, uint64_t max_elements, int64_t *rows,
+                      cplab_diag *d) {
+  *rows = local_tokens;
+  if (!h5u_has(g, "sampled_tokens")) return 0;
+  uint64_t dims[3];
+  int rc = check_tensor(g, where, CPLAB_TT_SAMPLED_TOKENS, 0, max_elements, dims, d);
+  int64_t *v = rc ? NULL : malloc((size_t)(dims[0] ? dims[0] : 1) * sizeof *v);
+  if (!rc && !v) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
+  if (!rc) rc = h5u_read(g, where, "sampled_tokens", H5U_I64, v, dims[0], d);
+  for (uint64_t i = 0; !rc && i < dims[0]; i++)
+    if (v[i] < 0 || v[i] >= local_tokens)
+      rc = cplab_diag_set(d, CPLAB_ESCHEMA, "%s: sampled token %lld is not a local token (0..%lld)", where,
+                          (long long)v[i], (long long)local_tokens - 1);
+  free(v);
+  if (!rc) *rows = (int64_t)dims[0];
+  return rc;
 }
 
 typedef struct layer_walk {
@@ -557,8 +577,9 @@ static herr_t visit_layer(hid_t layers, const char *name, const H5L_info_t *info
   }
   layer_walk inner = *w;
   inner.where = where;
+  w->rc = layer_rows(g, where, w->local_tokens, w->t->max_elements, &inner.local_tokens, w->d);
   hsize_t idx = 0;
-  H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, &idx, visit_tensor, &inner);
+  if (!w->rc) H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, &idx, visit_tensor, &inner);
   h5u_close(g);
   w->rc = inner.rc;
   return w->rc ? -1 : 0;
@@ -614,8 +635,10 @@ int cplab_trace_read_tensor(cplab_trace *t, size_t step, int layer, cplab_trace_
   hid_t g = H5Gopen2(t->file, path, H5P_DEFAULT);
   if (g < 0) return h5u_fail(d, "%s: not a group", where);
   const schema_tensor *st = &schema_tensors[tensor];
+  int64_t rows = local;
   if (!h5u_has(g, st->name)) rc = cplab_diag_set(d, CPLAB_ENOTFOUND, "%s: no tensor '%s'", where, st->name);
-  if (!rc) rc = check_tensor(g, where, tensor, local, t->max_elements, dims, d);
+  if (!rc) rc = layer_rows(g, where, local, t->max_elements, &rows, d);
+  if (!rc) rc = check_tensor(g, where, tensor, rows, t->max_elements, dims, d);
   uint64_t count = 1;
   for (int i = 0; !rc && i < st->rank; i++) count *= dims[i];
   if (!rc && !(*data = malloc((size_t)(count ? count : 1) * h5u_type_size(st->type))))

@@ -21,14 +21,14 @@ typedef struct schema_tensor {
   h5u_type type;
   int rank;
   uint64_t last;
-  int per_local_token; /* first dimension = local tokens of the step */
+  int per_row; /* first dimension = the layer's rows: its sampled_tokens when present, else local tokens */
 } schema_tensor;
 
 static const schema_tensor schema_tensors[] = {
     {"kv_cache", H5U_U8, 2, 656, 0},        {"index_k_cache", H5U_U8, 2, 132, 0}, {"workspace", H5U_U16, 2, 576, 0},
     {"topk", H5U_I32, 2, 0, 1},             {"topk_converted", H5U_I32, 2, 0, 1}, {"topk_scores", H5U_F32, 2, 0, 1},
-    {"kth_score", H5U_F32, 1, 0, 1},        {"sampled_tokens", H5U_I64, 1, 0, 0}, {"attn_out", H5U_F32, 3, 512, 0},
-    {"attn_lse", H5U_F32, 2, 0, 0},         {"digests", H5U_U64, 1, 0, 0},
+    {"kth_score", H5U_F32, 1, 0, 1},        {"sampled_tokens", H5U_I64, 1, 0, 0}, {"attn_out", H5U_F32, 3, 512, 1},
+    {"attn_lse", H5U_F32, 2, 0, 1},         {"digests", H5U_U64, 1, 0, 0},
 };
 #define SCHEMA_EVENT_COLS 6
 #define SCHEMA_EVENT_COLUMNS "step,layer,op,t_begin_ns,t_end_ns,bytes"

@@ -60,13 +60,15 @@ typedef enum cplab_trace_tensor {
   CPLAB_TT_KV_CACHE = 0,   /* uint8 [slots, 656]: this rank's fp8_ds_mla entries, slot-indexed */
   CPLAB_TT_INDEX_K_CACHE,  /* uint8 [slots, 132]: indexer-key entries, slot-indexed */
   CPLAB_TT_WORKSPACE,      /* uint16 [rows, 576]: bf16 bits of the gathered prefill workspaces, chunks concatenated */
-  CPLAB_TT_TOPK,           /* int32 [t, k]: request-relative top-k of every local token, -1 = none */
-  CPLAB_TT_TOPK_CONVERTED, /* int32 [t, k]: the same after conversion to workspace rows / cache slots */
-  CPLAB_TT_TOPK_SCORES,    /* float32 [t, k]: indexer score of each selected entry */
-  CPLAB_TT_KTH_SCORE,      /* float32 [t]: the k-th best score of each row (tie tolerance) */
-  CPLAB_TT_SAMPLED_TOKENS, /* int64 [s]: local tokens whose attention is recorded */
-  CPLAB_TT_ATTN_OUT,       /* float32 [s, heads, 512]: attention output of the sampled rows */
-  CPLAB_TT_ATTN_LSE,       /* float32 [s, heads]: natural-log LSE of the sampled rows */
+  /* Per-row tensors have one row per sampled token when the layer has
+   * sampled_tokens, else one per local token of the step. */
+  CPLAB_TT_TOPK,           /* int32 [rows, k]: request-relative top-k of each row, -1 = none */
+  CPLAB_TT_TOPK_CONVERTED, /* int32 [rows, k]: the same after conversion to workspace rows / cache slots */
+  CPLAB_TT_TOPK_SCORES,    /* float32 [rows, k]: indexer score of each selected entry */
+  CPLAB_TT_KTH_SCORE,      /* float32 [rows]: the k-th best score of each row (tie tolerance) */
+  CPLAB_TT_SAMPLED_TOKENS, /* int64 [rows]: the local tokens the rows stand for */
+  CPLAB_TT_ATTN_OUT,       /* float32 [rows, heads, 512]: attention output of each row */
+  CPLAB_TT_ATTN_LSE,       /* float32 [rows, heads]: natural-log LSE of each row */
   CPLAB_TT_DIGESTS,        /* uint64 [n]: XXH3-64 digests standing in for tensors not stored */
   CPLAB_TT_COUNT
 } cplab_trace_tensor;

@@ -9,12 +9,12 @@
 #include "diff.h"
 #include "testutil.h"
 
-enum { K = 4, SLOTS = 64, SAMPLED = 2, HEADS = 64 };
+enum { K = 4, SLOTS = 64, HEADS = 64 };
 
 typedef struct run_data {
   uint8_t kv[SLOTS * 656];
   int32_t topk[64 * K], conv[64 * K];
-  float scores[64 * K], kth[64], lse[SAMPLED * HEADS];
+  float scores[64 * K], kth[64], lse[64 * HEADS];
 } run_data;
 
 static char dir[] = "/tmp/cplab-diff-test-XXXXXX";
@@ -42,7 +42,7 @@ static void base_data(run_data *r) {
     }
     r->kth[m] = 10.0f - (float)(K - 1);
   }
-  for (int i = 0; i < SAMPLED * HEADS; i++) r->lse[i] = 1.0f + 0.01f * (float)i;
+  for (int i = 0; i < 64 * HEADS; i++) r->lse[i] = 1.0f + 0.01f * (float)i;
 }
 
 /* A one-rank run (smoke scenario on TP1/PCP1/DCP1, first step only). */
@@ -67,7 +67,7 @@ static void write_run(const char *name, const run_data *r) {
   assert_int_equal(cplab_trace_write_plan(w, 0, p, &d), 0);
   cplab_rank_plan_free(p);
   uint64_t kv_dims[2] = {SLOTS, 656}, tk[2] = {(uint64_t)tokens, K}, kth[1] = {(uint64_t)tokens},
-           lse[2] = {SAMPLED, HEADS};
+           lse[2] = {(uint64_t)tokens, HEADS};
   if (cplab_trace_write_tensor(w, 0, 0, CPLAB_TT_KV_CACHE, kv_dims, r->kv, 0, &d) ||
       cplab_trace_write_tensor(w, 0, 0, CPLAB_TT_TOPK, tk, r->topk, 1, &d) ||
       cplab_trace_write_tensor(w, 0, 0, CPLAB_TT_TOPK_CONVERTED, tk, r->conv, 1, &d) ||

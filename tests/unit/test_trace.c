@@ -188,13 +188,16 @@ static void test_tensors_and_events(void **state) {
   enum { SLOTS = 300, K = 16 };
   uint8_t *kv = malloc(SLOTS * 656);
   for (int i = 0; i < SLOTS * 656; i++) kv[i] = (uint8_t)(i * 131 + 7);
+  /* Two sampled rows (local tokens 0 and 5) carry the per-row tensors. */
+  int64_t sampled[2] = {0, 5};
   int32_t *topk = malloc((size_t)tokens[1] * K * sizeof *topk);
   for (int64_t i = 0; i < tokens[1] * K; i++) topk[i] = (int32_t)(i % 37) - 1;
   float lse[2 * 64];
   for (int i = 0; i < 128; i++) lse[i] = (float)i * 0.25f - 3.0f;
-  uint64_t kv_dims[2] = {SLOTS, 656}, topk_dims[2] = {(uint64_t)tokens[1], K}, lse_dims[2] = {2, 64};
+  uint64_t kv_dims[2] = {SLOTS, 656}, topk_dims[2] = {2, K}, lse_dims[2] = {2, 64}, s_dims[1] = {2};
   assert_int_equal(cplab_trace_write_tensor(w, 1, 0, CPLAB_TT_KV_CACHE, kv_dims, kv, 0, &d), 0);
   assert_int_equal(cplab_trace_write_tensor(w, 1, 1, CPLAB_TT_KV_CACHE, kv_dims, kv, 1, &d), 0);
+  assert_int_equal(cplab_trace_write_tensor(w, 1, 0, CPLAB_TT_SAMPLED_TOKENS, s_dims, sampled, 1, &d), 0);
   assert_int_equal(cplab_trace_write_tensor(w, 1, 0, CPLAB_TT_TOPK, topk_dims, topk, 1, &d), 0);
   assert_int_equal(cplab_trace_write_tensor(w, 1, 0, CPLAB_TT_ATTN_LSE, lse_dims, lse, 1, &d), 0);
   uint64_t bad[2] = {SLOTS, 600};
@@ -215,7 +218,8 @@ static void test_tensors_and_events(void **state) {
     free(back);
   }
   assert_int_equal(cplab_trace_read_tensor(t, 1, 0, CPLAB_TT_TOPK, dims, &back, &d), 0);
-  assert_memory_equal(back, topk, (size_t)tokens[1] * K * sizeof *topk);
+  assert_true(dims[0] == 2 && dims[1] == K);
+  assert_memory_equal(back, topk, 2 * K * sizeof *topk);
   free(back);
   assert_int_equal(cplab_trace_read_tensor(t, 1, 0, CPLAB_TT_ATTN_OUT, dims, &back, &d), CPLAB_ENOTFOUND);
   cplab_diag_clear(&d);
@@ -227,10 +231,10 @@ static void test_tensors_and_events(void **state) {
   H5Fclose(f);
   assert_int_equal(cplab_trace_open(path, &t, &d), 0);
   assert_int_equal(cplab_trace_validate(t, &d), CPLAB_ESCHEMA);
-  if (!strstr(d.msg, "tensor 'topk' must have a row per local token")) fail_msg("got '%s'", d.msg);
+  if (!strstr(d.msg, "tensor 'topk' must have a row per sampled token")) fail_msg("got '%s'", d.msg);
   cplab_trace_close(t);
   f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
-  hsize_t right[2] = {(hsize_t)tokens[1], K};
+  hsize_t right[2] = {2, K};
   replace_dataset(f, "steps/000001/layers/000/topk", H5T_NATIVE_INT32, 2, right, topk);
   replace_dataset(f, "steps/000001/layers/001/mystery", H5T_NATIVE_INT32, 2, right, topk);
   H5Fclose(f);
