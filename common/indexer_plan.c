@@ -50,6 +50,12 @@ static void add_region(cplab_indexer_plan *p, cplab_indexer_chunk *c, int k) {
   c->num_regions++;
 }
 
+/* M of request g: the nominal query rows every rank counts for it (2·cs if
+ * split, q if replicated), identical on all ranks. */
+static int64_t nominal_query_len(const cplab_rank_plan *rp, int g) {
+  return rp->sched.replicated[g] ? rp->sched.nominal_q[g] : 2 * rp->sched.nominal_q[g];
+}
+
 int cplab_indexer_plan_derive(const cplab_rank_plan *rp, cplab_indexer_plan *p, cplab_diag *d) {
   const cplab_prefill_plan *pp = &rp->prefill;
   const cplab_layout_env *env = &rp->env;
@@ -60,8 +66,8 @@ int cplab_indexer_plan_derive(const cplab_rank_plan *rp, cplab_indexer_plan *p, 
   int max_chunks = 0;
   for (int k = 0; k < K; k++) {
     int64_t max_q = pp->extent[k] > 0 && logits_budget / pp->extent[k] > 0 ? logits_budget / pp->extent[k] : 1;
-    int64_t M = rp->sched.nominal_q[pp->region_req[k]] * (rp->sched.replicated[pp->region_req[k]] ? 1 : 2);
-    max_chunks += 1 + (int)((M + max_q - 1) / max_q);
+    int64_t M = nominal_query_len(rp, pp->region_req[k]);
+    max_chunks += 1 + (int)((M + max_q - 1) / max_q); /* at most: one packed chunk, or its query sub-chunks */
   }
   p->region_req = calloc((size_t)K, sizeof(int32_t));
   p->region_chunk = calloc((size_t)K, sizeof(int32_t));
@@ -87,7 +93,7 @@ int cplab_indexer_plan_derive(const cplab_rank_plan *rp, cplab_indexer_plan *p, 
     int g = pp->region_req[k];
     p->region_req[k] = g;
     p->extent[k] = pp->extent[k];
-    p->nominal_q[k] = rp->sched.replicated[g] ? rp->sched.nominal_q[g] : 2 * rp->sched.nominal_q[g];
+    p->nominal_q[k] = nominal_query_len(rp, g);
     p->padded[k] = cplab_kv_local_len(p->extent[k], 0, env->par.interleave, env->par.dcp);
   }
   /* Greedy packing by (sum N, sum M · sum N); oversized regions go alone, in
