@@ -2,7 +2,10 @@
  * integer tensors and quantised bytes exact; floats within the policy (abs,
  * rel, ULP, cosine per row, NaN/Inf positions exact); top-k sets equal modulo
  * ties (an index only one side picked must score within tie_eps of the
- * reference's k-th score; A is the reference). */
+ * reference's k-th score; A is the reference). Two layouts of one scenario
+ * compare what the layout does not decide: top-k, scores, attention and the
+ * cache digests; plans, converted indices and workspace digests are the
+ * layout's own and are skipped (counted under "layout-specific"). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +20,7 @@ typedef struct pair_ctx {
   const diff_policy *pol;
   diff_report *r;
   const int64_t *sampled; /* A's sampled_tokens of the layer, or NULL */
+  int layouts_differ;     /* A and B ran different layouts */
 } pair_ctx;
 
 /* "token 5 (request 2, position 37)" for row m of a layer: the local token
@@ -139,8 +143,12 @@ static void compare_topk(pair_ctx *x, const uint64_t *dims, const int32_t *a, co
                          const int32_t *cb, const float *sa, const float *sb, const float *kth, diff_dataset *ds) {
   int64_t t = (int64_t)dims[0], k = (int64_t)dims[1];
   double eps = x->pol->t[CPLAB_TT_TOPK].tie_eps;
+  diff_dataset *ds_scores = sa && sb ? diff_report_dataset(x->r, "topk_scores") : NULL;
+  diff_dataset *ds_conv = ca && cb ? diff_report_dataset(x->r, "topk_converted") : NULL;
   ds->compared += t * k;
   x->r->compared_bytes += 8 * t * k;
+  if (ds_scores) ds_scores->compared += t * k, x->r->compared_bytes += 8 * t * k;
+  if (ds_conv) ds_conv->compared += t * k, x->r->compared_bytes += 8 * t * k;
   for (int64_t m = 0; m < t; m++) {
     const int32_t *ra = a + m * k, *rb = b + m * k;
     int bad = 0;
@@ -163,30 +171,34 @@ static void compare_topk(pair_ctx *x, const uint64_t *dims, const int32_t *a, co
         }
       }
     }
+    ds->differences += bad;
     const diff_tolerance *st = &x->pol->t[CPLAB_TT_TOPK_SCORES];
-    for (int64_t j = 0; sa && sb && j < k && !bad; j++) {
+    int bad_scores = 0, bad_conv = 0;
+    for (int64_t j = 0; sa && sb && j < k && !bad_scores; j++) {
       int64_t jb = ra[j] >= 0 ? find_in_row(rb, k, ra[j]) : -1;
-      float u = sa[m * k + j], v = jb >= 0 ? sb[m * k + jb] : u;
-      int same = (isnan(u) && isnan(v)) || fabs((double)u - (double)v) <= st->atol + st->rtol * fabs((double)u);
+      if (jb < 0) continue; /* -1, or picked by A only (judged above) */
+      float u = sa[m * k + j], v = sb[m * k + jb];
+      int same = u == v || (isnan(u) && isnan(v)) || fabs((double)u - (double)v) <= st->atol + st->rtol * fabs((double)u);
       if (!same) {
         char what[96];
         token_meaning(x->plan, x->sampled, m, what, sizeof what);
         diff_report_add(x->r, "topk_scores: rank %d step %zu layer %d %s: index %d scored %.9g vs %.9g", x->rank,
                         x->step, x->layer, what, ra[j], (double)u, (double)v);
-        bad = 1;
+        bad_scores = 1;
       }
     }
-    for (int64_t j = 0; ca && cb && j < k && !bad; j++) {
+    for (int64_t j = 0; ca && cb && j < k && !bad_conv; j++) {
       int64_t jb = ra[j] >= 0 ? find_in_row(rb, k, ra[j]) : -1;
       if (jb >= 0 && ca[m * k + j] != cb[m * k + jb]) {
         char what[96];
         token_meaning(x->plan, x->sampled, m, what, sizeof what);
         diff_report_add(x->r, "topk_converted: rank %d step %zu layer %d %s: index %d converted to %d vs %d", x->rank,
                         x->step, x->layer, what, ra[j], ca[m * k + j], cb[m * k + jb]);
-        bad = 1;
+        bad_conv = 1;
       }
     }
-    ds->differences += bad;
+    if (ds_scores) ds_scores->differences += bad_scores;
+    if (ds_conv) ds_conv->differences += bad_conv;
   }
 }
 
@@ -237,15 +249,21 @@ static int compare_layer(pair_ctx *x, cplab_trace *ta, cplab_trace *tb, cplab_di
     int rank = t == CPLAB_TT_KTH_SCORE || t == CPLAB_TT_SAMPLED_TOKENS || t == CPLAB_TT_DIGESTS ? 1
                : t == CPLAB_TT_ATTN_OUT                                                   ? 3
                                                                                           : 2;
+    if (t == CPLAB_TT_DIGESTS && x->layouts_differ && p[t].dims[0] > 2) {
+      diff_report_dataset(x->r, "layout-specific")->compared += (int64_t)p[t].dims[0] - 2;
+      p[t].dims[0] = 2; /* the caches; the workspaces are the layout's */
+    }
     if (t == CPLAB_TT_TOPK) {
       const tensor_pair *c = &p[CPLAB_TT_TOPK_CONVERTED], *s = &p[CPLAB_TT_TOPK_SCORES], *k = &p[CPLAB_TT_KTH_SCORE];
-      int conv = c->present_a && c->present_b && memcmp(c->dims, p[t].dims, sizeof c->dims) == 0;
+      int conv = !x->layouts_differ && c->present_a && c->present_b && memcmp(c->dims, p[t].dims, sizeof c->dims) == 0;
       int scores = s->present_a && s->present_b && memcmp(s->dims, p[t].dims, sizeof s->dims) == 0 && k->present_a;
       compare_topk(x, p[t].dims, p[t].a, p[t].b, conv ? c->a : NULL, conv ? c->b : NULL, scores ? s->a : NULL,
                    scores ? s->b : NULL, scores ? k->a : NULL, ds);
     } else if (t == CPLAB_TT_TOPK_CONVERTED || t == CPLAB_TT_TOPK_SCORES) {
       /* Compared by index with the top-k sets when those are there. */
-      if (!p[CPLAB_TT_TOPK].present_a) {
+      if (t == CPLAB_TT_TOPK_CONVERTED && x->layouts_differ)
+        diff_report_dataset(x->r, "layout-specific")->compared += (int64_t)(p[t].dims[0] * p[t].dims[1]);
+      else if (!p[CPLAB_TT_TOPK].present_a) {
         if (t == CPLAB_TT_TOPK_CONVERTED) compare_exact(x, (cplab_trace_tensor)t, p[t].dims, rank, p[t].a, p[t].b, ds);
         else compare_float(x, (cplab_trace_tensor)t, p[t].dims, rank, p[t].a, p[t].b, ds);
       }
@@ -269,6 +287,7 @@ static int64_t plan_bytes(const cplab_rank_plan *p) {
 int diff_agree(const char *path_a, const char *path_b, const diff_policy *pol, diff_report *r, cplab_diag *d) {
   cplab_trace *a = NULL, *b = NULL;
   cplab_scenario *sa = NULL, *sb = NULL;
+  int layouts_differ = 0;
   int rc = cplab_trace_open(path_a, &a, d);
   if (!rc) rc = cplab_trace_open(path_b, &b, d);
   if (!rc && (strcmp(cplab_trace_get_info(a)->kind, "run") || strcmp(cplab_trace_get_info(b)->kind, "run")))
@@ -277,6 +296,7 @@ int diff_agree(const char *path_a, const char *path_b, const diff_policy *pol, d
   if (!rc) rc = cplab_trace_read_scenario(b, &sb, d);
   if (!rc) {
     const cplab_trace_info *ia = cplab_trace_get_info(a), *ib = cplab_trace_get_info(b);
+    layouts_differ = strcmp(ia->layout, ib->layout) != 0;
     json_t *ja = cplab_scenario_to_json(sa, 1), *jb = cplab_scenario_to_json(sb, 1);
     json_object_del(ja, "layout"); /* two layouts of one scenario are comparable */
     json_object_del(jb, "layout");
@@ -291,12 +311,13 @@ int diff_agree(const char *path_a, const char *path_b, const diff_policy *pol, d
     cplab_trace *ra = NULL, *rb = NULL;
     rc = cplab_trace_open_rank(a, k, &ra, d);
     if (!rc) rc = cplab_trace_open_rank(b, k, &rb, d);
-    diff_dataset *plans = rc ? NULL : diff_report_dataset(r, "plans");
+    diff_dataset *plans = rc ? NULL : diff_report_dataset(r, layouts_differ ? "layout-specific" : "plans");
     for (size_t step = 0; !rc && step < sa->num_steps; step++) {
       cplab_rank_plan *pa = NULL, *pb = NULL;
       rc = cplab_trace_read_plan(ra, step, &pa, d);
       if (!rc) rc = cplab_trace_read_plan(rb, step, &pb, d);
-      if (!rc) {
+      if (!rc && layouts_differ) plans->compared++;
+      else if (!rc) {
         char what[128];
         plans->compared++;
         r->compared_bytes += 2 * plan_bytes(pa);
@@ -315,7 +336,7 @@ int diff_agree(const char *path_a, const char *path_b, const diff_policy *pol, d
           for (int j = 0; j < na; j++) seen |= la[j] == layer;
           if (seen) continue;
         }
-        pair_ctx x = {k, step, layer, pa, pol, r, NULL};
+        pair_ctx x = {k, step, layer, pa, pol, r, NULL, layouts_differ};
         rc = compare_layer(&x, ra, rb, d);
       }
       free(la);

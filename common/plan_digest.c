@@ -17,23 +17,35 @@ static void put_array32(XXH3_state_t *h, const int32_t *a, size_t n) {
   if (n > 0) XXH3_64bits_update(h, a, n * sizeof *a);
 }
 
-uint64_t cplab_rank_plan_shared_digest(const cplab_rank_plan *p) {
-  XXH3_state_t *h = XXH3_createState();
-  if (!h) return 0;
-  XXH3_64bits_reset(h);
+/* The parts, fed in this order into the shared digest. */
+static void feed_schedule(XXH3_state_t *h, const cplab_rank_plan *p) {
   const cplab_schedule *s = &p->sched;
   put_array64(h, s->seq_len, s->num_requests);
   put_array64(h, s->nominal_q, s->num_requests);
   for (int g = 0; g < s->num_requests; g++) put(h, s->replicated[g]);
   put(h, s->all_rows_replicated);
+}
+
+static void feed_dispatch(XXH3_state_t *h, const cplab_rank_plan *p) {
+  const cplab_schedule *s = &p->sched;
   put(h, s->padded_num_tokens);
   put(h, s->padded_prefill_tokens);
   put(h, s->dispatch_rows);
   put(h, s->dispatch_tokens);
   put(h, s->dispatch_longest);
-  put(h, s->runtime_mode);
-  put(h, s->moe_fast_path);
+}
+
+static void feed_modes(XXH3_state_t *h, const cplab_rank_plan *p) {
+  put(h, p->sched.runtime_mode);
+  put(h, p->sched.moe_fast_path);
+}
+
+static void feed_block_table(XXH3_state_t *h, const cplab_rank_plan *p) {
+  const cplab_schedule *s = &p->sched;
   put_array32(h, s->block_table, (size_t)s->num_requests * (size_t)s->max_blocks);
+}
+
+static void feed_prefill(XXH3_state_t *h, const cplab_rank_plan *p) {
   const cplab_prefill_plan *f = &p->prefill;
   put(h, f->active);
   put_array32(h, f->region_req, (size_t)f->num_regions);
@@ -46,6 +58,9 @@ uint64_t cplab_rank_plan_shared_digest(const cplab_rank_plan *p) {
     put(h, f->chunks[c].num_regions);
     put(h, f->chunks[c].shard_rows);
   }
+}
+
+static void feed_indexer(XXH3_state_t *h, const cplab_rank_plan *p) {
   const cplab_indexer_plan *x = &p->indexer;
   put(h, x->active);
   put_array64(h, x->nominal_q, x->num_regions);
@@ -63,6 +78,42 @@ uint64_t cplab_rank_plan_shared_digest(const cplab_rank_plan *p) {
     put(h, ch->q_end);
     put(h, ch->skip_kv_gather);
   }
+}
+
+typedef void (*feed_fn)(XXH3_state_t *h, const cplab_rank_plan *p);
+static const struct {
+  feed_fn feed;
+  const char *name;
+} parts[CPLAB_PLAN_PART_COUNT] = {
+    {feed_schedule, "schedule (seq_lens, nominal query lengths, replication)"},
+    {feed_dispatch, "padding and dispatch shape"},
+    {feed_modes, "graph mode and MoE path"},
+    {feed_block_table, "block table"},
+    {feed_prefill, "gathered prefill plan (regions, rows_per_rank, workspace_starts, chunks)"},
+    {feed_indexer, "indexer plan (regions, padding, chunks)"},
+};
+
+const char *cplab_plan_part_name(cplab_plan_part part) {
+  return part >= 0 && part < CPLAB_PLAN_PART_COUNT ? parts[part].name : "?";
+}
+
+void cplab_rank_plan_part_digests(const cplab_rank_plan *p, uint64_t out[CPLAB_PLAN_PART_COUNT]) {
+  XXH3_state_t *h = XXH3_createState();
+  for (int i = 0; i < CPLAB_PLAN_PART_COUNT; i++) {
+    out[i] = 0;
+    if (!h) continue;
+    XXH3_64bits_reset(h);
+    parts[i].feed(h, p);
+    out[i] = XXH3_64bits_digest(h);
+  }
+  XXH3_freeState(h);
+}
+
+uint64_t cplab_rank_plan_shared_digest(const cplab_rank_plan *p) {
+  XXH3_state_t *h = XXH3_createState();
+  if (!h) return 0;
+  XXH3_64bits_reset(h);
+  for (int i = 0; i < CPLAB_PLAN_PART_COUNT; i++) parts[i].feed(h, p);
   uint64_t out = XXH3_64bits_digest(h);
   XXH3_freeState(h);
   return out;

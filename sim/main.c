@@ -22,6 +22,11 @@ static void usage(FILE *out) {
   fputs("Options:\n"
         "  --check               also check every invariant of the reference (§10.1) over all ranks'\n"
         "                        plans of every step (one process only); exit 1 on a violation\n"
+        "  --numeric             run the numeric reference on every rank: for the scenario's\n"
+        "                        sampled rows the indexer top-k, its conversion and sparse MLA\n"
+        "                        attention (decode rows combined over DCP), read through each\n"
+        "                        rank's plan; with -o the results go into the trace\n"
+        "  --layers LIST         layers of the numeric pass, e.g. 0,3,5 (default 0)\n"
         "  -o NAME.h5            write the trace: NAME.h5 (the run) and NAME.rNNNN.h5 (each rank's\n"
         "                        plans, written by the process that derived them); schema in\n"
         "                        traces/SCHEMA.md.  -o NAME.json writes the JSON report instead\n\n",
@@ -34,23 +39,62 @@ static void usage(FILE *out) {
         out);
 }
 
-enum { OPT_CHECK = CPLAB_OPT_PROGRAM };
+enum { OPT_CHECK = CPLAB_OPT_PROGRAM, OPT_NUMERIC, OPT_LAYERS };
+
+typedef struct sim_args {
+  int check;
+  sim_numeric_opts numeric;
+  const char *layers; /* --layers as given, checked against the model once it is known */
+} sim_args;
 
 static int sim_option(void *ctx, int opt, const char *arg, cplab_diag *d) {
-  (void)arg;
-  if (opt != OPT_CHECK) CPLAB_FAIL(d, CPLAB_EINTERNAL, "option code %d has no handler", opt);
-  *(int *)ctx = 1;
+  sim_args *a = ctx;
+  switch (opt) {
+  case OPT_CHECK: a->check = 1; return 0;
+  case OPT_NUMERIC: a->numeric.enabled = 1; return 0;
+  case OPT_LAYERS: a->layers = arg; return 0;
+  default: CPLAB_FAIL(d, CPLAB_EINTERNAL, "option code %d has no handler", opt);
+  }
+}
+
+/* --layers: a comma-separated list of distinct layer indices below num_layers. */
+static int parse_layers(const char *text, int64_t num_layers, sim_numeric_opts *o, cplab_diag *d) {
+  o->num_layers = 0;
+  if (!text) text = "0";
+  for (const char *p = text; *p;) {
+    char *end;
+    long v = strtol(p, &end, 10);
+    if (end == p || (*end && *end != ',') || v < 0)
+      CPLAB_FAIL(d, CPLAB_EUSAGE, "--layers %s: expected layer indices separated by commas", text);
+    if (v >= num_layers)
+      CPLAB_FAIL(d, CPLAB_EUSAGE, "--layers %s: layer %ld does not exist (the model has %lld layers)", text, v,
+                 (long long)num_layers);
+    for (int i = 0; i < o->num_layers; i++)
+      if (o->layers[i] == v) CPLAB_FAIL(d, CPLAB_EUSAGE, "--layers %s: layer %ld is listed twice", text, v);
+    if (o->num_layers == SIM_MAX_LAYERS)
+      CPLAB_FAIL(d, CPLAB_EUSAGE, "--layers %s: at most %d layers", text, SIM_MAX_LAYERS);
+    int at = o->num_layers++;
+    while (at > 0 && o->layers[at - 1] > v) o->layers[at] = o->layers[at - 1], at--;
+    o->layers[at] = (int)v;
+    p = *end ? end + 1 : end;
+    if (*end && !*p) CPLAB_FAIL(d, CPLAB_EUSAGE, "--layers %s: trailing comma", text);
+  }
   return 0;
 }
 
-static int parse_args(int argc, char **argv, cplab_cli *cli, int *check, cplab_diag *d) {
-  static const struct option longopts[] = {CPLAB_CLI_COMMON_LONGOPTS, {"check", no_argument, NULL, OPT_CHECK},
+static int parse_args(int argc, char **argv, cplab_cli *cli, sim_args *a, cplab_diag *d) {
+  static const struct option longopts[] = {CPLAB_CLI_COMMON_LONGOPTS,
+                                           {"check", no_argument, NULL, OPT_CHECK},
+                                           {"numeric", no_argument, NULL, OPT_NUMERIC},
+                                           {"layers", required_argument, NULL, OPT_LAYERS},
                                            {NULL, 0, NULL, 0}};
   int first_arg;
-  int rc = cplab_cli_parse(argc, argv, CPLAB_CLI_COMMON_SHORTOPTS, longopts, cli, sim_option, check, &first_arg, d);
+  int rc = cplab_cli_parse(argc, argv, CPLAB_CLI_COMMON_SHORTOPTS, longopts, cli, sim_option, a, &first_arg, d);
   if (rc) return rc;
   if (first_arg < argc) CPLAB_FAIL(d, CPLAB_EUSAGE, "unexpected argument '%s'", argv[first_arg]);
-  return 0;
+  if (a->layers && !a->numeric.enabled) CPLAB_FAIL(d, CPLAB_EUSAGE, "--layers needs --numeric");
+  /* Syntax now (usage errors come before any work); range once the model is known. */
+  return parse_layers(a->layers, INT32_MAX, &a->numeric, d);
 }
 
 /* -o PATH: a trace for .h5, the JSON report for .json. */
@@ -98,8 +142,8 @@ int main(int argc, char **argv) {
   cplab_log log;
   cplab_log_init(&log, PROG);
   cplab_cli_init(&cli, "pr56157");
-  int check = 0;
-  if (parse_args(argc, argv, &cli, &check, &d) != 0 || check_out_path(cli.out, &d) != 0) {
+  sim_args args = {0};
+  if (parse_args(argc, argv, &cli, &args, &d) != 0 || check_out_path(cli.out, &d) != 0) {
     cplab_cli_usage_error(PROG, &d);
     return CPLAB_EXIT_ERROR;
   }
@@ -124,6 +168,7 @@ int main(int argc, char **argv) {
     log.rank = procs.size > 1 ? procs.rank : -1;
     cplab_scenario_overrides ov = {cli.has_seed, cli.seed, cli.layout};
     rc = cplab_scenario_load(cli.scenario, &ov, &s, &d);
+    if (!rc && args.numeric.enabled) rc = parse_layers(args.layers, s->model.num_layers, &args.numeric, &d);
     if (!rc) cplab_log_info(&log, "scenario %s: %zu steps, world %d, %d process(es)", s->name, s->num_steps,
                             cplab_parallel_world(&s->par), procs.size);
   }
@@ -148,7 +193,10 @@ int main(int argc, char **argv) {
     if (procs.mpi) MPI_Get_library_version(mpi, &mlen);
     mpi[strcspn(mpi, "\n,")] = '\0';
     sim_trace_target trace = {out_is_trace(cli.out) ? cli.out : NULL, {"sim", command, NULL, NULL, mpi, NULL, NULL}};
-    rc = sim_plans_run(&procs, s, layout, table, check, &trace, &plans, &d);
+    rc = sim_plans_run(&procs, s, layout, table, args.check, &args.numeric, &trace, &plans, &d);
+    if (!rc && procs.rank == 0 && args.numeric.enabled)
+      cplab_log_info(&log, "numeric pass: %lld sampled rows in %.3f s (slowest process)", (long long)plans.numeric_rows,
+                     plans.numeric_seconds);
   }
   if (!rc && procs.rank == 0) rc = write_report(&cli, s, table, &plans, &d);
   int differs = !rc && procs.rank == 0 && (plans.disagreements > 0 || plans.check.violations > 0);

@@ -7,7 +7,9 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "numeric.h"
 #include "sim.h"
 
 void sim_plans_free(sim_plans *p) {
@@ -67,9 +69,29 @@ static void compare_digests(sim_plans *out, const cplab_rank_table *t) {
 
 /* One step: derive this process's ranks (all of them with full_check, kept
  * for the invariant check). */
+/* The numeric pass of the selected layers on one rank's plan; each layer's
+ * results go to the rank's trace when there is one. */
+static int run_numeric(const cplab_step_input *in, const cplab_rank_plan *rp, const sim_numeric_opts *num,
+                       int64_t sampled_rows, cplab_trace_writer *w, sim_plans *out, cplab_diag *d) {
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int rc = 0;
+  for (int i = 0; i < num->num_layers && !rc; i++) {
+    sim_numeric_layer l;
+    rc = sim_numeric_compute(in, rp, num->layers[i], sampled_rows, &l, d);
+    if (rc) break;
+    out->numeric_rows += l.rows;
+    if (w) rc = sim_numeric_write(w, in->step_index, &l, d);
+    sim_numeric_layer_free(&l);
+  }
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  out->numeric_seconds += (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+  return rc;
+}
+
 static int run_step(const sim_procs *pr, const cplab_scenario *s, const cplab_layout *layout, size_t step,
-                    int full_check, cplab_trace_writer **writers, sim_plans *out, int64_t *mine, sim_step_info *info0,
-                    cplab_diag *d) {
+                    int full_check, const sim_numeric_opts *num, cplab_trace_writer **writers, sim_plans *out,
+                    int64_t *mine, sim_step_info *info0, cplab_diag *d) {
   cplab_step_input in = {&s->steps[step], step, s->seed, &s->par, &s->model, layout};
   int world = out->world, rc = 0, n = 0, flags = full_check || writers ? CPLAB_PLAN_TOKEN_MAPS : 0;
   cplab_rank_plan **kept = full_check ? calloc((size_t)world, sizeof *kept) : NULL;
@@ -82,7 +104,12 @@ static int run_step(const sim_procs *pr, const cplab_scenario *s, const cplab_la
       break;
     }
     plan_row(rp, mine + (size_t)n * SIM_PR_FIELDS);
-    if (writers && (rc = cplab_trace_write_plan(writers[n], step, rp, d)) != 0) {
+    if (writers) rc = cplab_trace_write_plan(writers[n], step, rp, d);
+    if (!rc && num && num->enabled) {
+      rc = run_numeric(&in, rp, num, s->sampled_rows, writers ? writers[n] : NULL, out, d);
+      if (rc) cplab_diag_prefix(d, "step %zu, rank %d: ", step, r);
+    }
+    if (rc) {
       cplab_rank_plan_free(rp);
       break;
     }
@@ -147,13 +174,15 @@ static int finish_traces(const sim_procs *pr, const cplab_scenario *s, const sim
 }
 
 int sim_plans_run(const sim_procs *pr, const cplab_scenario *s, const cplab_layout *layout, const cplab_rank_table *t,
-                  int full_check, const sim_trace_target *trace, sim_plans *out, cplab_diag *d) {
+                  int full_check, const sim_numeric_opts *numeric, const sim_trace_target *trace, sim_plans *out,
+                  cplab_diag *d) {
   memset(out, 0, sizeof *out);
   if (full_check && pr->size > 1)
     CPLAB_FAIL(d, CPLAB_EUSAGE, "--check needs every rank's plans in one process; run it without mpirun");
   out->num_steps = s->num_steps;
   out->world = cplab_parallel_world(&s->par);
   out->checked = full_check;
+  out->numeric_layers = numeric && numeric->enabled ? numeric->num_layers : 0;
   int per_proc = (out->world + pr->size - 1) / pr->size;
   size_t mine_len = s->num_steps * (size_t)(per_proc ? per_proc : 1) * SIM_PR_FIELDS;
   int64_t *mine = calloc(mine_len, sizeof *mine);
@@ -170,7 +199,7 @@ int sim_plans_run(const sim_procs *pr, const cplab_scenario *s, const cplab_layo
   for (size_t step = 0; step < s->num_steps && !rc; step++) {
     int before = nmine;
     for (int r = pr->rank; r < out->world; r += pr->size) nmine++;
-    rc = run_step(pr, s, layout, step, full_check, writers, out, mine + (size_t)before * SIM_PR_FIELDS,
+    rc = run_step(pr, s, layout, step, full_check, numeric, writers, out, mine + (size_t)before * SIM_PR_FIELDS,
                   &out->info[step], d);
   }
   if (writers) {
@@ -182,6 +211,7 @@ int sim_plans_run(const sim_procs *pr, const cplab_scenario *s, const cplab_layo
   if (!rc && any) rc = cplab_diag_set(d, any, "another process failed to derive its plans");
   int64_t *all = NULL;
   int nall = 0;
+  if (!rc && pr->mpi) rc = sim_procs_totals(pr, &out->numeric_rows, &out->numeric_seconds, d);
   if (!rc && pr->mpi) rc = sim_gather_rows(pr, mine, nmine, SIM_PR_FIELDS, &all, &nall, d);
   if (!rc && pr->rank == 0) {
     /* Place every row at [step][rank]: processes send steps in order, ranks ascending. */

@@ -24,6 +24,16 @@ void sim_procs_fini(sim_procs *pr) {
   pr->mpi = 0;
 }
 
+int sim_procs_totals(const sim_procs *pr, int64_t *count, double *seconds, cplab_diag *d) {
+  if (!pr->mpi) return 0;
+  int64_t c = *count;
+  double t = *seconds;
+  if (MPI_Reduce(&c, count, 1, MPI_INT64_T, MPI_SUM, 0, MPI_COMM_WORLD) != MPI_SUCCESS ||
+      MPI_Reduce(&t, seconds, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
+    CPLAB_FAIL(d, CPLAB_EMPI, "cannot total the numeric pass over processes");
+  return 0;
+}
+
 int sim_procs_agree(const sim_procs *pr, int rc) {
   if (!pr->mpi) return rc;
   int worst = rc;

@@ -59,6 +59,10 @@ static json_t *plans_json(const cplab_scenario *s, const sim_plans *pl) {
                         json_pack("{s:I, s:I, s:o, s:o}", "checks", (json_int_t)pl->check.checks, "violations",
                                   (json_int_t)pl->check.violations, "by_rule", by_rule, "first_violations", vfirst));
   }
+  if (pl->numeric_layers)
+    json_object_set_new(out, "numeric",
+                        json_pack("{s:i, s:I}", "layers", pl->numeric_layers, "sampled_rows",
+                                  (json_int_t)pl->numeric_rows));
   return out;
 }
 
@@ -136,6 +140,9 @@ static void plans_text(FILE *out, const cplab_scenario *s, const sim_plans *pl) 
             (long long)pl->check.violations);
     for (int i = 0; i < pl->check.kept; i++) fprintf(out, "  %s\n", pl->check.first[i]);
   }
+  if (pl->numeric_layers)
+    fprintf(out, "numeric pass: %lld sampled rows (all ranks) over %d layer(s)%s\n", (long long)pl->numeric_rows,
+            pl->numeric_layers, pl->numeric_rows ? "" : " (nothing sampled)");
 }
 
 void sim_report_text(FILE *out, const cplab_scenario *s, const cplab_rank_table *t, const sim_plans *plans) {

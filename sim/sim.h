@@ -29,6 +29,10 @@ void sim_procs_fini(sim_procs *pr);
 /* Agree on an error: returns the first non-zero rc of any process (0 if none). */
 int sim_procs_agree(const sim_procs *pr, int rc);
 
+/* Totals on process 0: the sum of *count and the maximum of *seconds over
+ * every process. */
+int sim_procs_totals(const sim_procs *pr, int64_t *count, double *seconds, cplab_diag *d);
+
 /* Gather fixed-length int64 rows from every process on process 0 (*all is
  * NULL elsewhere). */
 int sim_gather_rows(const sim_procs *pr, const int64_t *mine, int nmine, int len, int64_t **all, int *nall,
@@ -46,6 +50,14 @@ typedef struct sim_trace_target {
   const char *path;
   cplab_trace_provenance prov;
 } sim_trace_target;
+
+/* The numeric pass (numeric.h): which layers, and what it did. */
+#define SIM_MAX_LAYERS 64
+typedef struct sim_numeric_opts {
+  int enabled;
+  int num_layers;
+  int layers[SIM_MAX_LAYERS]; /* ascending, each below the model's num_layers */
+} sim_numeric_opts;
 
 /* One rank's plan of one step, as the process that derived it reports it. */
 enum {
@@ -79,14 +91,19 @@ typedef struct sim_plans {
   int kept;
   char first[SIM_KEEP_DISAGREEMENTS][256];
   int checked;           /* full invariant check ran (--check) */
+  int numeric_layers;    /* layers the numeric pass ran (0: none) */
+  int64_t numeric_rows;  /* process 0: sampled rows the numeric pass computed (all processes) */
+  double numeric_seconds; /* process 0: the slowest process's time in the numeric pass */
   sim_check check;
 } sim_plans;
 
 /* Derive every rank's plan of every step (rank r by process r mod size),
+ * run the numeric pass of the selected layers on each (numeric->enabled),
  * compare digests on process 0, and with full_check (one process only) check
  * every invariant over all ranks of each step. */
 int sim_plans_run(const sim_procs *pr, const cplab_scenario *s, const cplab_layout *layout, const cplab_rank_table *t,
-                  int full_check, const sim_trace_target *trace, sim_plans *out, cplab_diag *d);
+                  int full_check, const sim_numeric_opts *numeric, const sim_trace_target *trace, sim_plans *out,
+                  cplab_diag *d);
 void sim_plans_free(sim_plans *p);
 
 /* The report: resolved scenario, workload summary, rank table, plans. */

@@ -135,6 +135,13 @@ void cplab_kvformat_mla_generate(uint64_t seed, uint32_t layer, uint32_t request
   mla_quantize_finite(nope, rope, entry); /* generated values are finite */
 }
 
+void cplab_kvformat_mla_query(uint64_t seed, uint32_t layer, uint32_t request, uint32_t position, uint32_t head,
+                              uint16_t q[CPLAB_MLA_ROW_DIM]) {
+  for (uint32_t c = 0; c < CPLAB_MLA_ROW_DIM; c++)
+    q[c] = cplab_bf16_from_f32(
+        cplab_rand_realistic_at(seed, layer, CPLAB_TENSOR_Q_MLA, request, position, head * CPLAB_MLA_ROW_DIM + c));
+}
+
 static void idx_quantize_finite(const float *k, uint8_t *entry) {
   float s = quantize_finite(k, CPLAB_IDX_DIM, entry);
   put_le32(entry + CPLAB_IDX_SCALE_OFFSET, cplab_f32_bits(s));

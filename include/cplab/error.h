@@ -33,7 +33,8 @@ extern "C" {
   XX(ENCCL, -13, "NCCL call failed")                                             \
   XX(EHDF5, -14, "HDF5 call failed")                                             \
   XX(ENODEV, -15, "no usable GPU")                                               \
-  XX(EINTERNAL, -16, "internal error (a cplab bug)")
+  XX(EINTERNAL, -16, "internal error (a cplab bug)")                             \
+  XX(EDISAGREE, -17, "ranks disagree on a plan (a real run would hang)")
 
 typedef enum cplab_errno {
 #define CPLAB_ERRNO_ENUM_(name, value, desc) CPLAB_##name = (value),

@@ -106,6 +106,13 @@ void cplab_kvformat_mla_values(uint64_t seed, uint32_t layer, uint32_t request, 
 void cplab_kvformat_mla_generate(uint64_t seed, uint32_t layer, uint32_t request, uint32_t position,
                                  uint8_t entry[CPLAB_MLA_ENTRY_BYTES]);
 
+/* The absorbed MLA query of one head of the token at (request, position):
+ * 576 bf16 bit patterns (RNE) of the realistic row of CPLAB_TENSOR_Q_MLA,
+ * elements head·576 .. head·576 + 575 (head is the global head index, so
+ * every TP layout sees the same query for the same head). */
+void cplab_kvformat_mla_query(uint64_t seed, uint32_t layer, uint32_t request, uint32_t position, uint32_t head,
+                              uint16_t q[CPLAB_MLA_ROW_DIM]);
+
 /* Build an indexer entry from 128 floats. CPLAB_ERANGE on a non-finite input. */
 int cplab_kvformat_idx_quantize(const float k[CPLAB_IDX_DIM], uint8_t entry[CPLAB_IDX_ENTRY_BYTES], cplab_diag *d);
 /* The entry as floats: e4m3 * scale. */

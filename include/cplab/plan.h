@@ -208,6 +208,20 @@ int cplab_rank_plan_equal(const cplab_rank_plan *a, const cplab_rank_plan *b, ch
  * collectives this rank issues on one group kind. Equal digests across ranks
  * (resp. group members) are what agreement means. */
 uint64_t cplab_rank_plan_shared_digest(const cplab_rank_plan *p);
+
+/* The shared digest's parts, each digested alone, so that a disagreement can
+ * be named (the shared digest feeds them in this order into one hash). */
+typedef enum cplab_plan_part {
+  CPLAB_PLAN_SCHEDULE = 0,
+  CPLAB_PLAN_DISPATCH,
+  CPLAB_PLAN_MODES,
+  CPLAB_PLAN_BLOCK_TABLE,
+  CPLAB_PLAN_PREFILL,
+  CPLAB_PLAN_INDEXER,
+  CPLAB_PLAN_PART_COUNT
+} cplab_plan_part;
+const char *cplab_plan_part_name(cplab_plan_part part);
+void cplab_rank_plan_part_digests(const cplab_rank_plan *p, uint64_t out[CPLAB_PLAN_PART_COUNT]);
 uint64_t cplab_rank_plan_collective_digest(const cplab_rank_plan *p, cplab_group_kind group);
 
 #ifdef __cplusplus

@@ -14,7 +14,10 @@ static inline uint64_t cplab_splitmix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
-/* Streams in use: 0 the workload generator, 1 + s the block ids of step s. */
+/* Streams in use: 0 the workload generator, 1 + s the block ids of step s,
+ * CPLAB_SEED_STREAM_SAMPLE + s the tokens the numeric pass samples in step s. */
+#define CPLAB_SEED_STREAM_SAMPLE (UINT64_C(1) << 32)
+
 static inline unsigned long cplab_seed_stream(uint64_t seed, uint64_t stream) {
   uint64_t z = cplab_splitmix64(seed ^ cplab_splitmix64(stream));
   return (unsigned long)((z ^ (z >> 32)) & 0xFFFFFFFFu);

@@ -30,8 +30,19 @@ catalogue mutant-no-short-replication "query-partition: request" "every rank nee
 catalogue mutant-bad-deinterleave "indexer-gather: rank"
 catalogue mutant-shard-rows-ceil "workspace: rank"
 catalogue mutant-empty-context "empty-context: layout mutant-empty-context accepted a prefill region of extent 0"
-expect_exit 1 "a mutant's run disagrees with vllm's" "$DIFF" "$WORK/mixed.h5" "$WORK/mutant-no-short-replication.h5"
-expect_grep "$WORK/out" "^plans: rank 0 step" "names rank and step"
+
+# Two layouts of one scenario compare what the layout does not decide (the
+# numeric pass's top-k, scores, attention, cache digests): block-aligned
+# agrees with vllm; mutants that move rows or tokens do not.
+for l in vllm block-aligned mutant-no-short-replication mutant-prefill-block-bound; do
+  "$SIM" --scenario smoke --layout "$l" --numeric -q -o "$WORK/num-$l.h5" 2>/dev/null
+done
+expect_exit 0 "block-aligned computes what vllm computes" "$DIFF" "$WORK/num-vllm.h5" "$WORK/num-block-aligned.h5"
+expect_grep "$WORK/out" "^layout-specific" "says what it skipped"
+expect_exit 1 "a mutant's run disagrees with vllm's" "$DIFF" "$WORK/num-vllm.h5" "$WORK/num-mutant-no-short-replication.h5"
+expect_grep "$WORK/out" "^sampled_tokens: rank 1 step 0" "names rank and step"
+expect_exit 1 "the pre-fix conversion reads wrong rows" "$DIFF" "$WORK/num-vllm.h5" "$WORK/num-mutant-prefill-block-bound.h5"
+expect_grep "$WORK/out" "^attn_out: rank 0 step 0 layer 0 row" "in the attention output"
 
 # Errors.
 expect_exit 2 "runs of different scenarios" "$DIFF" "$WORK/smoke.h5" "$WORK/mixed.h5"

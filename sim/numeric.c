@@ -1,0 +1,333 @@
+/* The numeric pass of one rank (numeric.h): per sampled row, the indexer
+ * top-k, the layout's conversion and sparse MLA attention, all read through
+ * the memory model of numeric_mem.c. */
+#include "numeric.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "cplab/fp8.h"
+#include "cplab/kv.h"
+#include "indexer_ref.h"
+#include "numeric_mem.h"
+#include "reference.h"
+
+void sim_numeric_layer_free(sim_numeric_layer *l) {
+  free(l->tokens), free(l->topk), free(l->converted), free(l->scores), free(l->kth), free(l->out), free(l->lse);
+  free(l->digests);
+  memset(l, 0, sizeof *l);
+}
+
+/* What one row needs while it is computed. */
+typedef struct row_ctx {
+  sim_mem *mem;
+  const cplab_row *row;
+  int64_t pos;         /* absolute position of the row's token */
+  uint32_t id;         /* request id (keys the inputs) */
+  int k, heads;
+  double *scratch;     /* k rows of 576 */
+  double q[64][CPLAB_IDX_DIM];
+  double w[64];        /* folded head weights of the indexer query */
+  int index_heads;
+} row_ctx;
+
+typedef struct scored {
+  double s;
+  int64_t i;
+} scored;
+
+/* Higher logit first, equal logits by the lower index; a NaN logit (a read
+ * of poison) sorts first, so that it shows in the scores. */
+static int by_score(const void *a, const void *b) {
+  const scored *x = a, *y = b;
+  int nx = x->s != x->s, ny = y->s != y->s;
+  if (nx != ny) return ny - nx;
+  if (!nx && x->s != y->s) return x->s > y->s ? -1 : 1;
+  return (x->i > y->i) - (x->i < y->i);
+}
+
+static double logit(const row_ctx *c, const float *key /* sim_mem_key_row */) {
+  double l = 0;
+  for (int h = 0; h < c->index_heads; h++) {
+    double dot = 0;
+    for (int j = 0; j < CPLAB_IDX_DIM; j++) dot += c->q[h][j] * key[j];
+    if (dot > 0 || dot != dot) l += c->w[h] * dot;
+  }
+  return l * key[CPLAB_IDX_DIM];
+}
+
+/* Key t of the row's request as the row's indexer reads it: prefill rows
+ * from the gathered key buffer through the layout's de-interleave; decode
+ * rows (and prefills without an indexer plan) from the owner's cache. */
+static int read_key(row_ctx *c, int64_t t, float key[CPLAB_IDX_DIM + 1], cplab_diag *d) {
+  const cplab_rank_plan *rp = c->mem->rp;
+  const cplab_indexer_plan *ip = &rp->indexer;
+  if (c->row->is_prefill && ip->active) {
+    int k = 0;
+    while (k < ip->num_regions && ip->region_req[k] != c->row->req) k++;
+    if (k == ip->num_regions)
+      CPLAB_FAIL(d, CPLAB_EINTERNAL, "request %d has a prefill row but no indexer region", c->row->req);
+    const float *keys;
+    int64_t rows;
+    int rc = sim_mem_keys(c->mem, ip->region_chunk[k], &keys, &rows, d);
+    if (rc) return rc;
+    int64_t r = cplab_layout_deinterleave(rp->layout, &rp->env, ip, k, t);
+    if (r < 0 || r >= rows) { /* outside the buffer: read as padding (the executor's gather does the same) */
+      memset(key, 0, sizeof(float) * (CPLAB_IDX_DIM + 1));
+      return 0;
+    }
+    memcpy(key, keys + (size_t)r * (CPLAB_IDX_DIM + 1), sizeof(float) * (CPLAB_IDX_DIM + 1));
+    return 0;
+  }
+  const cplab_parallel *par = c->mem->in->par;
+  int o = cplab_kv_owner(t, par->interleave, par->dcp);
+  const int32_t *brow = rp->sched.block_table + (int64_t)c->row->req * rp->sched.max_blocks;
+  uint8_t e[CPLAB_IDX_ENTRY_BYTES];
+  sim_mem_idx_entry(c->mem, o, cplab_kv_slot_global(par, o, brow, rp->sched.max_blocks, t), e);
+  sim_mem_key_row(e, key);
+  return 0;
+}
+
+/* Indexer top-k of the row over positions [0, pos]. */
+static int row_topk(row_ctx *c, int32_t *topk, float *scores, float *kth, cplab_diag *d) {
+  const cplab_step_input *in = c->mem->in;
+  sim_indexer_query q;
+  int rc = sim_indexer_query_make(in->seed, (uint32_t)c->mem->layer, c->id, (uint32_t)c->pos, c->index_heads, &q, d);
+  if (rc) return rc;
+  for (int h = 0; h < c->index_heads; h++) {
+    c->w[h] = q.weight[h];
+    for (int j = 0; j < CPLAB_IDX_DIM; j++) c->q[h][j] = cplab_e4m3_to_f32(q.q[h][j]);
+  }
+  int64_t n = c->pos + 1;
+  scored *all = malloc(sizeof *all * (size_t)n);
+  if (!all) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory for %lld logits", (long long)n);
+  for (int64_t t = 0; t < n && !rc; t++) {
+    float key[CPLAB_IDX_DIM + 1];
+    rc = read_key(c, t, key, d);
+    all[t] = (scored){logit(c, key), t};
+  }
+  if (!rc) {
+    qsort(all, (size_t)n, sizeof *all, by_score);
+    for (int j = 0; j < c->k; j++) {
+      topk[j] = j < n ? (int32_t)all[j].i : -1;
+      scores[j] = j < n ? (float)all[j].s : -INFINITY;
+    }
+    *kth = n >= c->k ? (float)all[c->k - 1].s : -INFINITY;
+  }
+  free(all);
+  return rc;
+}
+
+static void bf16_row_to_double(const uint16_t *bf, double *out) {
+  for (int j = 0; j < CPLAB_MLA_ROW_DIM; j++) out[j] = cplab_bf16_to_f32(bf[j]);
+}
+
+static void entry_to_double(const uint8_t *e, double *out) {
+  uint16_t bf[CPLAB_MLA_ROW_DIM];
+  cplab_kvformat_mla_dequantize(e, bf);
+  bf16_row_to_double(bf, out);
+}
+
+static int prefill_region(const cplab_prefill_plan *pl, int req) {
+  for (int k = 0; k < pl->num_regions; k++)
+    if (pl->region_req[k] == req) return k;
+  return -1;
+}
+
+/* Convert the row's top-k as this rank's kernel does. */
+static int row_convert(const row_ctx *c, const int32_t *topk, int32_t *conv, int dcp_rank, cplab_diag *d) {
+  const cplab_rank_plan *rp = c->mem->rp;
+  if (!c->row->is_prefill) {
+    const int32_t *brow = rp->sched.block_table + (int64_t)c->row->req * rp->sched.max_blocks;
+    for (int j = 0; j < c->k; j++)
+      conv[j] = cplab_layout_convert_decode(rp->layout, &rp->env, brow, rp->sched.max_blocks, topk[j], dcp_rank);
+    return 0;
+  }
+  if (!rp->prefill.active) { /* no gathered workspace: the request's own rows */
+    memcpy(conv, topk, sizeof *conv * (size_t)c->k);
+    return 0;
+  }
+  int k = prefill_region(&rp->prefill, c->row->req);
+  if (k < 0) CPLAB_FAIL(d, CPLAB_EINTERNAL, "request %d has a prefill row but no workspace region", c->row->req);
+  for (int j = 0; j < c->k; j++)
+    conv[j] = cplab_layout_convert_prefill(rp->layout, &rp->env, &rp->prefill, k, topk[j], dcp_rank);
+  return 0;
+}
+
+/* Latent rows the converted indices of a prefill row point at. */
+static int prefill_rows(row_ctx *c, const int32_t *conv, size_t *n, cplab_diag *d) {
+  const cplab_rank_plan *rp = c->mem->rp;
+  const cplab_parallel *par = c->mem->in->par;
+  *n = 0;
+  if (!rp->prefill.active) {
+    const int32_t *brow = rp->sched.block_table + (int64_t)c->row->req * rp->sched.max_blocks;
+    for (int j = 0; j < c->k; j++) {
+      if (conv[j] < 0) continue;
+      int o = cplab_kv_owner(conv[j], par->interleave, par->dcp);
+      uint8_t e[CPLAB_MLA_ENTRY_BYTES];
+      sim_mem_kv_entry(c->mem, o, cplab_kv_slot_global(par, o, brow, rp->sched.max_blocks, conv[j]), e);
+      entry_to_double(e, c->scratch + (*n)++ * CPLAB_MLA_ROW_DIM);
+    }
+    return 0;
+  }
+  int k = prefill_region(&rp->prefill, c->row->req);
+  const uint16_t *ws;
+  int64_t rows;
+  int rc = sim_mem_workspace(c->mem, rp->prefill.region_chunk[k], &ws, &rows, d);
+  if (rc) return rc;
+  for (int j = 0; j < c->k; j++) {
+    if (conv[j] < 0) continue;
+    double *dst = c->scratch + (*n)++ * CPLAB_MLA_ROW_DIM;
+    if (conv[j] >= rows) /* past the workspace: whatever lies there */
+      for (int x = 0; x < CPLAB_MLA_ROW_DIM; x++) dst[x] = NAN;
+    else bf16_row_to_double(ws + (size_t)conv[j] * CPLAB_MLA_ROW_DIM, dst);
+  }
+  return 0;
+}
+
+/* Latent rows of DCP peer o's cache at the slots of conv. */
+static size_t shard_rows(row_ctx *c, int o, const int32_t *conv) {
+  size_t n = 0;
+  for (int j = 0; j < c->k; j++) {
+    if (conv[j] < 0) continue;
+    uint8_t e[CPLAB_MLA_ENTRY_BYTES];
+    sim_mem_kv_entry(c->mem, o, conv[j], e);
+    entry_to_double(e, c->scratch + n++ * CPLAB_MLA_ROW_DIM);
+  }
+  return n;
+}
+
+/* The lse of a combined decode row: log-sum-exp over the shards, with the
+ * combine's rule that a NaN or +inf shard lse counts as -inf. */
+static double combined_lse(int D, int H, const double *plse, int h) {
+  double m = -INFINITY, s = 0;
+  for (int o = 0; o < D; o++) {
+    double v = plse[(size_t)o * H + h];
+    if (v == v && v < INFINITY && v > m) m = v;
+  }
+  if (m == -INFINITY) return -INFINITY;
+  for (int o = 0; o < D; o++) {
+    double v = plse[(size_t)o * H + h];
+    if (v == v && v < INFINITY) s += exp(v - m);
+  }
+  return m + log(s);
+}
+
+/* Attention of the row: prefill over the workspace; decode per DCP shard,
+ * each peer converting the same top-k for itself, then the LSE combine. */
+static int row_attention(row_ctx *c, const int32_t *topk, const int32_t *conv, double *out, double *lse,
+                         cplab_diag *d) {
+  const cplab_step_input *in = c->mem->in;
+  const cplab_rank_plan *rp = c->mem->rp;
+  int H = c->heads, D = in->par->dcp, rc = 0;
+  double scale = cplab_model_softmax_scale(in->model);
+  double *q = malloc(sizeof(double) * (size_t)H * CPLAB_MLA_ROW_DIM);
+  double *part = malloc(sizeof(double) * (size_t)(D * H) * SIM_MLA_V);
+  double *plse = malloc(sizeof(double) * (size_t)(D * H)), *fin = malloc(sizeof(double) * (size_t)H * SIM_MLA_V);
+  int32_t *peer = malloc(sizeof(int32_t) * (size_t)c->k);
+  if (!q || !part || !plse || !fin || !peer) {
+    rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory for attention");
+    goto done;
+  }
+  for (int h = 0; h < H; h++) {
+    uint16_t bf[CPLAB_MLA_ROW_DIM];
+    cplab_kvformat_mla_query(in->seed, (uint32_t)c->mem->layer, c->id, (uint32_t)c->pos,
+                             (uint32_t)(rp->ids.tp * H + h), bf);
+    bf16_row_to_double(bf, q + (size_t)h * CPLAB_MLA_ROW_DIM);
+  }
+  if (c->row->is_prefill) {
+    size_t n;
+    if ((rc = prefill_rows(c, conv, &n, d)) != 0) goto done;
+    sim_attention(q, H, c->scratch, n, scale, fin, plse);
+  } else {
+    for (int o = 0; o < D && !rc; o++) {
+      if (o == rp->ids.dcp_rank) memcpy(peer, conv, sizeof *peer * (size_t)c->k);
+      else rc = row_convert(c, topk, peer, o, d);
+      size_t n = shard_rows(c, o, peer);
+      sim_attention(q, H, c->scratch, n, scale, part + (size_t)o * H * SIM_MLA_V, plse + (size_t)o * H);
+    }
+    if (D > 1) sim_lse_combine(D, H, plse, part, fin);
+    else memcpy(fin, part, sizeof(double) * (size_t)H * SIM_MLA_V);
+  }
+  memcpy(out, fin, sizeof(double) * (size_t)H * SIM_MLA_V);
+  for (int h = 0; h < H; h++) lse[h] = c->row->is_prefill || D == 1 ? plse[h] : combined_lse(D, H, plse, h);
+done:
+  free(q), free(part), free(plse), free(fin), free(peer);
+  return rc;
+}
+
+static const cplab_row *row_of(const cplab_rank_plan *rp, int64_t t) {
+  for (int i = 0; i < rp->split.num_rows; i++) {
+    const cplab_row *r = &rp->split.rows[i];
+    if (!r->dummy && t >= r->token_offset && t < r->token_offset + r->len) return r;
+  }
+  return NULL;
+}
+
+static int alloc_rows(sim_numeric_layer *l, cplab_diag *d) {
+  size_t n = (size_t)(l->rows ? l->rows : 1), k = (size_t)l->k, h = (size_t)l->heads;
+  l->topk = malloc(sizeof(int32_t) * n * k);
+  l->converted = malloc(sizeof(int32_t) * n * k);
+  l->scores = malloc(sizeof(float) * n * k);
+  l->kth = malloc(sizeof(float) * n);
+  l->out = malloc(sizeof(double) * n * h * SIM_MLA_V);
+  l->lse = malloc(sizeof(double) * n * h);
+  if (!l->topk || !l->converted || !l->scores || !l->kth || !l->out || !l->lse)
+    CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory for %lld sampled rows", (long long)l->rows);
+  return 0;
+}
+
+static int digests(sim_mem *mem, sim_numeric_layer *l, cplab_diag *d) {
+  const cplab_prefill_plan *pl = &mem->rp->prefill;
+  l->num_digests = SIM_DIGEST_WORKSPACE + (pl->active ? pl->num_chunks : 0);
+  l->digests = calloc((size_t)l->num_digests, sizeof *l->digests);
+  if (!l->digests) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
+  int rc = sim_mem_cache_digest(mem, 0, &l->digests[SIM_DIGEST_KV_CACHE], d);
+  if (!rc) rc = sim_mem_cache_digest(mem, 1, &l->digests[SIM_DIGEST_INDEX_K], d);
+  for (int c = 0; !rc && c < l->num_digests - SIM_DIGEST_WORKSPACE; c++) {
+    const uint16_t *ws;
+    int64_t rows;
+    rc = sim_mem_workspace(mem, c, &ws, &rows, d);
+    if (!rc) l->digests[SIM_DIGEST_WORKSPACE + c] = XXH3_64bits(ws, sizeof(uint16_t) * CPLAB_MLA_ROW_DIM * (size_t)rows);
+  }
+  return rc;
+}
+
+int sim_numeric_compute(const cplab_step_input *in, const cplab_rank_plan *rp, int layer, int64_t sampled_rows,
+                        sim_numeric_layer *out, cplab_diag *d) {
+  memset(out, 0, sizeof *out);
+  const cplab_model *m = in->model;
+  out->layer = layer;
+  out->k = (int)m->index_topk;
+  out->heads = (int)(m->num_heads / in->par->tp);
+  if (m->index_n_heads > 64) CPLAB_FAIL(d, CPLAB_EINVAL, "the numeric pass supports up to 64 indexer heads");
+  sim_mem mem;
+  int rc = sim_numeric_sample(in, rp, sampled_rows, &out->tokens, &out->rows, d);
+  if (!rc) rc = alloc_rows(out, d);
+  if (!rc) rc = sim_mem_init(&mem, in, rp, layer, d);
+  if (rc) {
+    sim_numeric_layer_free(out);
+    return rc;
+  }
+  row_ctx c = {.mem = &mem, .k = out->k, .heads = out->heads, .index_heads = (int)m->index_n_heads};
+  c.scratch = malloc(sizeof(double) * (size_t)out->k * CPLAB_MLA_ROW_DIM);
+  if (!c.scratch) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
+  for (int64_t i = 0; i < out->rows && !rc; i++) {
+    c.row = row_of(rp, out->tokens[i]);
+    c.pos = c.row->start_pos + (out->tokens[i] - c.row->token_offset);
+    c.id = (uint32_t)in->step->requests[c.row->req].id;
+    size_t k = (size_t)out->k, h = (size_t)out->heads;
+    int32_t *topk = out->topk + i * (int64_t)k, *conv = out->converted + i * (int64_t)k;
+    rc = row_topk(&c, topk, out->scores + i * (int64_t)k, &out->kth[i], d);
+    if (!rc) rc = row_convert(&c, topk, conv, rp->ids.dcp_rank, d);
+    if (!rc) rc = row_attention(&c, topk, conv, out->out + (size_t)i * h * SIM_MLA_V, out->lse + (size_t)i * h, d);
+    if (rc) cplab_diag_prefix(d, "layer %d, local token %lld: ", layer, (long long)out->tokens[i]);
+  }
+  if (!rc) rc = digests(&mem, out, d);
+  free(c.scratch);
+  sim_mem_fini(&mem);
+  if (rc) sim_numeric_layer_free(out);
+  return rc;
+}

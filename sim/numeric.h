@@ -1,0 +1,76 @@
+/* sim/numeric.h: the numeric pass of the simulator (--numeric). For one
+ * rank, step and layer it computes, in double precision and through the
+ * rank's own plan, what the executor's kernels compute on the GPU:
+ *
+ *   - the rank's caches: every context token it owns (positions below each
+ *     request's seq_len), generated and quantised (cplab/kvformat.h) and
+ *     written at the slot the slot-mapping kernel computes; slots nobody
+ *     wrote read as poison (NaN), as the executor's poisoned memory does;
+ *   - the gathered prefill workspace of every chunk: rank-major shards of
+ *     each DCP peer's owned tokens, dequantised to bf16, padding rows bf16
+ *     NaN (0x7FC0) in every column;
+ *   - for each sampled row: the indexer top-k over the row's causal context
+ *     (prefill rows read their keys through the layout's de-interleave of the
+ *     gathered key shards, decode rows over their request's keys), the
+ *     layout's conversion, and sparse MLA attention over what the converted
+ *     indices point at: prefill rows over the gathered workspace, decode rows
+ *     per DCP shard of the peers' caches followed by the LSE combine.
+ *
+ * Everything is read through the plan and the layout, never from the
+ * single-rank truth, so a layout that maps a token to the wrong row gives a
+ * different result here (and tests/unit/test_numeric.c compares with the
+ * single-rank result).
+ *
+ * Sampled rows: the scenario's sampled_rows global tokens of the step, half
+ * of them (rounded up) decode tokens where there are enough, the rest
+ * prefill tokens, drawn without replacement by GSL's mt19937 on seed stream
+ * CPLAB_SEED_STREAM_SAMPLE + step; each rank keeps the ones it holds, in
+ * local token order. The same tokens are sampled for every layout.
+ */
+#ifndef CPLAB_SIM_NUMERIC_H
+#define CPLAB_SIM_NUMERIC_H
+
+#include <stdint.h>
+
+#include "cplab/error.h"
+#include "cplab/plan.h"
+#include "cplab/trace.h"
+
+/* What one rank computes for one layer of one step. */
+typedef struct sim_numeric_layer {
+  int layer;
+  int64_t rows;          /* sampled rows this rank holds */
+  int k;                 /* top-k width (index_topk) */
+  int heads;             /* this rank's attention heads: num_heads / tp */
+  int64_t *tokens;       /* [rows] local tokens, ascending */
+  int32_t *topk;         /* [rows][k] request-relative, -1 = none */
+  int32_t *converted;    /* [rows][k] workspace rows (prefill) or slots (decode), -1 = none */
+  float *scores;         /* [rows][k] indexer logit of each entry, -inf for -1 */
+  float *kth;            /* [rows] k-th best logit, -inf when fewer than k keys */
+  double *out;           /* [rows][heads][512] (stored as float32 in traces) */
+  double *lse;           /* [rows][heads] natural log */
+  int num_digests;       /* SIM_DIGEST_WORKSPACE + prefill chunks */
+  uint64_t *digests;     /* see below */
+} sim_numeric_layer;
+
+/* digests[] (traces/SCHEMA.md "Digests of the numeric pass"). */
+enum {
+  SIM_DIGEST_KV_CACHE = 0, /* XXH3-64 over written slots ascending: int64 slot LE, then the 656-byte entry */
+  SIM_DIGEST_INDEX_K,      /* the same with the 132-byte indexer entries */
+  SIM_DIGEST_WORKSPACE     /* + c: the bf16 bytes (LE) of gathered workspace chunk c, W·shard_rows rows of 576 */
+};
+
+/* The sampled local tokens of rank plan rp (ascending; *tokens malloc'd,
+ * NULL when *n == 0). */
+int sim_numeric_sample(const cplab_step_input *in, const cplab_rank_plan *rp, int64_t sampled_rows, int64_t **tokens,
+                       int64_t *n, cplab_diag *d);
+
+/* The numeric pass of rank plan rp for one layer (rp derived from in). */
+int sim_numeric_compute(const cplab_step_input *in, const cplab_rank_plan *rp, int layer, int64_t sampled_rows,
+                        sim_numeric_layer *out, cplab_diag *d);
+void sim_numeric_layer_free(sim_numeric_layer *l);
+
+/* Store a layer's results under /steps/SSSSSS/layers/LLL of a rank file. */
+int sim_numeric_write(cplab_trace_writer *w, size_t step, const sim_numeric_layer *l, cplab_diag *d);
+
+#endif
