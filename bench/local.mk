@@ -11,7 +11,7 @@ bench_cplab_diff_bench_SOURCES = bench/diff_bench.c
 bench_cplab_diff_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/analysis
 bench_cplab_diff_bench_LDADD = libcplab_diff.la $(CPLAB_CORE_LIBS) $(HDF5_LIBS)
 CLEANFILES += $(EXTRA_PROGRAMS)
-EXTRA_DIST += bench/README.md bench/run-cpu.sh bench/results
+EXTRA_DIST += bench/README.md bench/run-cpu.sh bench/run-numeric.sh bench/results
 
 .PHONY: bench
 bench: $(EXTRA_PROGRAMS)

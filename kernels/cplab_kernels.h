@@ -1,8 +1,35 @@
 /* kernels/cplab_kernels.h: extern "C" launchers of cplab's CUDA kernels.
  * Host code includes only this header; every launcher checks its CUDA calls
- * and returns 0 or a negative cplab error code with a message in d. */
+ * and returns 0 or a negative cplab error code with a message in d.
+ *
+ * Conventions of the launchers below:
+ *   - pointers named dev_* / all tensor pointers are device memory; sizes are
+ *     element counts unless named *_bytes;
+ *   - `stream` is a cudaStream_t passed as void * (NULL: the legacy default
+ *     stream), so that C callers need no CUDA headers; the launchers are
+ *     asynchronous: errors of the kernel's execution surface at the caller's
+ *     next synchronising call (cplab_dev_sync);
+ *   - bf16 tensors are uint16_t bit patterns, e4m3 tensors uint8_t bytes,
+ *     KV cache entries the 656-byte fp8_ds_mla form and indexer entries the
+ *     132-byte form of cplab/kvformat.h, one entry per slot
+ *     (cache + slot · entry bytes);
+ *   - zero-sized work (m == 0, n == 0 ...) launches nothing and returns 0;
+ *   - row strides are the dense ones given by the shapes; the kernels load
+ *     and store whole words, so caches and e4m3 tensors must be 4-byte, bf16
+ *     outputs and fp32 attention outputs 8-byte, the prefill workspace and
+ *     the combine's buffers 16-byte aligned (cudaMalloc gives 256);
+ *   - CPLAB_EINVAL for bad sizes, NULL pointers or misaligned tensors,
+ *     CPLAB_ECUDA for a failed CUDA call, CPLAB_EUNSUPPORTED for shapes beyond
+ *     the kernels' limits (e.g. more shared memory than the device has).
+ * Indices and slots that a correct plan never produces (a slot >= num_slots,
+ * a workspace row >= rows) are treated like -1 (nothing written / nothing
+ * read) so that a wrong plan cannot corrupt memory; the diff against the
+ * simulator is what reports it. */
 #ifndef CPLAB_KERNELS_H
 #define CPLAB_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
 
 #include "cplab/error.h"
 
@@ -27,6 +54,170 @@ int cplab_gpu_query(cplab_gpu_info *info, cplab_diag *d);
  * the device), copies back and checks every element. Proves that this build's
  * device code matches the card (right SASS or PTX) and that launches work. */
 int cplab_gpu_selftest(int n, cplab_diag *d);
+
+/* ---- device memory (kernels/devmem.cu) -------------------------------- */
+
+/* cudaMalloc of bytes (bytes == 0 gives *ptr = NULL). */
+int cplab_dev_alloc(void **ptr, size_t bytes, cplab_diag *d);
+/* cudaFree; NULL is a no-op. */
+int cplab_dev_free(void *ptr, cplab_diag *d);
+/* Synchronous copies host -> device and device -> host. */
+int cplab_dev_upload(void *dev, const void *host, size_t bytes, cplab_diag *d);
+int cplab_dev_download(void *host, const void *dev, size_t bytes, cplab_diag *d);
+/* Wait for the stream (NULL: the legacy default stream) and report any error
+ * of the kernels it ran. */
+int cplab_dev_sync(void *stream, cplab_diag *d);
+
+/* ---- poison (kernels/poison.cu) ---------------------------------------- */
+
+/* The bf16 pattern unused workspace rows hold: a quiet NaN that no
+ * conversion produces (CUDA's float -> bf16 gives 0x7FFF for NaN). */
+#define CPLAB_BF16_POISON 0x7FC0u
+
+/* bytes bytes of buf set to value. */
+int cplab_poison_bytes(void *buf, size_t bytes, uint8_t value, void *stream, cplab_diag *d);
+/* count bf16 values of buf set to CPLAB_BF16_POISON (buf 2-byte aligned). */
+int cplab_poison_bf16(uint16_t *buf, size_t count, void *stream, cplab_diag *d);
+
+/* ---- generated inputs (kernels/gen.cu) ---------------------------------- */
+
+/* Write the generated cache entries of n tokens through a slot list: token i
+ * is (req[i], pos[i]) (both >= 0, as uint32 in cplab/philox.h keying); for
+ * 0 <= slot[i] < num_slots, kv_cache + slot[i]·656 receives
+ * cplab_kvformat_mla_generate(seed, layer, req[i], pos[i]) and
+ * idx_cache + slot[i]·132 receives cplab_kvformat_idx_generate(...), byte for
+ * byte; slot[i] < 0 (a token another rank owns) writes nothing. Either cache
+ * may be NULL (not written). Slots must be distinct where they are written. */
+int cplab_gen_cache(uint64_t seed, uint32_t layer, const int32_t *req, const int32_t *pos, const int64_t *slot,
+                    int64_t n, uint8_t *kv_cache, uint8_t *idx_cache, int64_t num_slots, void *stream,
+                    cplab_diag *d);
+
+/* Absorbed MLA queries of m tokens: q[i][h][c], bf16 [m][heads_local][576],
+ * equals cplab_kvformat_mla_query(seed, layer, req[i], pos[i], head0 + h)[c]
+ * (the global head index, so every TP layout sees the same query). */
+int cplab_gen_mla_query(uint64_t seed, uint32_t layer, const int32_t *req, const int32_t *pos, int64_t m, int head0,
+                        int heads_local, uint16_t *q, void *stream, cplab_diag *d);
+
+/* Indexer queries of m tokens, sim_indexer_query_make semantics, heads index
+ * heads (1..128): q e4m3 [m][heads][128] and scale fp32 [m][heads] (bytes and
+ * power-of-two scales bit-exact), weight fp32 [m][heads] the folded w'. The
+ * weight is computed in float from the same integer draw u as the reference:
+ *   w  = float((u >> 8) + 1) · 2^-24                     (exact)
+ *   w' = (w · s_q) · c,  c = float(1 / sqrt(128 · heads)) rounded once from
+ *        double on the host                              (w · s_q exact)
+ * so w' is within about 1.5 ulp of the reference's double value. */
+int cplab_gen_indexer_query(uint64_t seed, uint32_t layer, const int32_t *req, const int32_t *pos, int64_t m,
+                            int heads, uint8_t *q, float *scale, float *weight, void *stream, cplab_diag *d);
+
+/* ---- gathers (kernels/gather.cu) ---------------------------------------- */
+
+/* Gather + upconvert: for each of `rows` rows, out[row] (bf16 [rows][576])
+ * is the workspace row of the KV entry at slot[row] (cplab/kvformat.h
+ * dequantisation: bf16(e4m3 · scale of its tile) for the 512 latent columns,
+ * the stored bf16 RoPE for the last 64), bit-exact with
+ * cplab_kvformat_mla_dequantize. slot[row] == -1 (or outside
+ * [0, num_slots)) is padding: all 576 columns CPLAB_BF16_POISON. */
+int cplab_gather_mla(const uint8_t *kv_cache, int64_t num_slots, const int64_t *slot, int64_t rows, uint16_t *out,
+                     void *stream, cplab_diag *d);
+
+/* Indexer-key gather: out + row·132 receives the 132-byte entry at
+ * idx_cache + slot[row]·132; padding rows (slot -1 or outside
+ * [0, num_slots)) are all-zero bytes (scale 0, so their logits are 0). */
+int cplab_gather_idx(const uint8_t *idx_cache, int64_t num_slots, const int64_t *slot, int64_t rows, uint8_t *out,
+                     void *stream, cplab_diag *d);
+
+/* ---- indexer (kernels/indexer.cu, kernels/topk.cu) ------------------------ */
+
+/* Indexer logits of m query rows over n gathered key entries (132-byte
+ * entries, contiguous, keys + j·132): with q e4m3 [m][heads][128], weight
+ * fp32 [m][heads] (the folded w', q scales included) and the key scale s_k
+ * (fp32 in bytes 128..131 of the entry),
+ *   logits[i][j] = (sum_h w'[i][h] · ReLU(q̂[i][h] · k̂[j])) · s_k[j]   for ks[i] <= j < ke[i]
+ *               = -inf                                               otherwise,
+ * fp32 [m][n], every dot product and sum accumulated in fp32 in a fixed
+ * order, so identical key entries give bit-identical logits (exact ties).
+ * heads 1..128. */
+int cplab_indexer_logits(const uint8_t *q, const float *weight, int64_t m, int heads, const uint8_t *keys, int64_t n,
+                         const int32_t *ks, const int32_t *ke, float *logits, void *stream, cplab_diag *d);
+
+/* The largest k supported by cplab_topk. */
+#define CPLAB_TOPK_MAX 4096
+
+/* Top-k of each row of logits fp32 [m][n] over its columns [ks[i], ke[i])
+ * (clamped to [0, n)): idx int32 [m][k] holds request-relative indices
+ * (column - ks[i]), best first: a higher logit first, equal logits by the
+ * lower index (sim_indexer_topk's rule; -0 equals +0), exact on the fp32
+ * values. Fewer than k columns in range: the remaining entries are -1 with
+ * score -inf. score fp32 [m][k] (may be NULL) receives the logit of each
+ * selected entry. 1 <= k <= CPLAB_TOPK_MAX. (NaN logits, which the logits
+ * kernel never produces, order by their bit patterns: +NaN first, -NaN last.) */
+int cplab_topk(const float *logits, int64_t m, int64_t n, const int32_t *ks, const int32_t *ke, int k, int32_t *idx,
+               float *score, void *stream, cplab_diag *d);
+
+/* ---- top-k conversion (kernels/convert.cu) -------------------------------- */
+
+/* Prefill rows (reference §5.2 after the fix, as
+ * cplab_layout_vllm_convert_prefill): m rows of k request-relative tokens t
+ * (topk int32 [m][k]); row i belongs to region r = row_region[i] of the
+ * FlashMLA chunk, whose parameters are ws_start[r] (workspace_start),
+ * shard_rows[r] (shard_rows of r's chunk) and, optionally, extent[r]. With
+ * D = dcp, I = interleave:
+ *   out = owner(t)·shard_rows[r] + ws_start[r] + local_idx(t)   (int32)
+ *   owner(t) = (t / I) mod D,  local_idx(t) = (t / (I·D))·I + t mod I
+ * and out = -1 where t < 0 (only there: remote tokens stay valid, they sit
+ * in other ranks' slices of the rank-major workspace). extent may be NULL
+ * (the vLLM rule exactly); when given, t >= extent[r] also gives -1 (a
+ * stricter guard; a correct indexer never produces such t). A row whose
+ * region is outside [0, num_regions) is all -1. */
+int cplab_convert_prefill_topk(const int32_t *topk, int64_t m, int k, const int32_t *row_region,
+                               const int64_t *ws_start, const int64_t *shard_rows, const int64_t *extent,
+                               int num_regions, int dcp, int interleave, int32_t *out, void *stream, cplab_diag *d);
+
+/* Decode rows (as cplab_layout_vllm_convert_decode): row i uses block-table
+ * row row_req[i] of block_table int32 [num_req][max_blocks] (this DCP rank's
+ * table); t -> -1 if t < 0, if owner(t) != dcp_rank or if
+ * local_idx(t) / block_size >= max_blocks; else
+ *   block_table[row_req[i]][local_idx(t) / B] · B + local_idx(t) mod B.
+ * A row whose row_req is outside [0, num_req) is all -1. */
+int cplab_convert_decode_topk(const int32_t *topk, int64_t m, int k, const int32_t *row_req,
+                              const int32_t *block_table, int num_req, int max_blocks, int block_size, int dcp,
+                              int dcp_rank, int interleave, int32_t *out, void *stream, cplab_diag *d);
+
+/* ---- sparse MLA attention (kernels/attention.cu) ---------------------------- */
+
+/* Prefill over a bf16 workspace: q bf16 [m][heads][576], workspace bf16
+ * [rows][576], idx int32 [m][k] (workspace rows; -1 = skip). For each row i
+ * and head h, over the selected rows j (values = their first 512 columns):
+ *   s_j = scale · q[i][h] · ws[j],  out[i][h] = sum_j softmax(s)_j · ws[j][0..512),
+ *   lse[i][h] = log(sum_j exp(s_j))   (natural log)
+ * out fp32 [m][heads][512], lse fp32 [m][heads]; fp32 accumulation, online
+ * softmax over tiles of 32 indices in index order. A row with no valid index:
+ * lse = -inf, out = 0. Duplicate indices count as often as they appear. */
+int cplab_sparse_mla_prefill(const uint16_t *q, int64_t m, int heads, const uint16_t *workspace, int64_t rows,
+                             const int32_t *idx, int k, float scale, float *out, float *lse, void *stream,
+                             cplab_diag *d);
+
+/* Decode over the local fp8 cache: as cplab_sparse_mla_prefill, with the rows
+ * read from kv_cache (656-byte entries) at slot[i][j] (int32 [m][k], -1 =
+ * skip, e.g. tokens another DCP rank owns) and dequantised on the fly exactly
+ * as cplab_gather_mla does, so a decode over slots and a prefill over the
+ * gathered rows of the same slots give bit-identical results. */
+int cplab_sparse_mla_decode(const uint16_t *q, int64_t m, int heads, const uint8_t *kv_cache, int64_t num_slots,
+                            const int32_t *slot, int k, float scale, float *out, float *lse, void *stream,
+                            cplab_diag *d);
+
+/* ---- DCP combine (kernels/combine.cu) ------------------------------------- */
+
+/* LSE combine of D partial results (reference §7, sim_lse_combine's rules):
+ * lse fp32 [D][m][heads], out fp32 [D][m][heads][512] -> final fp32
+ * [m][heads][512]. Per (row, head): an lse that is NaN or +inf counts as
+ * -inf; M = max lse (0 when all are -inf); the factor of rank d is
+ * f_d = exp(lse_d - M) / sum_r exp(lse_r - M) (= exp(lse_d - L) with
+ * L = logsumexp), computed in double; a NaN factor becomes 0 and where the
+ * factor is 0 the rank's output is skipped (NaN outputs of empty shards
+ * included); final = sum_d f_d · out_d accumulated in double, rounded once. */
+int cplab_lse_combine(const float *lse, const float *out, int D, int64_t m, int heads, float *final, void *stream,
+                      cplab_diag *d);
 
 #ifdef __cplusplus
 }

@@ -1,11 +1,29 @@
 # kernels/: CUDA C kernels with extern "C" launchers (cplab_kernels.h), built
 # by nvcc for --with-cuda-arch (default sm_90 and sm_100, plus PTX). They form
 # a plain archive linked into the programs and GPU tests that use them.
-EXTRA_DIST += %reldir%/probe.cu %reldir%/cplab_kernels.h
+#   probe.cu      device query and toolchain self-test
+#   devmem.cu     device memory for C callers
+#   poison.cu     fills of unused memory (bytes, bf16 NaN)
+#   gen.cu        generated cache entries (through a slot list) and queries
+#   gather.cu     gathers by slot: fp8 entries -> bf16 rows, indexer entries
+#   indexer.cu    indexer logits
+#   topk.cu       per-row exact top-k
+#   convert.cu    top-k -> workspace rows (prefill) / cache slots (decode)
+#   attention.cu  sparse MLA attention, prefill (bf16 rows) and decode (fp8 cache)
+#   combine.cu    DCP LSE combine
+#   check.cuh     CUDA error checks shared by the launchers
+#   kformat.cuh   the cache formats on the device
+# GPU tests: tests/gpu/local.mk.
+KERNEL_SOURCES = %reldir%/probe.cu %reldir%/devmem.cu %reldir%/poison.cu %reldir%/gen.cu %reldir%/gather.cu \
+	%reldir%/indexer.cu %reldir%/topk.cu %reldir%/convert.cu %reldir%/attention.cu %reldir%/combine.cu
+KERNEL_INCLUDES = %reldir%/cplab_kernels.h %reldir%/check.cuh %reldir%/kformat.cuh
+EXTRA_DIST += $(KERNEL_SOURCES) $(KERNEL_INCLUDES)
 
 if HAVE_CUDA
 noinst_LIBRARIES += kernels/libcplab_kernels.a
-kernels_libcplab_kernels_a_SOURCES = %reldir%/probe.cu %reldir%/cplab_kernels.h
+kernels_libcplab_kernels_a_SOURCES = $(KERNEL_SOURCES) $(KERNEL_INCLUDES)
+# automake's default "cru": binutils warns that 'u' is ignored.
+kernels_libcplab_kernels_a_AR = $(AR) cr
 CPLAB_KERNEL_LIBS = kernels/libcplab_kernels.a $(CUDA_LIBS)
 endif
 
@@ -13,4 +31,11 @@ NVCC_COMPILE = $(NVCC) $(NVCC_FLAGS) -I$(top_srcdir)/include -I$(top_srcdir)/ker
 .cu.o:
 	$(AM_V_GEN)$(NVCC_COMPILE) -c -o $@ $<
 
-%reldir%/probe.o: $(srcdir)/%reldir%/cplab_kernels.h $(top_srcdir)/include/cplab/error.h
+# nvcc objects: header dependencies by hand (the .cu.o rule tracks none).
+KERNEL_COMMON_DEPS = $(srcdir)/%reldir%/cplab_kernels.h $(top_srcdir)/include/cplab/error.h
+KERNEL_CHECK_DEPS = $(KERNEL_COMMON_DEPS) $(srcdir)/%reldir%/check.cuh
+KERNEL_FORMAT_DEPS = $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/kformat.cuh $(top_srcdir)/include/cplab/kvformat.h
+%reldir%/probe.o: $(KERNEL_COMMON_DEPS)
+%reldir%/devmem.o %reldir%/poison.o %reldir%/convert.o %reldir%/topk.o %reldir%/combine.o: $(KERNEL_CHECK_DEPS)
+%reldir%/gather.o %reldir%/indexer.o %reldir%/attention.o: $(KERNEL_FORMAT_DEPS)
+%reldir%/gen.o: $(KERNEL_FORMAT_DEPS) $(top_srcdir)/include/cplab/philox.h

@@ -57,31 +57,6 @@ static int sim_option(void *ctx, int opt, const char *arg, cplab_diag *d) {
   }
 }
 
-/* --layers: a comma-separated list of distinct layer indices below num_layers. */
-static int parse_layers(const char *text, int64_t num_layers, sim_numeric_opts *o, cplab_diag *d) {
-  o->num_layers = 0;
-  if (!text) text = "0";
-  for (const char *p = text; *p;) {
-    char *end;
-    long v = strtol(p, &end, 10);
-    if (end == p || (*end && *end != ',') || v < 0)
-      CPLAB_FAIL(d, CPLAB_EUSAGE, "--layers %s: expected layer indices separated by commas", text);
-    if (v >= num_layers)
-      CPLAB_FAIL(d, CPLAB_EUSAGE, "--layers %s: layer %ld does not exist (the model has %lld layers)", text, v,
-                 (long long)num_layers);
-    for (int i = 0; i < o->num_layers; i++)
-      if (o->layers[i] == v) CPLAB_FAIL(d, CPLAB_EUSAGE, "--layers %s: layer %ld is listed twice", text, v);
-    if (o->num_layers == SIM_MAX_LAYERS)
-      CPLAB_FAIL(d, CPLAB_EUSAGE, "--layers %s: at most %d layers", text, SIM_MAX_LAYERS);
-    int at = o->num_layers++;
-    while (at > 0 && o->layers[at - 1] > v) o->layers[at] = o->layers[at - 1], at--;
-    o->layers[at] = (int)v;
-    p = *end ? end + 1 : end;
-    if (*end && !*p) CPLAB_FAIL(d, CPLAB_EUSAGE, "--layers %s: trailing comma", text);
-  }
-  return 0;
-}
-
 static int parse_args(int argc, char **argv, cplab_cli *cli, sim_args *a, cplab_diag *d) {
   static const struct option longopts[] = {CPLAB_CLI_COMMON_LONGOPTS,
                                            {"check", no_argument, NULL, OPT_CHECK},
@@ -94,7 +69,7 @@ static int parse_args(int argc, char **argv, cplab_cli *cli, sim_args *a, cplab_
   if (first_arg < argc) CPLAB_FAIL(d, CPLAB_EUSAGE, "unexpected argument '%s'", argv[first_arg]);
   if (a->layers && !a->numeric.enabled) CPLAB_FAIL(d, CPLAB_EUSAGE, "--layers needs --numeric");
   /* Syntax now (usage errors come before any work); range once the model is known. */
-  return parse_layers(a->layers, INT32_MAX, &a->numeric, d);
+  return sim_numeric_parse_layers(a->layers, INT32_MAX, &a->numeric, d);
 }
 
 /* -o PATH: a trace for .h5, the JSON report for .json. */
@@ -168,7 +143,7 @@ int main(int argc, char **argv) {
     log.rank = procs.size > 1 ? procs.rank : -1;
     cplab_scenario_overrides ov = {cli.has_seed, cli.seed, cli.layout};
     rc = cplab_scenario_load(cli.scenario, &ov, &s, &d);
-    if (!rc && args.numeric.enabled) rc = parse_layers(args.layers, s->model.num_layers, &args.numeric, &d);
+    if (!rc && args.numeric.enabled) rc = sim_numeric_parse_layers(args.layers, s->model.num_layers, &args.numeric, &d);
     if (!rc) cplab_log_info(&log, "scenario %s: %zu steps, world %d, %d process(es)", s->name, s->num_steps,
                             cplab_parallel_world(&s->par), procs.size);
   }

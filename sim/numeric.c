@@ -4,6 +4,7 @@
 #include "numeric.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -177,13 +178,8 @@ static int prefill_rows(row_ctx *c, const int32_t *conv, size_t *n, cplab_diag *
   int64_t rows;
   int rc = sim_mem_workspace(c->mem, rp->prefill.region_chunk[k], &ws, &rows, d);
   if (rc) return rc;
-  for (int j = 0; j < c->k; j++) {
-    if (conv[j] < 0) continue;
-    double *dst = c->scratch + (*n)++ * CPLAB_MLA_ROW_DIM;
-    if (conv[j] >= rows) /* past the workspace: whatever lies there */
-      for (int x = 0; x < CPLAB_MLA_ROW_DIM; x++) dst[x] = NAN;
-    else bf16_row_to_double(ws + (size_t)conv[j] * CPLAB_MLA_ROW_DIM, dst);
-  }
+  for (int j = 0; j < c->k; j++) /* past the workspace counts as -1, as the kernel does */
+    if (conv[j] >= 0 && conv[j] < rows) bf16_row_to_double(ws + (size_t)conv[j] * CPLAB_MLA_ROW_DIM, c->scratch + (*n)++ * CPLAB_MLA_ROW_DIM);
   return 0;
 }
 
@@ -197,22 +193,6 @@ static size_t shard_rows(row_ctx *c, int o, const int32_t *conv) {
     entry_to_double(e, c->scratch + n++ * CPLAB_MLA_ROW_DIM);
   }
   return n;
-}
-
-/* The lse of a combined decode row: log-sum-exp over the shards, with the
- * combine's rule that a NaN or +inf shard lse counts as -inf. */
-static double combined_lse(int D, int H, const double *plse, int h) {
-  double m = -INFINITY, s = 0;
-  for (int o = 0; o < D; o++) {
-    double v = plse[(size_t)o * H + h];
-    if (v == v && v < INFINITY && v > m) m = v;
-  }
-  if (m == -INFINITY) return -INFINITY;
-  for (int o = 0; o < D; o++) {
-    double v = plse[(size_t)o * H + h];
-    if (v == v && v < INFINITY) s += exp(v - m);
-  }
-  return m + log(s);
 }
 
 /* Attention of the row: prefill over the workspace; decode per DCP shard,
@@ -252,7 +232,7 @@ static int row_attention(row_ctx *c, const int32_t *topk, const int32_t *conv, d
     else memcpy(fin, part, sizeof(double) * (size_t)H * SIM_MLA_V);
   }
   memcpy(out, fin, sizeof(double) * (size_t)H * SIM_MLA_V);
-  for (int h = 0; h < H; h++) lse[h] = c->row->is_prefill || D == 1 ? plse[h] : combined_lse(D, H, plse, h);
+  for (int h = 0; h < H; h++) lse[h] = c->row->is_prefill || D == 1 ? plse[h] : sim_lse_merge(D, plse + h, (size_t)H);
 done:
   free(q), free(part), free(plse), free(fin), free(peer);
   return rc;
@@ -266,7 +246,7 @@ static const cplab_row *row_of(const cplab_rank_plan *rp, int64_t t) {
   return NULL;
 }
 
-static int alloc_rows(sim_numeric_layer *l, cplab_diag *d) {
+int sim_numeric_layer_alloc(sim_numeric_layer *l, cplab_diag *d) {
   size_t n = (size_t)(l->rows ? l->rows : 1), k = (size_t)l->k, h = (size_t)l->heads;
   l->topk = malloc(sizeof(int32_t) * n * k);
   l->converted = malloc(sizeof(int32_t) * n * k);
@@ -305,7 +285,7 @@ int sim_numeric_compute(const cplab_step_input *in, const cplab_rank_plan *rp, i
   if (m->index_n_heads > 64) CPLAB_FAIL(d, CPLAB_EINVAL, "the numeric pass supports up to 64 indexer heads");
   sim_mem mem;
   int rc = sim_numeric_sample(in, rp, sampled_rows, &out->tokens, &out->rows, d);
-  if (!rc) rc = alloc_rows(out, d);
+  if (!rc) rc = sim_numeric_layer_alloc(out, d);
   if (!rc) rc = sim_mem_init(&mem, in, rp, layer, d);
   if (rc) {
     sim_numeric_layer_free(out);
@@ -330,4 +310,28 @@ int sim_numeric_compute(const cplab_step_input *in, const cplab_rank_plan *rp, i
   sim_mem_fini(&mem);
   if (rc) sim_numeric_layer_free(out);
   return rc;
+}
+
+int sim_numeric_parse_layers(const char *text, int64_t num_layers, sim_numeric_opts *o, cplab_diag *d) {
+  o->num_layers = 0;
+  if (!text) text = "0";
+  for (const char *p = text; *p;) {
+    char *end;
+    long v = strtol(p, &end, 10);
+    if (end == p || (*end && *end != ',') || v < 0)
+      CPLAB_FAIL(d, CPLAB_EUSAGE, "--layers %s: expected layer indices separated by commas", text);
+    if (v >= num_layers)
+      CPLAB_FAIL(d, CPLAB_EUSAGE, "--layers %s: layer %ld does not exist (the model has %lld layers)", text, v,
+                 (long long)num_layers);
+    for (int i = 0; i < o->num_layers; i++)
+      if (o->layers[i] == v) CPLAB_FAIL(d, CPLAB_EUSAGE, "--layers %s: layer %ld is listed twice", text, v);
+    if (o->num_layers == SIM_MAX_LAYERS)
+      CPLAB_FAIL(d, CPLAB_EUSAGE, "--layers %s: at most %d layers", text, SIM_MAX_LAYERS);
+    int at = o->num_layers++;
+    while (at > 0 && o->layers[at - 1] > v) o->layers[at] = o->layers[at - 1], at--;
+    o->layers[at] = (int)v;
+    p = *end ? end + 1 : end;
+    if (*end && !*p) CPLAB_FAIL(d, CPLAB_EUSAGE, "--layers %s: trailing comma", text);
+  }
+  return 0;
 }

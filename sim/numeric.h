@@ -36,6 +36,18 @@
 #include "cplab/plan.h"
 #include "cplab/trace.h"
 
+/* Which layers the numeric pass runs. */
+#define SIM_MAX_LAYERS 64
+typedef struct sim_numeric_opts {
+  int enabled;
+  int num_layers;
+  int layers[SIM_MAX_LAYERS]; /* ascending, each below the model's num_layers */
+} sim_numeric_opts;
+
+/* --layers TEXT: comma-separated distinct layer indices below num_layers
+ * (NULL: layer 0), sorted into o. */
+int sim_numeric_parse_layers(const char *text, int64_t num_layers, sim_numeric_opts *o, cplab_diag *d);
+
 /* What one rank computes for one layer of one step. */
 typedef struct sim_numeric_layer {
   int layer;
@@ -69,6 +81,8 @@ int sim_numeric_sample(const cplab_step_input *in, const cplab_rank_plan *rp, in
 int sim_numeric_compute(const cplab_step_input *in, const cplab_rank_plan *rp, int layer, int64_t sampled_rows,
                         sim_numeric_layer *out, cplab_diag *d);
 void sim_numeric_layer_free(sim_numeric_layer *l);
+/* The per-row arrays of l for l->rows rows of width l->k and l->heads heads. */
+int sim_numeric_layer_alloc(sim_numeric_layer *l, cplab_diag *d);
 
 /* Store a layer's results under /steps/SSSSSS/layers/LLL of a rank file. */
 int sim_numeric_write(cplab_trace_writer *w, size_t step, const sim_numeric_layer *l, cplab_diag *d);

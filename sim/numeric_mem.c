@@ -220,42 +220,62 @@ static int by_slot(const void *a, const void *b) {
   return (x->slot > y->slot) - (x->slot < y->slot);
 }
 
-int sim_mem_cache_digest(const sim_mem *m, int which, uint64_t *out, cplab_diag *d) {
+int sim_mem_written(const sim_mem *m, int64_t **slots, int32_t **req, int64_t **pos, int64_t *n, cplab_diag *d) {
   const cplab_schedule *s = &m->rp->sched;
   const cplab_parallel *par = m->in->par;
   int o = m->rp->ids.dcp_rank;
-  int64_t n = 0;
-  for (int g = 0; g < s->num_requests; g++) n += cplab_kv_local_len(s->seq_len[g], o, par->interleave, par->dcp);
-  slot_pos *w = malloc(sizeof *w * (size_t)(n ? n : 1));
-  XXH3_state_t *h = XXH3_createState();
-  if (!w || !h) {
-    free(w);
-    XXH3_freeState(h);
-    CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory for the cache digest");
+  int64_t cap = 0, k = 0;
+  for (int g = 0; g < s->num_requests; g++) cap += cplab_kv_local_len(s->seq_len[g], o, par->interleave, par->dcp);
+  slot_pos *w = malloc(sizeof *w * (size_t)(cap ? cap : 1));
+  *slots = malloc(sizeof **slots * (size_t)(cap ? cap : 1));
+  *req = malloc(sizeof **req * (size_t)(cap ? cap : 1));
+  *pos = malloc(sizeof **pos * (size_t)(cap ? cap : 1));
+  if (!w || !*slots || !*req || !*pos) {
+    free(w), free(*slots), free(*req), free(*pos);
+    *slots = NULL, *req = NULL, *pos = NULL;
+    CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory for %lld cache slots", (long long)cap);
   }
-  int64_t m_ = 0;
   for (int g = 0; g < s->num_requests; g++)
     for (int64_t p = 0; p < s->seq_len[g]; p++) {
       int64_t slot = cplab_kv_slot_per_block(par, o, s->block_table + (int64_t)g * s->max_blocks, s->max_blocks, p);
-      if (slot >= 0) w[m_++] = (slot_pos){slot, p, g};
+      if (slot >= 0) w[k++] = (slot_pos){slot, p, g};
     }
-  qsort(w, (size_t)m_, sizeof *w, by_slot);
-  XXH3_64bits_reset(h);
-  for (int64_t i = 0; i < m_; i++) {
-    uint8_t e[CPLAB_MLA_ENTRY_BYTES];
-    uint8_t le[8];
-    for (int b = 0; b < 8; b++) le[b] = (uint8_t)((uint64_t)w[i].slot >> (8 * b));
-    XXH3_64bits_update(h, le, sizeof le);
-    if (which == 0) {
-      cplab_kvformat_mla_generate(m->in->seed, (uint32_t)m->layer, request_id(m, w[i].g), (uint32_t)w[i].p, e);
-      XXH3_64bits_update(h, e, CPLAB_MLA_ENTRY_BYTES);
-    } else {
-      cplab_kvformat_idx_generate(m->in->seed, (uint32_t)m->layer, request_id(m, w[i].g), (uint32_t)w[i].p, e);
-      XXH3_64bits_update(h, e, CPLAB_IDX_ENTRY_BYTES);
-    }
-  }
-  *out = XXH3_64bits_digest(h);
-  XXH3_freeState(h);
+  qsort(w, (size_t)k, sizeof *w, by_slot);
+  for (int64_t i = 0; i < k; i++) (*slots)[i] = w[i].slot, (*req)[i] = w[i].g, (*pos)[i] = w[i].p;
   free(w);
+  *n = k;
   return 0;
+}
+
+uint64_t sim_mem_digest_entries(const int64_t *slots, const uint8_t *entries, int64_t n, size_t bytes) {
+  XXH3_state_t *h = XXH3_createState();
+  if (!h) return 0;
+  XXH3_64bits_reset(h);
+  for (int64_t i = 0; i < n; i++) {
+    uint8_t le[8];
+    for (int b = 0; b < 8; b++) le[b] = (uint8_t)((uint64_t)slots[i] >> (8 * b));
+    XXH3_64bits_update(h, le, sizeof le);
+    XXH3_64bits_update(h, entries + (size_t)i * bytes, bytes);
+  }
+  uint64_t out = XXH3_64bits_digest(h);
+  XXH3_freeState(h);
+  return out;
+}
+
+int sim_mem_cache_digest(const sim_mem *m, int which, uint64_t *out, cplab_diag *d) {
+  int64_t *slots, *pos, n;
+  int32_t *req;
+  int rc = sim_mem_written(m, &slots, &req, &pos, &n, d);
+  if (rc) return rc;
+  size_t bytes = which == 0 ? CPLAB_MLA_ENTRY_BYTES : CPLAB_IDX_ENTRY_BYTES;
+  uint8_t *entries = malloc(bytes * (size_t)(n ? n : 1));
+  if (!entries) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory for the cache digest");
+  for (int64_t i = 0; !rc && i < n; i++) {
+    uint32_t id = request_id(m, req[i]), p = (uint32_t)pos[i];
+    if (which == 0) cplab_kvformat_mla_generate(m->in->seed, (uint32_t)m->layer, id, p, entries + (size_t)i * bytes);
+    else cplab_kvformat_idx_generate(m->in->seed, (uint32_t)m->layer, id, p, entries + (size_t)i * bytes);
+  }
+  if (!rc) *out = sim_mem_digest_entries(slots, entries, n, bytes);
+  free(entries), free(slots), free(req), free(pos);
+  return rc;
 }

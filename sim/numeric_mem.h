@@ -69,6 +69,13 @@ int sim_mem_workspace(sim_mem *m, int c, const uint16_t **ws, int64_t *rows, cpl
  * sim_mem_key_row makes them; padding rows all 0). */
 int sim_mem_keys(sim_mem *m, int c, const float **keys, int64_t *rows, cplab_diag *d);
 
+/* This rank's written slots (every owned context token), ascending, with
+ * the request and position each holds: slots[i], req[i], pos[i] (malloc'd). */
+int sim_mem_written(const sim_mem *m, int64_t **slots, int32_t **req, int64_t **pos, int64_t *n, cplab_diag *d);
+/* The cache digest (SIM_DIGEST_KV_CACHE / _INDEX_K) of n written slots
+ * ascending and their entries (n × bytes, in the same order). */
+uint64_t sim_mem_digest_entries(const int64_t *slots, const uint8_t *entries, int64_t n, size_t bytes);
+
 /* XXH3-64 of this rank's KV (which = 0) or indexer (which = 1) cache: the
  * written slots ascending, each as int64 slot LE then its entry. */
 int sim_mem_cache_digest(const sim_mem *m, int which, uint64_t *out, cplab_diag *d);

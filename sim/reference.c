@@ -59,3 +59,17 @@ void sim_lse_combine(int D, int heads, const double *lse, const double *out, dou
     }
   }
 }
+
+double sim_lse_merge(int D, const double *lse, size_t stride) {
+  double m = -INFINITY, s = 0;
+  for (int o = 0; o < D; o++) {
+    double v = lse[(size_t)o * stride];
+    if (v == v && v < INFINITY && v > m) m = v;
+  }
+  if (m == -INFINITY) return -INFINITY;
+  for (int o = 0; o < D; o++) {
+    double v = lse[(size_t)o * stride];
+    if (v == v && v < INFINITY) s += exp(v - m);
+  }
+  return m + log(s);
+}

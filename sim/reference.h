@@ -23,4 +23,9 @@ void sim_attention(const double *q, int heads, const double *rows, size_t n, dou
  * 0 the rank's output is taken as 0 (clearing NaN outputs of empty shards). */
 void sim_lse_combine(int D, int heads, const double *lse, const double *out, double *final);
 
+/* The lse of a combined row: log-sum-exp of the D shards' lse (stride apart
+ * in lse), with the combine's rule that NaN or +inf counts as -inf; -inf when
+ * every shard is empty. */
+double sim_lse_merge(int D, const double *lse, size_t stride);
+
 #endif

@@ -13,6 +13,7 @@
 #include "cplab/error.h"
 #include "cplab/ranks.h"
 #include "check.h"
+#include "numeric.h"
 #include "cplab/scenario.h"
 #include "cplab/trace.h"
 
@@ -50,14 +51,6 @@ typedef struct sim_trace_target {
   const char *path;
   cplab_trace_provenance prov;
 } sim_trace_target;
-
-/* The numeric pass (numeric.h): which layers, and what it did. */
-#define SIM_MAX_LAYERS 64
-typedef struct sim_numeric_opts {
-  int enabled;
-  int num_layers;
-  int layers[SIM_MAX_LAYERS]; /* ascending, each below the model's num_layers */
-} sim_numeric_opts;
 
 /* One rank's plan of one step, as the process that derived it reports it. */
 enum {

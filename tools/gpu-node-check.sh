@@ -3,7 +3,8 @@
 #
 # Builds the cplab tarball of a bundle made by tools/gpu-bundle.sh against the
 # bundled libraries, runs `make check` (the GPU tests run for real there) and
-# copies the logs to $OUT (or BUNDLE_DIR/logs). Exit status: make check's.
+# copies the logs to $OUT (or BUNDLE_DIR/logs), then runs the executor's
+# agreement suite (tools/gpu-exec-suite.sh). Exit status: the first failure's.
 set -u
 bundle=$(cd "${1:?bundle directory}" && pwd); shift
 sys="$bundle/sysroot"
@@ -26,8 +27,13 @@ status=0
 [ $status -eq 0 ] && { make -j16 >"$out/build.log" 2>&1 || status=$?; }
 [ $status -eq 0 ] && { make -j16 check >"$out/check.log" 2>&1 || status=$?; }
 cp test-suite.log "$out/" 2>/dev/null
-for log in tests/gpu/*.log tests/mpi/*.log; do [ -f "$log" ] && cp "$log" "$out/"; done
+for log in tests/gpu/*.log tests/mpi/*.log tests/exec/*.log; do [ -f "$log" ] && cp "$log" "$out/"; done
 tail -20 "$out/configure.log"
 grep -E '^(PASS|FAIL|SKIP|ERROR|XFAIL|XPASS)' "$out/check.log" 2>/dev/null | sort | uniq -c | sort -rn | head -5
 sh build-aux/test-summary.sh test-suite.log 2>/dev/null
+# The executor's agreement suite on generated scenarios (CPLAB_GENERATED, default 50; 0 skips it).
+if [ $status -eq 0 ] && [ -x ./cplab-exec ] && [ "${CPLAB_GENERATED:-50}" -gt 0 ]; then
+  sh tools/gpu-exec-suite.sh "$out" "${CPLAB_GENERATED:-50}" >"$out/exec-suite.log" 2>&1 || status=$?
+  tail -8 "$out/exec-suite.md" 2>/dev/null
+fi
 exit $status

@@ -1,0 +1,42 @@
+/* exec/exec.h: the executor's parts (main.c drives them).
+ *   consensus.c  plan digests exchanged before each step (no GPU needed)
+ *   single.c     the single-device backend: every logical rank of the layout
+ *                in one process on one GPU, each with its own caches and
+ *                buffers; collectives are device copies in rank order
+ *
+ * What runs on the device per step and layer (numeric.h describes the same
+ * computation in the simulator, which the traces are diffed against):
+ * poison both caches of every rank, write every rank's owned context tokens
+ * through its slots (generation kernel), gather each prefill chunk's
+ * workspace rank-major from the peers' caches (gather + upconvert), then for
+ * each sampled row: gather its request's keys in logical order, indexer
+ * logits, top-k, conversion (the device kernel for layouts with vLLM's rule,
+ * the layout's own op otherwise), and sparse MLA attention (prefill over the
+ * workspace; decode per DCP peer over its cache, then the LSE combine). */
+#ifndef CPLAB_EXEC_H
+#define CPLAB_EXEC_H
+
+#include "cplab/error.h"
+#include "cplab/plan.h"
+#include "cplab/ranks.h"
+#include "cplab/trace.h"
+#include "numeric.h"
+
+typedef struct exec_single exec_single;
+
+/* Device state for a run of the scenario's steps (caches sized for the
+ * largest step's block table). */
+int exec_single_alloc(const cplab_scenario *s, const cplab_layout *layout, const cplab_rank_table *t, exec_single **out,
+                      cplab_diag *d);
+void exec_single_free(exec_single *x);
+
+/* Run one layer of one step on every rank: plans[world] derived from in;
+ * out[world] receives what each rank computed (free with
+ * sim_numeric_layer_free). */
+int exec_single_layer(exec_single *x, const cplab_step_input *in, cplab_rank_plan *const *plans, int layer,
+                      int64_t sampled_rows, sim_numeric_layer *out, cplab_diag *d);
+
+/* The device's name and the CUDA versions, for the trace's provenance. */
+int exec_device_describe(char *device, size_t dlen, char *cuda, size_t clen, cplab_diag *d);
+
+#endif

@@ -1,0 +1,15 @@
+# exec/: cplab-exec, the executor (exec.h). Plan consensus (consensus.c) needs
+# only MPI; the single-device backend (single.c) needs the CUDA kernels, so
+# the program is built where CUDA is.
+EXTRA_DIST += %reldir%/exec.h %reldir%/consensus.h %reldir%/consensus.c %reldir%/single.c %reldir%/main.c
+
+if HAVE_CUDA
+bin_PROGRAMS += cplab-exec
+cplab_exec_SOURCES = %reldir%/main.c %reldir%/exec.h %reldir%/consensus.c %reldir%/consensus.h %reldir%/single.c \
+	sim/numeric_trace.c
+cplab_exec_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim -I$(top_srcdir)/kernels
+cplab_exec_LDADD = libcplab_sim.la libcplab_trace.la $(CPLAB_CORE_LIBS) $(HDF5_LIBS) $(MPI_LIBS) $(CPLAB_KERNEL_LIBS)
+endif
+
+TESTS += tests/exec/exec_consensus.sh tests/exec/exec_agree.sh
+EXTRA_DIST += tests/exec/exec_consensus.sh tests/exec/exec_agree.sh

@@ -1,0 +1,262 @@
+// Sparse MLA attention (prefill over a bf16 workspace, decode over the fp8
+// cache): one kernel body, two row loaders. Contracts in cplab_kernels.h.
+//
+// A block takes one query row and a group of ATT_HG heads, and walks the
+// row's k indices in tiles of ATT_TK = 32 (one per lane) with an online
+// softmax in fp32:
+//   1. the tile's indices -> shared; a tile with no valid index is skipped
+//      (it would multiply by 1 and add 0: skipping changes no bit);
+//   2. the 32 rows -> shared as bf16 (invalid rows zero, so 0 · v stays 0);
+//   3. scores: warp w owns heads 2w and 2w+1, lane j row j: the lane's dot
+//      products over 576 columns read its row (rows padded to 289 words:
+//      lanes hit distinct banks) and the heads' q (one address: broadcast);
+//      then per head a warp max and sum update (m, l) and leave p and the
+//      correction factor in shared memory;
+//   4. output: thread t owns columns 2t, 2t+1 of all the group's heads and
+//      accumulates p · v over the tile's rows.
+// Rows are dequantised by the decode loader with the gather's own function,
+// so decode and prefill over the same rows run identical arithmetic.
+#include <cuda_runtime.h>
+
+#include <math.h>
+
+#include "check.cuh"
+#include "cplab_kernels.h"
+#include "kformat.cuh"
+
+#define ATT_HG 16                            // heads per block
+#define ATT_TK 32                            // indices per tile: one per lane
+#define ATT_THREADS 256                      // 8 warps, 2 heads each; 2 output columns per thread
+#define ATT_QW (CPLAB_MLA_ROW_DIM / 2)       // 288 words (bf16 pairs) per row
+#define ATT_KW (ATT_QW + 1)                  // padded row stride in shared memory
+#define ATT_VW (CPLAB_MLA_NOPE_DIM / 2)      // 256 value words: one per thread
+
+struct att_smem {
+  uint32_t q[ATT_HG * ATT_QW];
+  uint32_t kv[ATT_TK * ATT_KW];
+  float p[ATT_HG * ATT_TK];
+  float corr[ATT_HG];
+  float m[ATT_HG], l[ATT_HG];
+  int64_t idx[ATT_TK];
+};
+
+// Prefill rows: bf16 workspace rows, 72 16-byte chunks each.
+struct ws_loader {
+  const uint16_t *ws;
+  int64_t rows;
+  __device__ bool valid(int64_t i) const { return i >= 0 && i < rows; }
+  __device__ void load(att_smem *s) const {
+    const int chunks = CPLAB_MLA_ROW_DIM * 2 / 16;
+    for (int c = threadIdx.x; c < ATT_TK * chunks; c += blockDim.x) {
+      int j = c / chunks, part = c % chunks;
+      int64_t i = s->idx[j];
+      uint4 v = i >= 0 ? ((const uint4 *)(ws + i * CPLAB_MLA_ROW_DIM))[part] : make_uint4(0, 0, 0, 0);
+      uint32_t *dst = s->kv + j * ATT_KW + 4 * part;
+      dst[0] = v.x;
+      dst[1] = v.y;
+      dst[2] = v.z;
+      dst[3] = v.w;
+    }
+  }
+};
+
+// Decode rows: 656-byte entries, 128 latent words (dequantised, 4 values
+// each) and 32 RoPE words (copied) per row.
+struct cache_loader {
+  const uint8_t *cache;
+  int64_t slots;
+  __device__ bool valid(int64_t i) const { return i >= 0 && i < slots; }
+  __device__ void load(att_smem *s) const {
+    const int nope_words = CPLAB_MLA_NOPE_DIM / 4, items = nope_words + CPLAB_MLA_ROPE_DIM / 2;
+    for (int c = threadIdx.x; c < ATT_TK * items; c += blockDim.x) {
+      int j = c / items, w = c % items;
+      int64_t i = s->idx[j];
+      uint32_t *row = s->kv + j * ATT_KW;
+      if (i < 0) {
+        if (w < nope_words) row[2 * w] = row[2 * w + 1] = 0;
+        else row[ATT_VW + (w - nope_words)] = 0;
+        continue;
+      }
+      const uint8_t *entry = cache + i * CPLAB_MLA_ENTRY_BYTES;
+      if (w < nope_words) {
+        float scale = ((const float *)(entry + CPLAB_MLA_SCALE_OFFSET))[w / 32];
+        uint2 b = kf_dequant4_bf16(((const uint32_t *)(entry + CPLAB_MLA_NOPE_OFFSET))[w], scale);
+        row[2 * w] = b.x;
+        row[2 * w + 1] = b.y;
+      } else {
+        row[ATT_VW + (w - nope_words)] = ((const uint32_t *)(entry + CPLAB_MLA_ROPE_OFFSET))[w - nope_words];
+      }
+    }
+  }
+};
+
+static __device__ __forceinline__ float att_lo(uint32_t w) { return kf_bf16_to_f32(w & 0xFFFFu); }
+static __device__ __forceinline__ float att_hi(uint32_t w) { return kf_bf16_to_f32(w >> 16); }
+
+static __device__ __forceinline__ float att_warp_max(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xFFFFFFFFu, v, o));
+  return v;
+}
+
+static __device__ __forceinline__ float att_warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, o);
+  return v;
+}
+
+// Running softmax state of one head, replicated in the lanes of its warp.
+struct att_head {
+  float m, l;
+};
+
+// Fold the tile's scores s (lane = row; -inf for invalid rows) into head h's
+// state; leave p and the correction factor in shared memory.
+static __device__ void att_softmax(att_smem *s, int h, float score, att_head *st) {
+  int lane = threadIdx.x % 32;
+  float m_new = fmaxf(st->m, att_warp_max(score));
+  float corr = 1.0f, p = 0.0f;
+  if (m_new != -INFINITY) { // else nothing valid yet: keep the zero state
+    corr = expf(st->m - m_new); // 0 when st->m is -inf
+    p = expf(score - m_new);    // 0 for invalid rows
+  }
+  st->l = st->l * corr + att_warp_sum(p);
+  st->m = m_new;
+  s->p[h * ATT_TK + lane] = p;
+  if (lane == 0) s->corr[h] = corr;
+}
+
+// Step 3 for warp w: heads 2w, 2w+1 against row `lane` of the tile.
+static __device__ void att_scores(att_smem *s, float scale, att_head *a, att_head *b) {
+  int lane = threadIdx.x % 32, ha = 2 * (threadIdx.x / 32), hb = ha + 1;
+  const uint32_t *k = s->kv + lane * ATT_KW, *qa = s->q + ha * ATT_QW, *qb = s->q + hb * ATT_QW;
+  float da = 0.0f, db = 0.0f;
+#pragma unroll 8
+  for (int c = 0; c < ATT_QW; c++) {
+    uint32_t kw = k[c], wa = qa[c], wb = qb[c];
+    float k0 = att_lo(kw), k1 = att_hi(kw);
+    da = fmaf(att_lo(wa), k0, da);
+    da = fmaf(att_hi(wa), k1, da);
+    db = fmaf(att_lo(wb), k0, db);
+    db = fmaf(att_hi(wb), k1, db);
+  }
+  bool valid = s->idx[lane] >= 0;
+  att_softmax(s, ha, valid ? scale * da : -INFINITY, a);
+  att_softmax(s, hb, valid ? scale * db : -INFINITY, b);
+}
+
+// Step 4 for thread t: columns 2t, 2t+1 of every head of the group.
+static __device__ void att_accumulate(const att_smem *s, float acc[ATT_HG][2]) {
+  int t = threadIdx.x;
+#pragma unroll
+  for (int h = 0; h < ATT_HG; h++) {
+    acc[h][0] *= s->corr[h];
+    acc[h][1] *= s->corr[h];
+  }
+  for (int j = 0; j < ATT_TK; j++) {
+    uint32_t vw = s->kv[j * ATT_KW + t];
+    float v0 = att_lo(vw), v1 = att_hi(vw);
+#pragma unroll
+    for (int h = 0; h < ATT_HG; h++) {
+      float p = s->p[h * ATT_TK + j];
+      acc[h][0] = fmaf(p, v0, acc[h][0]);
+      acc[h][1] = fmaf(p, v1, acc[h][1]);
+    }
+  }
+}
+
+static __device__ void att_load_q(att_smem *s, const uint16_t *q, int64_t row, int heads, int h0, int nh) {
+  const uint32_t *src = (const uint32_t *)(q + (row * heads + h0) * CPLAB_MLA_ROW_DIM);
+  for (int i = threadIdx.x; i < ATT_HG * ATT_QW; i += blockDim.x) s->q[i] = i / ATT_QW < nh ? src[i] : 0u;
+}
+
+// Final normalisation: out = acc / l, lse = m + log(l); l == 0 (no valid
+// index): out 0, lse -inf.
+static __device__ void att_store(const att_smem *s, float acc[ATT_HG][2], int64_t row, int heads, int h0, int nh,
+                                 float *out, float *lse) {
+  int t = threadIdx.x;
+#pragma unroll
+  for (int h = 0; h < ATT_HG; h++) {
+    if (h >= nh) break;
+    float l = s->l[h];
+    float2 o = l > 0.0f ? make_float2(acc[h][0] / l, acc[h][1] / l) : make_float2(0.0f, 0.0f);
+    ((float2 *)(out + (row * heads + h0 + h) * CPLAB_MLA_NOPE_DIM))[t] = o;
+  }
+  if (t < nh) lse[row * heads + h0 + t] = s->l[t] > 0.0f ? s->m[t] + logf(s->l[t]) : -INFINITY;
+}
+
+template <typename Loader>
+__global__ void __launch_bounds__(ATT_THREADS)
+    att_kernel(const uint16_t *q, int heads, Loader loader, const int32_t *idx, int k, float scale, float *out,
+               float *lse) {
+  extern __shared__ uint4 att_raw[];
+  att_smem *s = (att_smem *)att_raw;
+  int64_t row = blockIdx.x;
+  int h0 = blockIdx.y * ATT_HG, nh = min(ATT_HG, heads - h0);
+  att_load_q(s, q, row, heads, h0, nh);
+  att_head a = {-INFINITY, 0.0f}, b = {-INFINITY, 0.0f};
+  float acc[ATT_HG][2];
+#pragma unroll
+  for (int h = 0; h < ATT_HG; h++) acc[h][0] = acc[h][1] = 0.0f;
+  for (int t0 = 0; t0 < k; t0 += ATT_TK) {
+    __syncthreads(); // the previous tile is consumed (and q is loaded)
+    bool valid = false;
+    if (threadIdx.x < ATT_TK) {
+      int e = t0 + (int)threadIdx.x;
+      int64_t i = e < k ? (int64_t)idx[row * k + e] : -1;
+      valid = loader.valid(i);
+      s->idx[threadIdx.x] = valid ? i : -1;
+    }
+    if (!__syncthreads_or(valid)) continue;
+    loader.load(s);
+    __syncthreads();
+    att_scores(s, scale, &a, &b);
+    __syncthreads();
+    att_accumulate(s, acc);
+  }
+  int lane = threadIdx.x % 32, ha = 2 * (threadIdx.x / 32);
+  if (lane == 0) {
+    s->m[ha] = a.m;
+    s->l[ha] = a.l;
+    s->m[ha + 1] = b.m;
+    s->l[ha + 1] = b.l;
+  }
+  __syncthreads();
+  att_store(s, acc, row, heads, h0, nh, out, lse);
+}
+
+template <typename Loader>
+static int att_launch(const uint16_t *q, int64_t m, int heads, Loader loader, const int32_t *idx, int k, float scale,
+                      float *out, float *lse, void *stream, cplab_diag *d, const char *name) {
+  KCHECK_ARG(d, m >= 0 && heads >= 0 && k >= 0, "%s: negative size (m %lld, heads %d, k %d)", name, (long long)m,
+             heads, k);
+  if (m == 0 || heads == 0) return 0;
+  KCHECK_ARG(d, q && out && lse && (idx || k == 0), "%s: NULL argument", name);
+  KCHECK_ARG(d, kaligned(q, 4) && kaligned(out, 8), "%s: q must be 4-byte and out 8-byte aligned", name);
+  KCHECK_ARG(d, m <= KGRID_MAX_X && (heads + ATT_HG - 1) / ATT_HG <= 65535, "%s: %lld rows x %d heads exceed the grid",
+             name, (long long)m, heads);
+  size_t smem = sizeof(att_smem);
+  int rc = kset_smem(d, att_kernel<Loader>, smem, name);
+  if (rc) return rc;
+  dim3 grid((unsigned)m, (unsigned)((heads + ATT_HG - 1) / ATT_HG));
+  att_kernel<Loader><<<grid, ATT_THREADS, smem, kstream(stream)>>>(q, heads, loader, idx, k, scale, out, lse);
+  return kcheck_launch(d, name);
+}
+
+extern "C" int cplab_sparse_mla_prefill(const uint16_t *q, int64_t m, int heads, const uint16_t *workspace,
+                                        int64_t rows, const int32_t *idx, int k, float scale, float *out, float *lse,
+                                        void *stream, cplab_diag *d) {
+  KCHECK_ARG(d, rows >= 0 && (workspace || rows == 0), "cplab_sparse_mla_prefill: bad workspace (%lld rows)",
+             (long long)rows);
+  KCHECK_ARG(d, kaligned(workspace, 16), "cplab_sparse_mla_prefill: workspace must be 16-byte aligned");
+  ws_loader loader = {workspace, rows};
+  return att_launch(q, m, heads, loader, idx, k, scale, out, lse, stream, d, "cplab_sparse_mla_prefill");
+}
+
+extern "C" int cplab_sparse_mla_decode(const uint16_t *q, int64_t m, int heads, const uint8_t *kv_cache,
+                                       int64_t num_slots, const int32_t *slot, int k, float scale, float *out,
+                                       float *lse, void *stream, cplab_diag *d) {
+  KCHECK_ARG(d, num_slots >= 0 && (kv_cache || num_slots == 0), "cplab_sparse_mla_decode: bad cache (%lld slots)",
+             (long long)num_slots);
+  KCHECK_ARG(d, kaligned(kv_cache, 4), "cplab_sparse_mla_decode: kv_cache must be 4-byte aligned");
+  cache_loader loader = {kv_cache, num_slots};
+  return att_launch(q, m, heads, loader, slot, k, scale, out, lse, stream, d, "cplab_sparse_mla_decode");
+}

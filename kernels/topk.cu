@@ -1,0 +1,134 @@
+// Per-row top-k (reference §6.3) by exact radix select, then a bitonic sort
+// of the k winners. Contract in cplab_kernels.h.
+//
+// Each candidate is one 64-bit key: the high word is the logit's bits made
+// order-preserving as an unsigned integer, the low word 0xFFFFFFFF - index.
+// Keys are distinct (indices are), and "larger key" is exactly "higher logit,
+// then lower index": sim_indexer_topk's order. Selecting the k largest keys
+// therefore needs no tie handling: an MSB-first radix select (8 bits per
+// pass, one shared histogram) finds the k-th largest key T, and the winners
+// are exactly the keys >= T. It stops early when the digit's bin holds
+// exactly the keys still needed.
+#include <cuda_runtime.h>
+
+#include <math.h>
+
+#include "check.cuh"
+#include "cplab_kernels.h"
+
+#define TOPK_THREADS 1024
+#define TOPK_BINS 256
+
+// Order-preserving map of float bits to unsigned (-0 is first made +0, so
+// that equal logits compare equal and fall to the index rule).
+static __device__ __forceinline__ uint32_t topk_ord(float f) {
+  uint32_t b = f == 0.0f ? 0u : __float_as_uint(f);
+  return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+
+static __device__ __forceinline__ float topk_unord(uint32_t o) {
+  return __uint_as_float((o & 0x80000000u) ? (o & 0x7FFFFFFFu) : ~o);
+}
+
+static __device__ __forceinline__ uint64_t topk_key(float f, uint32_t rel) {
+  return ((uint64_t)topk_ord(f) << 32) | (uint64_t)(0xFFFFFFFFu - rel);
+}
+
+struct topk_state {
+  unsigned hist[TOPK_BINS];
+  uint64_t prefix, mask; // the digits chosen so far, and where they are
+  unsigned need;         // keys still to take among those matching prefix
+  int done;
+  unsigned count;
+};
+
+// One radix pass over the digit at `shift`: histogram of the keys that match
+// the prefix, then (thread 0) the bin holding the need-th largest.
+static __device__ void topk_pass(const float *row, int64_t lo, int64_t hi, int64_t base, int shift, topk_state *st) {
+  for (int b = threadIdx.x; b < TOPK_BINS; b += blockDim.x) st->hist[b] = 0;
+  __syncthreads();
+  uint64_t prefix = st->prefix, mask = st->mask;
+  for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+    uint64_t key = topk_key(row[i], (uint32_t)(i - base));
+    if ((key & mask) == prefix) atomicAdd(&st->hist[(key >> shift) & (TOPK_BINS - 1)], 1u);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned above = 0;
+    int b = TOPK_BINS - 1;
+    while (above + st->hist[b] < st->need) above += st->hist[b--]; // need <= keys matching: b stays >= 0
+    st->need -= above;
+    st->prefix |= (uint64_t)b << shift;
+    st->mask |= (uint64_t)(TOPK_BINS - 1) << shift;
+    st->done = st->hist[b] == st->need; // every key in this bin is a winner
+  }
+  __syncthreads();
+}
+
+// In-place bitonic sort of buf[0 .. P), P a power of two, descending.
+static __device__ void topk_sort_desc(uint64_t *buf, int P) {
+  for (int size = 2; size <= P; size <<= 1)
+    for (int stride = size / 2; stride > 0; stride >>= 1) {
+      for (int t = threadIdx.x; t < P / 2; t += blockDim.x) {
+        int i = 2 * stride * (t / stride) + t % stride, j = i + stride;
+        bool desc = (i & size) == 0;
+        uint64_t a = buf[i], b = buf[j];
+        if (desc ? a < b : a > b) {
+          buf[i] = b;
+          buf[j] = a;
+        }
+      }
+      __syncthreads();
+    }
+}
+
+__global__ void __launch_bounds__(TOPK_THREADS)
+    topk_kernel(const float *logits, int64_t n, const int32_t *ks, const int32_t *ke, int k, int32_t *idx,
+                float *score) {
+  __shared__ uint64_t buf[CPLAB_TOPK_MAX];
+  __shared__ topk_state st;
+  int64_t r = blockIdx.x;
+  const float *row = logits + r * n;
+  int64_t base = ks[r];
+  int64_t lo = min(max(base, (int64_t)0), n), hi = min(max((int64_t)ke[r], lo), n);
+  int64_t avail = hi - lo;
+  int take = (int)min(avail, (int64_t)k);
+  if (threadIdx.x == 0) {
+    st.prefix = 0;
+    st.mask = 0;
+    st.need = (unsigned)take;
+    st.done = avail <= k; // everything in range is a winner: T = 0 (every key is > 0)
+    st.count = 0;
+  }
+  __syncthreads();
+  for (int shift = 56; shift >= 0 && !st.done; shift -= 8) topk_pass(row, lo, hi, base, shift, &st);
+  uint64_t T = st.prefix; // the winners are the keys >= T: exactly `take` of them
+  for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+    uint64_t key = topk_key(row[i], (uint32_t)(i - base));
+    if (key >= T) buf[atomicAdd(&st.count, 1u)] = key;
+  }
+  int P = 1;
+  while (P < take) P <<= 1;
+  __syncthreads();
+  for (int i = take + threadIdx.x; i < P; i += blockDim.x) buf[i] = 0; // below every real key
+  __syncthreads();
+  topk_sort_desc(buf, P);
+  for (int j = threadIdx.x; j < k; j += blockDim.x) {
+    bool real = j < take;
+    uint64_t key = real ? buf[j] : 0;
+    idx[r * k + j] = real ? (int32_t)(0xFFFFFFFFu - (uint32_t)key) : -1;
+    if (score) score[r * k + j] = real ? topk_unord((uint32_t)(key >> 32)) : -INFINITY;
+  }
+}
+
+extern "C" int cplab_topk(const float *logits, int64_t m, int64_t n, const int32_t *ks, const int32_t *ke, int k,
+                          int32_t *idx, float *score, void *stream, cplab_diag *d) {
+  KCHECK_ARG(d, m >= 0 && n >= 0, "cplab_topk: negative size (m %lld, n %lld)", (long long)m, (long long)n);
+  KCHECK_ARG(d, k >= 1 && k <= CPLAB_TOPK_MAX, "cplab_topk: k must be 1..%d, got %d", CPLAB_TOPK_MAX, k);
+  KCHECK_ARG(d, n <= INT32_MAX, "cplab_topk: %lld columns exceed int32 indices", (long long)n);
+  if (m == 0) return 0;
+  KCHECK_ARG(d, (logits || n == 0) && ks && ke && idx, "cplab_topk: NULL argument");
+  KCHECK_ARG(d, m <= KGRID_MAX_X, "cplab_topk: %lld rows too many", (long long)m);
+  topk_kernel<<<(unsigned)m, TOPK_THREADS, 0, kstream(stream)>>>(logits, n, ks, ke, k, idx, score);
+  return kcheck_launch(d, "topk_kernel");
+}

@@ -1,0 +1,5 @@
+#!/bin/sh
+# Kernel test: indexer logits and top-k (tests/gpu/test_gpu_indexer.c).
+# Skips (77) when this build has no CUDA; the program skips without a GPU.
+if [ "$HAVE_CUDA" != yes ]; then echo "SKIP: built without CUDA"; exit 77; fi
+exec "$top_builddir/tests/gpu/test_gpu_indexer"

@@ -1,0 +1,402 @@
+/* GPU test: sparse MLA attention and the DCP combine against sim/reference.h.
+ *   - prefill (cplab_sparse_mla_prefill) over a workspace gathered from
+ *     generated cache entries, queries from cplab_gen_mla_query: GLM-5-like
+ *     (64 heads, k = 2048) and small (20 heads: a partial head group,
+ *     k = 64, duplicates), rows with -1, out-of-range and all -1 (empty)
+ *     indices: out within 2e-3 relative (L2 norm per row and head) of
+ *     sim_attention, lse within 2e-3 absolute, empty rows lse -inf / out 0;
+ *   - decode (cplab_sparse_mla_decode) over the fp8 cache with -1 slots and
+ *     empty rows: the same tolerance, and bit-identical to the prefill kernel
+ *     over the gathered rows of the same slots;
+ *   - combine (cplab_lse_combine): within 1e-6 (relative to max(1, |x|)) of
+ *     sim_lse_combine, incl. NaN / +inf / -inf lse and NaN outputs of empty
+ *     shards; and decode split over DCP shards + combine equal to the
+ *     unsplit decode (1e-5 relative). */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cplab/kvformat.h"
+#include "kt.h"
+#include "reference.h"
+
+#define SEED UINT64_C(77)
+#define LAYER 3
+#define DQK CPLAB_MLA_ROW_DIM
+#define DV CPLAB_MLA_NOPE_DIM
+
+/* A cache of num_slots entries; slots [0, filled) hold the tokens
+ * (request 2, position = slot); the rest keep poison bytes. Returns the
+ * device cache and the device workspace gathered from it (row s = slot s). */
+typedef struct kvset {
+  int64_t num_slots, filled;
+  uint8_t *d_cache;
+  uint16_t *d_ws; /* [num_slots][576] */
+  uint16_t *ws;   /* host copy */
+} kvset;
+
+static void make_kvset(int64_t num_slots, int64_t filled, kvset *s) {
+  cplab_diag *d = kt_diag();
+  s->num_slots = num_slots;
+  s->filled = filled;
+  int32_t *req = kt_host((size_t)filled * 4), *pos = kt_host((size_t)filled * 4);
+  int64_t *slot = kt_host((size_t)num_slots * 8);
+  for (int64_t i = 0; i < num_slots; i++) slot[i] = i;
+  for (int64_t i = 0; i < filled; i++) {
+    req[i] = 2;
+    pos[i] = (int32_t)i;
+  }
+  int32_t *d_req = kt_dev_from(req, (size_t)filled * 4), *d_pos = kt_dev_from(pos, (size_t)filled * 4);
+  int64_t *d_slot = kt_dev_from(slot, (size_t)num_slots * 8);
+  s->d_cache = kt_dev((size_t)num_slots * CPLAB_MLA_ENTRY_BYTES);
+  s->d_ws = kt_dev((size_t)num_slots * DQK * 2);
+  kt_ok(cplab_poison_bytes(s->d_cache, (size_t)num_slots * CPLAB_MLA_ENTRY_BYTES, 0x7F, NULL, d), "cplab_poison_bytes");
+  kt_ok(cplab_gen_cache(SEED, LAYER, d_req, d_pos, d_slot, filled, s->d_cache, NULL, num_slots, NULL, d),
+        "cplab_gen_cache");
+  kt_ok(cplab_gather_mla(s->d_cache, num_slots, d_slot, num_slots, s->d_ws, NULL, d), "cplab_gather_mla");
+  kt_sync();
+  s->ws = kt_host((size_t)num_slots * DQK * 2);
+  kt_down(s->ws, s->d_ws, (size_t)num_slots * DQK * 2);
+  free(req);
+  free(pos);
+  free(slot);
+  kt_free(d_req);
+  kt_free(d_pos);
+  kt_free(d_slot);
+}
+
+static void free_kvset(kvset *s) {
+  kt_free(s->d_cache);
+  kt_free(s->d_ws);
+  free(s->ws);
+}
+
+/* An attention case: m query rows of `heads` heads over k indices each. */
+typedef struct att_case {
+  const char *name;
+  int64_t m;
+  int heads, k;
+  int32_t *idx;      /* [m][k] */
+  uint16_t *q;       /* host copy of the generated queries */
+  uint16_t *d_q;
+  int32_t *d_idx;
+} att_case;
+
+/* Index rows by kind: 0 distinct random valid rows; 1 valid then a -1 tail;
+ * 2 all -1 (empty); 3 random with -1, out-of-range and duplicates. */
+static void fill_indices(uint64_t *rng, int kind, int k, int64_t valid_rows, int64_t all_rows, int32_t *row) {
+  if (kind == 0) {
+    int64_t stride = valid_rows / k;
+    for (int j = 0; j < k; j++) row[j] = (int32_t)(j * stride + kt_int(rng, 0, stride - 1)); /* distinct */
+    for (int j = k - 1; j > 0; j--) {
+      int64_t i = kt_int(rng, 0, j);
+      int32_t x = row[j];
+      row[j] = row[i];
+      row[i] = x;
+    }
+    return;
+  }
+  for (int j = 0; j < k; j++) {
+    if (kind == 1) row[j] = j < k * 3 / 4 ? (int32_t)kt_int(rng, 0, valid_rows - 1) : -1;
+    else if (kind == 2) row[j] = -1;
+    else {
+      int64_t u = kt_int(rng, 0, 9);
+      row[j] = u == 0 ? -1 : u == 1 ? (int32_t)kt_int(rng, all_rows, all_rows + 50) : (int32_t)kt_int(rng, 0, valid_rows - 1);
+    }
+  }
+}
+
+static void make_case(uint64_t *rng, att_case *c, const int *kinds, int64_t valid_rows, int64_t all_rows) {
+  int32_t *req = kt_host((size_t)c->m * 4), *pos = kt_host((size_t)c->m * 4);
+  c->idx = kt_host((size_t)c->m * c->k * 4);
+  for (int64_t i = 0; i < c->m; i++) {
+    req[i] = 2;
+    pos[i] = (int32_t)(valid_rows + i);
+    fill_indices(rng, kinds[i], c->k, valid_rows, all_rows, c->idx + i * c->k);
+  }
+  size_t qn = (size_t)c->m * c->heads * DQK;
+  int32_t *d_req = kt_dev_from(req, (size_t)c->m * 4), *d_pos = kt_dev_from(pos, (size_t)c->m * 4);
+  c->d_q = kt_dev(qn * 2);
+  kt_ok(cplab_gen_mla_query(SEED, LAYER, d_req, d_pos, c->m, 0, c->heads, c->d_q, NULL, kt_diag()),
+        "cplab_gen_mla_query");
+  kt_sync();
+  c->q = kt_host(qn * 2);
+  kt_down(c->q, c->d_q, qn * 2);
+  c->d_idx = kt_dev_from(c->idx, (size_t)c->m * c->k * 4);
+  free(req);
+  free(pos);
+  kt_free(d_req);
+  kt_free(d_pos);
+}
+
+static void free_case(att_case *c) {
+  free(c->idx);
+  free(c->q);
+  kt_free(c->d_q);
+  kt_free(c->d_idx);
+}
+
+typedef struct att_result {
+  float *out, *lse; /* host */
+} att_result;
+
+static void run_prefill(const att_case *c, const kvset *s, float scale, att_result *r) {
+  size_t no = (size_t)c->m * c->heads * DV, nl = (size_t)c->m * c->heads;
+  float *d_out = kt_dev(no * 4), *d_lse = kt_dev(nl * 4);
+  kt_ok(cplab_sparse_mla_prefill(c->d_q, c->m, c->heads, s->d_ws, s->num_slots, c->d_idx, c->k, scale, d_out, d_lse,
+                                 NULL, kt_diag()),
+        "cplab_sparse_mla_prefill");
+  kt_sync();
+  r->out = kt_host(no * 4);
+  r->lse = kt_host(nl * 4);
+  kt_down(r->out, d_out, no * 4);
+  kt_down(r->lse, d_lse, nl * 4);
+  kt_free(d_out);
+  kt_free(d_lse);
+}
+
+static void run_decode(const att_case *c, const kvset *s, const int32_t *d_slots, float scale, float *d_out,
+                       float *d_lse) {
+  kt_ok(cplab_sparse_mla_decode(c->d_q, c->m, c->heads, s->d_cache, s->num_slots, d_slots, c->k, scale, d_out, d_lse,
+                                NULL, kt_diag()),
+        "cplab_sparse_mla_decode");
+}
+
+static void download_result(const att_case *c, const float *d_out, const float *d_lse, att_result *r) {
+  size_t no = (size_t)c->m * c->heads * DV, nl = (size_t)c->m * c->heads;
+  kt_sync();
+  r->out = kt_host(no * 4);
+  r->lse = kt_host(nl * 4);
+  kt_down(r->out, d_out, no * 4);
+  kt_down(r->lse, d_lse, nl * 4);
+}
+
+static void free_result(att_result *r) {
+  free(r->out);
+  free(r->lse);
+}
+
+/* Compare with sim_attention over the valid indices of each row (valid:
+ * 0 <= i < the valid range of the kernel, rows). */
+static void check_reference(const att_case *c, const kvset *s, int64_t rows, float scale, const att_result *r,
+                            const char *what) {
+  double worst = 0, worst_lse = 0;
+  int empty = 0, empty_bad = 0;
+  double *q = kt_host((size_t)c->heads * DQK * 8), *kv = kt_host((size_t)c->k * DQK * 8);
+  double *out = kt_host((size_t)c->heads * DV * 8), *lse = kt_host((size_t)c->heads * 8);
+  for (int64_t i = 0; i < c->m; i++) {
+    for (size_t e = 0; e < (size_t)c->heads * DQK; e++) q[e] = kt_bf16(c->q[(size_t)i * c->heads * DQK + e]);
+    size_t n = 0;
+    for (int j = 0; j < c->k; j++) {
+      int32_t x = c->idx[i * c->k + j];
+      if (x < 0 || x >= rows) continue;
+      for (int e = 0; e < DQK; e++) kv[n * DQK + e] = kt_bf16(s->ws[(size_t)x * DQK + e]);
+      n++;
+    }
+    sim_attention(q, c->heads, kv, n, scale, out, lse);
+    for (int h = 0; h < c->heads; h++) {
+      const float *got = r->out + ((size_t)i * c->heads + h) * DV;
+      float got_lse = r->lse[i * c->heads + h];
+      if (n == 0) {
+        empty++;
+        int ok = got_lse == -INFINITY;
+        for (int e = 0; e < DV; e++) ok &= got[e] == 0.0f;
+        empty_bad += !ok;
+        continue;
+      }
+      double num = 0, den = 0;
+      for (int e = 0; e < DV; e++) {
+        double diff = got[e] - out[(size_t)h * DV + e];
+        num += diff * diff;
+        den += out[(size_t)h * DV + e] * out[(size_t)h * DV + e];
+      }
+      double rel = sqrt(num) / (den > 0 ? sqrt(den) : 1.0), el = fabs(got_lse - lse[h]);
+      if (!(rel <= worst)) worst = rel;
+      if (!(el <= worst_lse)) worst_lse = el;
+    }
+  }
+  kt_check(worst <= 2e-3 && worst_lse <= 2e-3 && empty_bad == 0,
+           "%s: %" PRId64 " rows x %d heads, k %d: max relative L2 error of out %.3g, max |lse error| %.3g "
+           "(<= 2e-3); %d empty (row, head) pairs lse -inf / out 0 (%d wrong)",
+           what, c->m, c->heads, c->k, worst, worst_lse, empty, empty_bad);
+  free(q);
+  free(kv);
+  free(out);
+  free(lse);
+}
+
+static void prefill_case(uint64_t *rng, const char *name, int64_t m, int heads, int k, const int *kinds, kvset *s,
+                         float scale) {
+  att_case c = {.name = name, .m = m, .heads = heads, .k = k};
+  make_case(rng, &c, kinds, s->filled, s->num_slots);
+  att_result r;
+  run_prefill(&c, s, scale, &r);
+  check_reference(&c, s, s->num_slots, scale, &r, name);
+  free_result(&r);
+  free_case(&c);
+}
+
+/* Decode over slots vs the reference, and vs prefill over the same rows. */
+static void decode_case(uint64_t *rng, const char *name, int64_t m, int heads, int k, const int *kinds, kvset *s,
+                        float scale) {
+  att_case c = {.name = name, .m = m, .heads = heads, .k = k};
+  make_case(rng, &c, kinds, s->filled, s->num_slots);
+  size_t no = (size_t)m * heads * DV, nl = (size_t)m * heads;
+  float *d_out = kt_dev(no * 4), *d_lse = kt_dev(nl * 4);
+  run_decode(&c, s, c.d_idx, scale, d_out, d_lse);
+  att_result dec, pre;
+  download_result(&c, d_out, d_lse, &dec);
+  check_reference(&c, s, s->num_slots, scale, &dec, name);
+  run_prefill(&c, s, scale, &pre);
+  int same = !memcmp(dec.out, pre.out, no * 4) && !memcmp(dec.lse, pre.lse, nl * 4);
+  kt_check(same, "%s: decode over the fp8 cache bit-identical to prefill over the gathered rows (%zu values)", name,
+           no + nl);
+  free_result(&dec);
+  free_result(&pre);
+  kt_free(d_out);
+  kt_free(d_lse);
+  free_case(&c);
+}
+
+/* ---- combine ---- */
+
+static float lse_special(int which) {
+  switch (which) {
+  case 0: return -INFINITY;
+  case 1: return NAN;
+  case 2: return INFINITY;
+  default: return 0;
+  }
+}
+
+static void check_combine(uint64_t *rng, int D, int64_t m, int heads) {
+  size_t mh = (size_t)m * heads;
+  float *lse = kt_host(D * mh * 4), *out = kt_host(D * mh * DV * 4), *final = kt_host(mh * DV * 4);
+  for (int r = 0; r < D; r++)
+    for (size_t g = 0; g < mh; g++) {
+      float l = (float)(kt_unit(rng) * 25.0 - 5.0);
+      int empty = 0;
+      size_t row = g / heads;
+      /* Row kinds: 0 all -inf (empty everywhere), 1 rank 0 -inf, 2 rank 1 NaN,
+       * 3 rank 0 +inf, 4 all but the last -inf, else ordinary. */
+      int special = -1;
+      if (row == 0 || (row == 1 && r == 0) || (row == 4 && r != D - 1)) special = 0;
+      if (row == 2 && r == 1 % D) special = 1;
+      if (row == 3 && r == 0) special = 2;
+      if (special >= 0) {
+        l = lse_special(special);
+        empty = 1;
+      }
+      lse[r * mh + g] = l;
+      for (int e = 0; e < DV; e++)
+        out[(r * mh + g) * DV + e] = empty ? NAN : (float)(kt_unit(rng) * 6.0 - 3.0);
+    }
+  float *d_lse = kt_dev_from(lse, D * mh * 4), *d_out = kt_dev_from(out, D * mh * DV * 4);
+  float *d_final = kt_dev(mh * DV * 4);
+  kt_ok(cplab_lse_combine(d_lse, d_out, D, m, heads, d_final, NULL, kt_diag()), "cplab_lse_combine");
+  kt_sync();
+  kt_down(final, d_final, mh * DV * 4);
+  double *dl = kt_host(D * heads * 8), *dout = kt_host(D * heads * DV * 8), *want = kt_host(heads * DV * 8);
+  double worst = 0;
+  for (int64_t i = 0; i < m; i++) {
+    for (int r = 0; r < D; r++)
+      for (int h = 0; h < heads; h++) {
+        size_t g = (size_t)i * heads + h;
+        dl[r * heads + h] = lse[r * mh + g];
+        for (int e = 0; e < DV; e++) dout[((size_t)r * heads + h) * DV + e] = out[(r * mh + g) * DV + e];
+      }
+    sim_lse_combine(D, heads, dl, dout, want);
+    for (int e = 0; e < heads * DV; e++) {
+      double got = final[(size_t)i * heads * DV + e], w = want[e];
+      double err = fabs(got - w) / (fabs(w) > 1 ? fabs(w) : 1);
+      if (!(err <= worst)) worst = err; /* NaN sticks */
+    }
+  }
+  kt_check(worst <= 1e-6,
+           "lse_combine D %d: %" PRId64 " rows x %d heads (all-empty, NaN, +inf, -inf lse, NaN outputs of empty "
+           "shards) within %.3g of sim_lse_combine (<= 1e-6)",
+           D, m, heads, worst);
+  free(lse);
+  free(out);
+  free(final);
+  free(dl);
+  free(dout);
+  free(want);
+  kt_free(d_lse);
+  kt_free(d_out);
+  kt_free(d_final);
+}
+
+/* Decode split over D DCP shards (slot kept on shard (slot / I) mod D, -1
+ * elsewhere) and combined, against the unsplit decode. */
+static void check_split_decode(uint64_t *rng, kvset *s, float scale) {
+  const int D = 4, I = 1, heads = 16, k = 256;
+  const int64_t m = 4;
+  static const int kinds[] = {0, 1, 3, 2};
+  att_case c = {.name = "split", .m = m, .heads = heads, .k = k};
+  make_case(rng, &c, kinds, s->filled, s->num_slots);
+  /* Row 1 keeps only tokens of shard 0..2 (shard 3 empty for it). */
+  for (int j = 0; j < k; j++)
+    if (c.idx[k + j] >= 0 && (c.idx[k + j] / I) % D == 3) c.idx[k + j] = -1;
+  size_t no = (size_t)m * heads * DV, nl = (size_t)m * heads;
+  int32_t *shard = kt_host((size_t)m * k * 4);
+  int32_t *d_shard = kt_dev((size_t)m * k * 4), *d_full = kt_dev_from(c.idx, (size_t)m * k * 4);
+  float *d_out = kt_dev(D * no * 4), *d_lse = kt_dev(D * nl * 4), *d_final = kt_dev(no * 4);
+  for (int r = 0; r < D; r++) {
+    for (size_t e = 0; e < (size_t)m * k; e++) shard[e] = c.idx[e] >= 0 && (c.idx[e] / I) % D == r ? c.idx[e] : -1;
+    kt_ok(cplab_dev_upload(d_shard, shard, (size_t)m * k * 4, kt_diag()), "cplab_dev_upload");
+    run_decode(&c, s, d_shard, scale, d_out + r * no, d_lse + r * nl);
+    kt_sync(); /* d_shard is reused */
+  }
+  kt_ok(cplab_lse_combine(d_lse, d_out, D, m, heads, d_final, NULL, kt_diag()), "cplab_lse_combine");
+  att_result whole, split = {kt_host(no * 4), NULL};
+  run_decode(&c, s, d_full, scale, d_out, d_lse);
+  download_result(&c, d_out, d_lse, &whole);
+  kt_down(split.out, d_final, no * 4);
+  double worst = 0;
+  for (size_t g = 0; g < nl; g++) {
+    double num = 0, den = 0;
+    for (int e = 0; e < DV; e++) {
+      double a = split.out[g * DV + e], b = whole.out[g * DV + e];
+      num += (a - b) * (a - b);
+      den += b * b;
+    }
+    double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+    if (!(rel <= worst)) worst = rel;
+  }
+  kt_check(worst <= 1e-5, "decode split over %d DCP shards + lse_combine equals the unsplit decode: max relative L2 "
+           "error %.3g (<= 1e-5; one row with an empty shard, one empty row)",
+           D, worst);
+  free(shard);
+  free(split.out);
+  free_result(&whole);
+  kt_free(d_shard);
+  kt_free(d_full);
+  kt_free(d_out);
+  kt_free(d_lse);
+  kt_free(d_final);
+  free_case(&c);
+}
+
+int main(void) {
+  uint64_t rng;
+  kt_begin("test_gpu_attention", &rng);
+  const float scale = (float)(1.0 / sqrt(192.0 + 64.0)); /* GLM-5: qk_nope 192 + rope 64 */
+  kvset big, small;
+  make_kvset(6000, 5000, &big);  /* slots 5000..5999: poison, never valid */
+  make_kvset(400, 300, &small);
+  static const int glm_kinds[] = {0, 1, 2, 3};
+  static const int small_kinds[] = {3, 0, 2, 1, 3};
+  prefill_case(&rng, "prefill GLM-5-like", 4, 64, 2048, glm_kinds, &big, scale);
+  prefill_case(&rng, "prefill small", 5, 20, 64, small_kinds, &small, scale);
+  decode_case(&rng, "decode GLM-5-like", 4, 64, 2048, glm_kinds, &big, scale);
+  decode_case(&rng, "decode small", 5, 20, 64, small_kinds, &small, scale);
+  check_combine(&rng, 4, 6, 8);
+  check_combine(&rng, 1, 6, 8);
+  check_split_decode(&rng, &big, scale);
+  free_kvset(&big);
+  free_kvset(&small);
+  return kt_end();
+}
