@@ -1,6 +1,8 @@
 /* analysis/diff.h: cplab-diff's parts (diff_main.c drives them).
  *   diff_ranks.c  rank-invariance of one run: every §10.1 invariant over the
  *                 plans the ranks wrote, and the digests that must agree
+ *   diff_numeric.c  rank-invariance of the numeric tensors (replicated rows,
+ *                 conversion, decode combine)
  *   diff_agree.c  agreement of two runs: plans and integer tensors exact,
  *                 floats by policy, top-k sets modulo ties
  *   policy.c      the tolerance policy (analysis/policy.json, overridable)
@@ -54,7 +56,12 @@ void diff_report_add(diff_report *r, const char *fmt, ...) __attribute__((format
 diff_dataset *diff_report_dataset(diff_report *r, const char *name);
 json_t *diff_report_json(const diff_report *r, const char *mode);
 
-int diff_ranks(const char *run, diff_report *r, cplab_diag *d);
+int diff_ranks(const char *run, const diff_policy *pol, diff_report *r, cplab_diag *d);
+/* The numeric tensors of one step of a run (diff_numeric.c): replicated rows,
+ * conversion by the layout, decode combine = single-device attention.
+ * plans[k]->layout must be the run's layout. */
+int diff_ranks_numeric(diff_report *r, cplab_trace *const *ranks, cplab_rank_plan *const *plans,
+                       const cplab_step_input *in, int world, const diff_policy *pol, cplab_diag *d);
 int diff_agree(const char *a, const char *b, const diff_policy *pol, diff_report *r, cplab_diag *d);
 
 #endif

@@ -86,8 +86,8 @@ int main(int argc, char **argv) {
   diff_report r;
   diff_policy pol;
   rc = diff_report_init(&r, o.count) ? cplab_diag_set(&d, CPLAB_ENOMEM, "out of memory") : 0;
-  if (!rc && !o.ranks) rc = diff_policy_load(o.policy, &pol, &d);
-  if (!rc) rc = o.ranks ? diff_ranks(argv[first], &r, &d) : diff_agree(argv[first], argv[first + 1], &pol, &r, &d);
+  if (!rc) rc = diff_policy_load(o.policy, &pol, &d);
+  if (!rc) rc = o.ranks ? diff_ranks(argv[first], &pol, &r, &d) : diff_agree(argv[first], argv[first + 1], &pol, &r, &d);
   if (!rc) {
     json_t *j = (cli.json || cli.out) ? diff_report_json(&r, o.ranks ? "rank-invariance" : "agreement") : NULL;
     char *text = j ? json_dumps(j, JSON_INDENT(2)) : NULL;

@@ -2,7 +2,8 @@
  * wrote must agree where they must (shared digest, collectives within every
  * group: a mismatch is a hang in a real run), and, where the ranks wrote
  * token maps, every invariant of the reference (§10.1) must hold over them
- * (sim/check.c, index maps exercised by tag simulation). */
+ * (sim/check.c, index maps exercised by tag simulation); where they stored
+ * numeric tensors, diff_numeric.c checks those. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,7 +35,7 @@ static void take_violations(diff_report *r, const sim_check *chk, size_t step) {
   r->differences += chk->violations - chk->kept;
 }
 
-int diff_ranks(const char *run_path, diff_report *r, cplab_diag *d) {
+int diff_ranks(const char *run_path, const diff_policy *pol, diff_report *r, cplab_diag *d) {
   cplab_trace *run = NULL, **ranks = NULL;
   cplab_scenario *s = NULL;
   int rc = cplab_trace_open(run_path, &run, d), world = 0;
@@ -66,10 +67,10 @@ int diff_ranks(const char *run_path, diff_report *r, cplab_diag *d) {
     if (rc) break;
     int64_t before = r->differences;
     digest_checks(r, step, plans, &s->par, world);
+    /* The checks drive the run's layout ops over the plans as read. */
+    for (int k = 0; k < world; k++) plans[k]->layout = layout;
+    cplab_step_input in = {&s->steps[step], step, s->seed, &s->par, &s->model, layout};
     if (maps) {
-      /* The checker drives the run's layout ops over the plans as read. */
-      for (int k = 0; k < world; k++) plans[k]->layout = layout;
-      cplab_step_input in = {&s->steps[step], step, s->seed, &s->par, &s->model, layout};
       sim_check chk = {0};
       rc = sim_check_step(&in, plans, world, s->seed + step, &chk, d);
       if (!rc) take_violations(r, &chk, step);
@@ -77,6 +78,7 @@ int diff_ranks(const char *run_path, diff_report *r, cplab_diag *d) {
     }
     ds->compared += world;
     ds->differences += r->differences - before;
+    if (!rc) rc = diff_ranks_numeric(r, ranks, plans, &in, world, pol, d);
     for (int k = 0; k < world; k++) {
       cplab_rank_plan_free(plans[k]);
       plans[k] = NULL;

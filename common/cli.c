@@ -178,3 +178,27 @@ int cplab_write_file_atomic(const char *path, const void *data, size_t len, cpla
   free(tmp);
   return rc;
 }
+
+int cplab_cli_parse_layers(const char *text, int64_t num_layers, cplab_layer_list *o, cplab_diag *d) {
+  o->count = 0;
+  if (!text) text = "0";
+  for (const char *p = text; *p;) {
+    char *end;
+    long v = strtol(p, &end, 10);
+    if (end == p || (*end && *end != ',') || v < 0)
+      CPLAB_FAIL(d, CPLAB_EUSAGE, "--layers %s: expected layer indices separated by commas", text);
+    if (v >= num_layers)
+      CPLAB_FAIL(d, CPLAB_EUSAGE, "--layers %s: layer %ld does not exist (the model has %lld layers)", text, v,
+                 (long long)num_layers);
+    for (int i = 0; i < o->count; i++)
+      if (o->layers[i] == v) CPLAB_FAIL(d, CPLAB_EUSAGE, "--layers %s: layer %ld is listed twice", text, v);
+    if (o->count == CPLAB_MAX_LAYERS)
+      CPLAB_FAIL(d, CPLAB_EUSAGE, "--layers %s: at most %d layers", text, CPLAB_MAX_LAYERS);
+    int at = o->count++;
+    while (at > 0 && o->layers[at - 1] > v) o->layers[at] = o->layers[at - 1], at--;
+    o->layers[at] = (int)v;
+    p = *end ? end + 1 : end;
+    if (*end && !*p) CPLAB_FAIL(d, CPLAB_EUSAGE, "--layers %s: trailing comma", text);
+  }
+  return 0;
+}

@@ -13,7 +13,7 @@ libcplab_core_la_SOURCES = \
 	%reldir%/scenario_builtin.c %reldir%/scenario_builtin.h \
 	%reldir%/kv.c %reldir%/schedule.c %reldir%/prefill_plan.c %reldir%/indexer_plan.c \
 	%reldir%/collectives.c %reldir%/rank_plan.c %reldir%/plan_digest.c %reldir%/plan_compare.c \
-	%reldir%/layouts/dispatch.c %reldir%/layouts/registry.c %reldir%/layouts/vllm.c \
+	%reldir%/maps.c %reldir%/layouts/dispatch.c %reldir%/layouts/registry.c %reldir%/layouts/vllm.c \
 	%reldir%/layouts/block_aligned.c %reldir%/layouts/mutants.c
 nodist_libcplab_core_la_SOURCES = %reldir%/scenario_table.c
 libcplab_core_la_LIBADD = $(JANSSON_LIBS) $(GSL_LIBS) $(XXHASH_LIBS) -lm
@@ -39,4 +39,4 @@ cplabinclude_HEADERS = \
 	include/cplab/error.h include/cplab/log.h include/cplab/cli.h \
 	include/cplab/model.h include/cplab/parallel.h include/cplab/ranks.h \
 	include/cplab/scenario.h include/cplab/seed.h include/cplab/kv.h \
-	include/cplab/layout.h include/cplab/plan.h
+	include/cplab/layout.h include/cplab/plan.h include/cplab/maps.h

@@ -4,8 +4,10 @@
  *                in one process on one GPU, each with its own caches and
  *                buffers; collectives are device copies in rank order
  *
- * What runs on the device per step and layer (numeric.h describes the same
- * computation in the simulator, which the traces are diffed against):
+ * What runs on the device per step and layer (sim/numeric.h describes the
+ * same computation in the simulator, which the traces are diffed against;
+ * the two share only the plans and the index maps of cplab/maps.h, never a
+ * per-element body):
  * poison both caches of every rank, write every rank's owned context tokens
  * through its slots (generation kernel), gather each prefill chunk's
  * workspace rank-major from the peers' caches (gather + upconvert), then for
@@ -20,9 +22,22 @@
 #include "cplab/plan.h"
 #include "cplab/ranks.h"
 #include "cplab/trace.h"
-#include "numeric.h"
 
 typedef struct exec_single exec_single;
+
+/* What one rank computed for one layer (host copies; cplab_trace_rows
+ * views it for the trace). */
+typedef struct exec_layer {
+  int layer;
+  int64_t rows;
+  int k, heads;
+  int64_t *tokens;
+  int32_t *topk, *converted;
+  float *scores, *kth, *out, *lse;
+  int num_digests;
+  uint64_t *digests;
+} exec_layer;
+void exec_layer_free(exec_layer *l);
 
 /* Device state for a run of the scenario's steps (caches sized for the
  * largest step's block table). */
@@ -31,10 +46,9 @@ int exec_single_alloc(const cplab_scenario *s, const cplab_layout *layout, const
 void exec_single_free(exec_single *x);
 
 /* Run one layer of one step on every rank: plans[world] derived from in;
- * out[world] receives what each rank computed (free with
- * sim_numeric_layer_free). */
+ * out[world] receives what each rank computed (free with exec_layer_free). */
 int exec_single_layer(exec_single *x, const cplab_step_input *in, cplab_rank_plan *const *plans, int layer,
-                      int64_t sampled_rows, sim_numeric_layer *out, cplab_diag *d);
+                      int64_t sampled_rows, exec_layer *out, cplab_diag *d);
 
 /* The device's name and the CUDA versions, for the trace's provenance. */
 int exec_device_describe(char *device, size_t dlen, char *cuda, size_t clen, cplab_diag *d);

@@ -1,14 +1,14 @@
 # exec/: cplab-exec, the executor (exec.h). Plan consensus (consensus.c) needs
 # only MPI; the single-device backend (single.c) needs the CUDA kernels, so
-# the program is built where CUDA is.
+# the program is built where CUDA is. It shares the plans and the index
+# maps (cplab/maps.h) with the simulator, and nothing of sim/.
 EXTRA_DIST += %reldir%/exec.h %reldir%/consensus.h %reldir%/consensus.c %reldir%/single.c %reldir%/main.c
 
 if HAVE_CUDA
 bin_PROGRAMS += cplab-exec
-cplab_exec_SOURCES = %reldir%/main.c %reldir%/exec.h %reldir%/consensus.c %reldir%/consensus.h %reldir%/single.c \
-	sim/numeric_trace.c
-cplab_exec_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim -I$(top_srcdir)/kernels
-cplab_exec_LDADD = libcplab_sim.la libcplab_trace.la $(CPLAB_CORE_LIBS) $(HDF5_LIBS) $(MPI_LIBS) $(CPLAB_KERNEL_LIBS)
+cplab_exec_SOURCES = %reldir%/main.c %reldir%/exec.h %reldir%/consensus.c %reldir%/consensus.h %reldir%/single.c
+cplab_exec_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/kernels
+cplab_exec_LDADD = libcplab_trace.la $(CPLAB_CORE_LIBS) $(HDF5_LIBS) $(MPI_LIBS) $(CPLAB_KERNEL_LIBS)
 endif
 
 TESTS += tests/exec/exec_consensus.sh tests/exec/exec_agree.sh

@@ -41,7 +41,7 @@ enum { OPT_BACKEND = CPLAB_OPT_PROGRAM, OPT_PLANS_ONLY, OPT_LAYERS };
 typedef struct exec_args {
   int plans_only;
   const char *layers;
-  sim_numeric_opts numeric;
+  cplab_layer_list layers_list;
 } exec_args;
 
 static int exec_option(void *ctx, int opt, const char *arg, cplab_diag *d) {
@@ -71,7 +71,7 @@ static int parse_args(int argc, char **argv, cplab_cli *cli, exec_args *a, cplab
   if (cli->out && (n < 4 || strcmp(cli->out + n - 3, ".h5") != 0))
     CPLAB_FAIL(d, CPLAB_EUSAGE, "-o %s: the trace must be named NAME.h5", cli->out);
   if (a->plans_only && cli->out) CPLAB_FAIL(d, CPLAB_EUSAGE, "--plans-only writes no trace; drop -o");
-  return sim_numeric_parse_layers(a->layers, INT32_MAX, &a->numeric, d);
+  return cplab_cli_parse_layers(a->layers, INT32_MAX, &a->layers_list, d);
 }
 
 /* --plans-only: each process derives its ranks and the processes agree. */
@@ -137,12 +137,12 @@ static int traces_close(const char *path, const cplab_scenario *s, const cplab_t
 
 /* One step on the single-device backend: plans, consensus, the layers. */
 static int run_step(exec_single *x, const cplab_scenario *s, const cplab_layout *layout, const cplab_rank_table *t,
-                    size_t step, const sim_numeric_opts *num, run_traces *tr, int64_t *rows, cplab_diag *d) {
+                    size_t step, const cplab_layer_list *num, run_traces *tr, int64_t *rows, cplab_diag *d) {
   cplab_step_input in = {&s->steps[step], step, s->seed, &s->par, &s->model, layout};
   int world = t->world, rc = 0;
   cplab_rank_plan **plans = calloc((size_t)world, sizeof *plans);
   uint64_t *words = calloc((size_t)world * EXEC_CONSENSUS_WORDS, sizeof *words);
-  sim_numeric_layer *out = calloc((size_t)world, sizeof *out);
+  exec_layer *out = calloc((size_t)world, sizeof *out);
   if (!plans || !words || !out) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
   for (int r = 0; r < world && !rc; r++) {
     rc = cplab_rank_plan_derive(&in, r, tr->w ? CPLAB_PLAN_TOKEN_MAPS : 0, &plans[r], d);
@@ -150,13 +150,16 @@ static int run_step(exec_single *x, const cplab_scenario *s, const cplab_layout 
   }
   if (!rc) rc = exec_consensus_check(words, t, step, d);
   for (int r = 0; r < world && !rc && tr->w; r++) rc = cplab_trace_write_plan(tr->w[r], step, plans[r], d);
-  for (int i = 0; i < num->num_layers && !rc; i++) {
+  for (int i = 0; i < num->count && !rc; i++) {
     rc = exec_single_layer(x, &in, plans, num->layers[i], s->sampled_rows, out, d);
     for (int r = 0; r < world && !rc; r++) {
       *rows += out[r].rows;
-      if (tr->w) rc = sim_numeric_write(tr->w[r], step, &out[r], d);
+      const exec_layer *l = &out[r];
+      cplab_trace_rows view = {l->layer, l->rows, l->k, l->heads, l->tokens, l->topk, l->converted, l->scores,
+                               l->kth, l->out, l->lse, l->num_digests, l->digests};
+      if (tr->w) rc = cplab_trace_write_rows(tr->w[r], step, &view, d);
     }
-    for (int r = 0; r < world && out; r++) sim_numeric_layer_free(&out[r]);
+    for (int r = 0; r < world && out; r++) exec_layer_free(&out[r]);
   }
   if (rc) cplab_diag_prefix(d, "step %zu: ", step);
   for (int r = 0; r < world && plans; r++) cplab_rank_plan_free(plans[r]);
@@ -165,7 +168,7 @@ static int run_step(exec_single *x, const cplab_scenario *s, const cplab_layout 
 }
 
 static int run_single(const cplab_cli *cli, const cplab_scenario *s, const cplab_layout *layout,
-                      const cplab_rank_table *t, const sim_numeric_opts *num, const char *command, cplab_log *log,
+                      const cplab_rank_table *t, const cplab_layer_list *num, const char *command, cplab_log *log,
                       cplab_diag *d) {
   char device[256] = "", cuda[128] = "";
   int rc = exec_device_describe(device, sizeof device, cuda, sizeof cuda, d);
@@ -183,7 +186,7 @@ static int run_single(const cplab_cli *cli, const cplab_scenario *s, const cplab
   if (!rc && !cli->quiet)
     printf("%s: %zu steps of %s on %s (single-device backend, %d logical ranks): consensus held; %lld sampled rows "
            "over %d layer(s)%s%s\n",
-           PROG, s->num_steps, s->name, device, t->world, (long long)rows, num->num_layers, cli->out ? "; trace " : "",
+           PROG, s->num_steps, s->name, device, t->world, (long long)rows, num->count, cli->out ? "; trace " : "",
            cli->out ? cli->out : "");
   cplab_log_info(log, "%s", cuda);
   exec_single_free(x);
@@ -221,7 +224,7 @@ int main(int argc, char **argv) {
   cplab_rank_table *t = NULL;
   cplab_scenario_overrides ov = {cli.has_seed, cli.seed, cli.layout};
   if (!rc) rc = cplab_scenario_load(cli.scenario, &ov, &s, &d);
-  if (!rc) rc = sim_numeric_parse_layers(args.layers, s->model.num_layers, &args.numeric, &d);
+  if (!rc) rc = cplab_cli_parse_layers(args.layers, s->model.num_layers, &args.layers_list, &d);
   if (!rc) t = cplab_rank_table_alloc(&s->par, &d);
   if (!rc && !t) rc = d.code ? d.code : CPLAB_ENOMEM;
   const cplab_layout *layout = rc ? NULL : cplab_layout_find(s->layout);
@@ -238,7 +241,7 @@ int main(int argc, char **argv) {
     char command[1024] = "";
     for (int i = 0, used = 0; i < argc && used < (int)sizeof command - 2; i++)
       used += snprintf(command + used, sizeof command - (size_t)used, "%s%s", i ? " " : "", argv[i]);
-    rc = run_single(&cli, s, layout, t, &args.numeric, command, &log, &d);
+    rc = run_single(&cli, s, layout, t, &args.layers_list, command, &log, &d);
   }
   if (rc && (me == 0 || rc != CPLAB_EDISAGREE)) {
     if (size > 1) fprintf(stderr, "[process %d] ", me);

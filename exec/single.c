@@ -2,8 +2,8 @@
  * one GPU. Rank r's caches are slice r of one allocation of world slices, so
  * a DCP peer's shard gather or cache read is an index into its slice, and an
  * all-gather is the rank-major order of the gathered rows. Index lists come
- * from the plan on the host (sim/numeric_mem.h gives the sources of every
- * gathered row, the layout's ops the key order); kernels move and compute. */
+ * from the plan on the host (cplab/maps.h gives the sources of every gathered
+ * row, the layout's ops the key order); kernels move and compute. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,10 +12,9 @@
 
 #include "cplab/kv.h"
 #include "cplab/kvformat.h"
+#include "cplab/maps.h"
 #include "cplab_kernels.h"
 #include "exec.h"
-#include "numeric_mem.h"
-#include "reference.h"
 
 struct exec_single {
   const cplab_rank_table *t;
@@ -97,12 +96,10 @@ static int fill_caches(exec_single *x, const cplab_step_input *in, cplab_rank_pl
   int rc = cplab_poison_bytes(x->kv, n * CPLAB_MLA_ENTRY_BYTES, 0xFF, NULL, d);
   if (!rc) rc = cplab_poison_bytes(x->idx, n * CPLAB_IDX_ENTRY_BYTES, 0xFF, NULL, d);
   for (int r = 0; r < x->world && !rc; r++) {
-    sim_mem mem;
     int64_t *slots = NULL, *pos = NULL, cnt = 0;
     int32_t *req = NULL, *req_id = NULL, *pos32 = NULL;
     arena a = {0};
-    rc = sim_mem_init(&mem, in, plans[r], layer, d);
-    if (!rc) rc = sim_mem_written(&mem, &slots, &req, &pos, &cnt, d);
+    rc = cplab_maps_written(plans[r], &slots, &req, &pos, &cnt, d);
     if (!rc) {
       req_id = malloc(sizeof *req_id * (size_t)(cnt ? cnt : 1));
       pos32 = malloc(sizeof *pos32 * (size_t)(cnt ? cnt : 1));
@@ -120,9 +117,43 @@ static int fill_caches(exec_single *x, const cplab_step_input *in, cplab_rank_pl
     if (!rc) rc = cplab_dev_sync(NULL, d);
     arena_free(&a);
     free(slots), free(pos), free(req), free(req_id), free(pos32);
-    if (mem.rp) sim_mem_fini(&mem);
   }
   return rc;
+}
+
+void exec_layer_free(exec_layer *l) {
+  free(l->tokens), free(l->topk), free(l->converted), free(l->scores), free(l->kth), free(l->out), free(l->lse);
+  free(l->digests);
+  memset(l, 0, sizeof *l);
+}
+
+static int layer_alloc(exec_layer *l, cplab_diag *d) {
+  size_t n = (size_t)(l->rows ? l->rows : 1), k = (size_t)l->k, h = (size_t)l->heads;
+  l->topk = malloc(sizeof(int32_t) * n * k);
+  l->converted = malloc(sizeof(int32_t) * n * k);
+  l->scores = malloc(sizeof(float) * n * k);
+  l->kth = malloc(sizeof(float) * n);
+  l->out = malloc(sizeof(float) * n * h * CPLAB_MLA_NOPE_DIM);
+  l->lse = malloc(sizeof(float) * n * h);
+  if (!l->topk || !l->converted || !l->scores || !l->kth || !l->out || !l->lse)
+    CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory for %lld rows", (long long)l->rows);
+  return 0;
+}
+
+/* The lse of a combined decode row from the D shards' lse (stride H apart):
+ * the log of the sum of their exponentials, NaN and +inf counting as empty
+ * shards as in the combine kernel. */
+static double merged_lse(const double *lse, int D, int H) {
+  double top = -INFINITY, sum = 0;
+  for (int o = 0; o < D; o++) {
+    double v = lse[(size_t)o * (size_t)H];
+    if (isfinite(v) && v > top) top = v;
+  }
+  for (int o = 0; o < D && top > -INFINITY; o++) {
+    double v = lse[(size_t)o * (size_t)H];
+    if (isfinite(v)) sum += exp(v - top);
+  }
+  return top > -INFINITY ? top + log(sum) : -INFINITY;
 }
 
 /* What one rank's rows need while they are computed. */
@@ -130,11 +161,10 @@ typedef struct rank_ctx {
   exec_single *x;
   const cplab_step_input *in;
   const cplab_rank_plan *rp;
-  sim_mem mem;
   int layer, r, k, heads;
   uint16_t **ws;          /* [prefill chunk] gathered workspace on the device */
   int64_t *ws_rows;
-  sim_mem_sources *keys;  /* [indexer chunk] sources of the gathered keys */
+  cplab_maps_sources *keys;  /* [indexer chunk] sources of the gathered keys */
 } rank_ctx;
 
 static int build_workspaces(rank_ctx *c, cplab_diag *d) {
@@ -144,10 +174,10 @@ static int build_workspaces(rank_ctx *c, cplab_diag *d) {
   c->ws_rows = calloc((size_t)n + 1, sizeof *c->ws_rows);
   if (!c->ws || !c->ws_rows) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
   for (int ch = 0; ch < n && !rc; ch++) {
-    sim_mem_sources src;
+    cplab_maps_sources src;
     arena a = {0};
     void *dslot;
-    if ((rc = sim_mem_workspace_sources(&c->mem, ch, &src, d)) != 0) break;
+    if ((rc = cplab_maps_workspace_sources(c->rp, ch, &src, d)) != 0) break;
     for (int64_t i = 0; i < src.rows; i++) src.slot[i] = global_slot(c->x, c->r, src.peer[i], src.slot[i]);
     rc = arena_put(&a, &dslot, src.slot, sizeof(int64_t) * (size_t)src.rows, d);
     if (!rc) rc = cplab_dev_alloc((void **)&c->ws[ch], sizeof(uint16_t) * CPLAB_MLA_ROW_DIM * (size_t)src.rows, d);
@@ -156,7 +186,7 @@ static int build_workspaces(rank_ctx *c, cplab_diag *d) {
       rc = cplab_gather_mla(c->x->kv, (int64_t)c->x->world * c->x->num_slots, dslot, src.rows, c->ws[ch], NULL, d);
     if (!rc) rc = cplab_dev_sync(NULL, d);
     arena_free(&a);
-    sim_mem_sources_free(&src);
+    cplab_maps_sources_free(&src);
   }
   return rc;
 }
@@ -166,12 +196,13 @@ static int key_sources(rank_ctx *c, cplab_diag *d) {
   int n = ip->active ? ip->num_chunks : 0, rc = 0;
   c->keys = calloc((size_t)n + 1, sizeof *c->keys);
   if (!c->keys) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
-  for (int ch = 0; ch < n && !rc; ch++) rc = sim_mem_key_sources(&c->mem, ch, &c->keys[ch], d);
+  for (int ch = 0; ch < n && !rc; ch++) rc = cplab_maps_key_sources(c->rp, ch, &c->keys[ch], d);
   return rc;
 }
 
 /* Global indexer slots of the row's keys 0 .. n-1 in logical order (-1: a
- * zero key), as sim/numeric.c reads them. */
+ * zero key): prefill rows through the layout's de-interleave of the gathered
+ * keys, decode rows (and prefills without an indexer plan) from the owner. */
 static int row_key_slots(rank_ctx *c, const cplab_row *row, int64_t n, int64_t *slots, cplab_diag *d) {
   const cplab_rank_plan *rp = c->rp;
   const cplab_indexer_plan *ip = &rp->indexer;
@@ -180,7 +211,7 @@ static int row_key_slots(rank_ctx *c, const cplab_row *row, int64_t n, int64_t *
     int k = 0;
     while (k < ip->num_regions && ip->region_req[k] != row->req) k++;
     if (k == ip->num_regions) CPLAB_FAIL(d, CPLAB_EINTERNAL, "request %d has no indexer region", row->req);
-    const sim_mem_sources *src = &c->keys[ip->region_chunk[k]];
+    const cplab_maps_sources *src = &c->keys[ip->region_chunk[k]];
     for (int64_t t = 0; t < n; t++) {
       int64_t g = cplab_layout_deinterleave(rp->layout, &rp->env, ip, k, t);
       slots[t] = g < 0 || g >= src->rows ? -1 : global_slot(c->x, c->r, src->peer[g], src->slot[g]);
@@ -245,7 +276,7 @@ static int row_convert(rank_ctx *c, const cplab_row *row, const int32_t *topk, c
 }
 
 /* One sampled row: top-k, conversion, attention; results into out row i. */
-static int row_run(rank_ctx *c, const cplab_row *row, int64_t pos, int64_t i, sim_numeric_layer *out, cplab_diag *d) {
+static int row_run(rank_ctx *c, const cplab_row *row, int64_t pos, int64_t i, exec_layer *out, cplab_diag *d) {
   const cplab_step_input *in = c->in;
   const cplab_model *m = in->model;
   const cplab_parallel *par = in->par;
@@ -333,7 +364,7 @@ static int row_run(rank_ctx *c, const cplab_row *row, int64_t pos, int64_t i, si
     if (!rc) rc = cplab_lse_combine(dl, dout, D, 1, H, dfin, NULL, d);
     if (!rc) rc = cplab_dev_download(flse, dl, sizeof(float) * (size_t)D * H, d);
     for (int j = 0; !rc && j < D * H; j++) dlse[j] = flse[j];
-    for (int h = 0; !rc && h < H; h++) out->lse[i * H + h] = sim_lse_merge(D, dlse + h, (size_t)H);
+    for (int h = 0; !rc && h < H; h++) out->lse[i * H + h] = (float)merged_lse(dlse + h, D, H);
   }
   if (!rc) rc = cplab_dev_download(fout, dfin, sizeof(float) * (size_t)H * CPLAB_MLA_NOPE_DIM, d);
   for (int j = 0; !rc && j < H * CPLAB_MLA_NOPE_DIM; j++) out->out[(size_t)i * H * CPLAB_MLA_NOPE_DIM + (size_t)j] = fout[j];
@@ -344,15 +375,15 @@ static int row_run(rank_ctx *c, const cplab_row *row, int64_t pos, int64_t i, si
 }
 
 /* Digests of the rank's caches and workspaces (SCHEMA.md), from device memory. */
-static int rank_digests(rank_ctx *c, sim_numeric_layer *out, cplab_diag *d) {
+static int rank_digests(rank_ctx *c, exec_layer *out, cplab_diag *d) {
   const cplab_prefill_plan *pl = &c->rp->prefill;
-  out->num_digests = SIM_DIGEST_WORKSPACE + (pl->active ? pl->num_chunks : 0);
+  out->num_digests = CPLAB_TRACE_DIGEST_WORKSPACE + (pl->active ? pl->num_chunks : 0);
   out->digests = calloc((size_t)out->num_digests, sizeof *out->digests);
   int64_t *slots = NULL, *pos = NULL, n = 0, ns = c->x->num_slots;
   int32_t *req = NULL;
   uint8_t *cache = malloc((size_t)ns * CPLAB_MLA_ENTRY_BYTES), *entries = NULL;
   int rc = out->digests && cache ? 0 : cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
-  if (!rc) rc = sim_mem_written(&c->mem, &slots, &req, &pos, &n, d);
+  if (!rc) rc = cplab_maps_written(c->rp, &slots, &req, &pos, &n, d);
   if (!rc && !(entries = malloc((size_t)(n ? n : 1) * CPLAB_MLA_ENTRY_BYTES)))
     rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
   for (int which = 0; which < 2 && !rc; which++) {
@@ -360,14 +391,14 @@ static int rank_digests(rank_ctx *c, sim_numeric_layer *out, cplab_diag *d) {
     const uint8_t *src = (which ? c->x->idx : c->x->kv) + (size_t)c->r * (size_t)ns * bytes;
     rc = cplab_dev_download(cache, src, (size_t)ns * bytes, d);
     for (int64_t i = 0; !rc && i < n; i++) memcpy(entries + (size_t)i * bytes, cache + (size_t)slots[i] * bytes, bytes);
-    if (!rc) out->digests[which ? SIM_DIGEST_INDEX_K : SIM_DIGEST_KV_CACHE] = sim_mem_digest_entries(slots, entries, n, bytes);
+    if (!rc) out->digests[which ? CPLAB_TRACE_DIGEST_INDEX_K : CPLAB_TRACE_DIGEST_KV_CACHE] = cplab_maps_cache_digest(slots, entries, n, bytes);
   }
-  for (int ch = 0; !rc && ch < out->num_digests - SIM_DIGEST_WORKSPACE; ch++) {
+  for (int ch = 0; !rc && ch < out->num_digests - CPLAB_TRACE_DIGEST_WORKSPACE; ch++) {
     size_t bytes = sizeof(uint16_t) * CPLAB_MLA_ROW_DIM * (size_t)c->ws_rows[ch];
     uint8_t *ws = malloc(bytes ? bytes : 1);
     if (!ws) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
     if (!rc) rc = cplab_dev_download(ws, c->ws[ch], bytes, d);
-    if (!rc) out->digests[SIM_DIGEST_WORKSPACE + ch] = XXH3_64bits(ws, bytes);
+    if (!rc) out->digests[CPLAB_TRACE_DIGEST_WORKSPACE + ch] = XXH3_64bits(ws, bytes);
     free(ws);
   }
   free(cache), free(entries), free(slots), free(req), free(pos);
@@ -379,9 +410,8 @@ static void rank_ctx_fini(rank_ctx *c) {
   const cplab_prefill_plan *pl = &c->rp->prefill;
   for (int ch = 0; c->ws && ch < (pl->active ? pl->num_chunks : 0); ch++) cplab_dev_free(c->ws[ch], &ignore);
   for (int ch = 0; c->keys && ch < (c->rp->indexer.active ? c->rp->indexer.num_chunks : 0); ch++)
-    sim_mem_sources_free(&c->keys[ch]);
+    cplab_maps_sources_free(&c->keys[ch]);
   free(c->ws), free(c->ws_rows), free(c->keys);
-  if (c->mem.rp) sim_mem_fini(&c->mem);
 }
 
 static const cplab_row *row_of(const cplab_rank_plan *rp, int64_t t) {
@@ -393,15 +423,14 @@ static const cplab_row *row_of(const cplab_rank_plan *rp, int64_t t) {
 }
 
 static int rank_layer(exec_single *x, const cplab_step_input *in, const cplab_rank_plan *rp, int r, int layer,
-                      int64_t sampled_rows, sim_numeric_layer *out, cplab_diag *d) {
+                      int64_t sampled_rows, exec_layer *out, cplab_diag *d) {
   memset(out, 0, sizeof *out);
   out->layer = layer;
   out->k = (int)in->model->index_topk;
   out->heads = (int)(in->model->num_heads / in->par->tp);
   rank_ctx c = {.x = x, .in = in, .rp = rp, .layer = layer, .r = r, .k = out->k, .heads = out->heads};
-  int rc = sim_numeric_sample(in, rp, sampled_rows, &out->tokens, &out->rows, d);
-  if (!rc) rc = sim_numeric_layer_alloc(out, d);
-  if (!rc) rc = sim_mem_init(&c.mem, in, rp, layer, d);
+  int rc = cplab_maps_sample(in, rp, sampled_rows, &out->tokens, &out->rows, d);
+  if (!rc) rc = layer_alloc(out, d);
   if (!rc) rc = build_workspaces(&c, d);
   if (!rc) rc = key_sources(&c, d);
   for (int64_t i = 0; i < out->rows && !rc; i++) {
@@ -411,12 +440,12 @@ static int rank_layer(exec_single *x, const cplab_step_input *in, const cplab_ra
   }
   if (!rc) rc = rank_digests(&c, out, d);
   rank_ctx_fini(&c);
-  if (rc) sim_numeric_layer_free(out);
+  if (rc) exec_layer_free(out);
   return rc;
 }
 
 int exec_single_layer(exec_single *x, const cplab_step_input *in, cplab_rank_plan *const *plans, int layer,
-                      int64_t sampled_rows, sim_numeric_layer *out, cplab_diag *d) {
+                      int64_t sampled_rows, exec_layer *out, cplab_diag *d) {
   int rc = fill_caches(x, in, plans, layer, d);
   for (int r = 0; r < x->world && !rc; r++) rc = rank_layer(x, in, plans[r], r, layer, sampled_rows, &out[r], d);
   return rc;

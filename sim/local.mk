@@ -4,7 +4,7 @@
 noinst_LTLIBRARIES += libcplab_sim.la
 libcplab_sim_la_SOURCES = %reldir%/check.c %reldir%/check.h %reldir%/reference.c %reldir%/reference.h \
 	%reldir%/indexer_ref.c %reldir%/indexer_ref.h %reldir%/moe_ref.c %reldir%/moe_ref.h \
-	%reldir%/numeric.c %reldir%/numeric.h %reldir%/numeric_mem.c %reldir%/numeric_mem.h %reldir%/numeric_sample.c
+	%reldir%/numeric.c %reldir%/numeric.h %reldir%/numeric_mem.c %reldir%/numeric_mem.h
 libcplab_sim_la_LIBADD = libcplab_core.la
 
 check_PROGRAMS += tests/unit/test_reference tests/unit/test_indexer_ref tests/unit/test_moe_ref tests/unit/test_numeric

@@ -69,7 +69,7 @@ static int parse_args(int argc, char **argv, cplab_cli *cli, sim_args *a, cplab_
   if (first_arg < argc) CPLAB_FAIL(d, CPLAB_EUSAGE, "unexpected argument '%s'", argv[first_arg]);
   if (a->layers && !a->numeric.enabled) CPLAB_FAIL(d, CPLAB_EUSAGE, "--layers needs --numeric");
   /* Syntax now (usage errors come before any work); range once the model is known. */
-  return sim_numeric_parse_layers(a->layers, INT32_MAX, &a->numeric, d);
+  return cplab_cli_parse_layers(a->layers, INT32_MAX, &a->numeric.layers, d);
 }
 
 /* -o PATH: a trace for .h5, the JSON report for .json. */
@@ -143,7 +143,7 @@ int main(int argc, char **argv) {
     log.rank = procs.size > 1 ? procs.rank : -1;
     cplab_scenario_overrides ov = {cli.has_seed, cli.seed, cli.layout};
     rc = cplab_scenario_load(cli.scenario, &ov, &s, &d);
-    if (!rc && args.numeric.enabled) rc = sim_numeric_parse_layers(args.layers, s->model.num_layers, &args.numeric, &d);
+    if (!rc && args.numeric.enabled) rc = cplab_cli_parse_layers(args.layers, s->model.num_layers, &args.numeric.layers, &d);
     if (!rc) cplab_log_info(&log, "scenario %s: %zu steps, world %d, %d process(es)", s->name, s->num_steps,
                             cplab_parallel_world(&s->par), procs.size);
   }

@@ -13,6 +13,7 @@
 #include "cplab/kv.h"
 #include "indexer_ref.h"
 #include "numeric_mem.h"
+#include "cplab/maps.h"
 #include "reference.h"
 
 void sim_numeric_layer_free(sim_numeric_layer *l) {
@@ -261,16 +262,16 @@ int sim_numeric_layer_alloc(sim_numeric_layer *l, cplab_diag *d) {
 
 static int digests(sim_mem *mem, sim_numeric_layer *l, cplab_diag *d) {
   const cplab_prefill_plan *pl = &mem->rp->prefill;
-  l->num_digests = SIM_DIGEST_WORKSPACE + (pl->active ? pl->num_chunks : 0);
+  l->num_digests = CPLAB_TRACE_DIGEST_WORKSPACE + (pl->active ? pl->num_chunks : 0);
   l->digests = calloc((size_t)l->num_digests, sizeof *l->digests);
   if (!l->digests) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
-  int rc = sim_mem_cache_digest(mem, 0, &l->digests[SIM_DIGEST_KV_CACHE], d);
-  if (!rc) rc = sim_mem_cache_digest(mem, 1, &l->digests[SIM_DIGEST_INDEX_K], d);
-  for (int c = 0; !rc && c < l->num_digests - SIM_DIGEST_WORKSPACE; c++) {
+  int rc = sim_mem_cache_digest(mem, 0, &l->digests[CPLAB_TRACE_DIGEST_KV_CACHE], d);
+  if (!rc) rc = sim_mem_cache_digest(mem, 1, &l->digests[CPLAB_TRACE_DIGEST_INDEX_K], d);
+  for (int c = 0; !rc && c < l->num_digests - CPLAB_TRACE_DIGEST_WORKSPACE; c++) {
     const uint16_t *ws;
     int64_t rows;
     rc = sim_mem_workspace(mem, c, &ws, &rows, d);
-    if (!rc) l->digests[SIM_DIGEST_WORKSPACE + c] = XXH3_64bits(ws, sizeof(uint16_t) * CPLAB_MLA_ROW_DIM * (size_t)rows);
+    if (!rc) l->digests[CPLAB_TRACE_DIGEST_WORKSPACE + c] = XXH3_64bits(ws, sizeof(uint16_t) * CPLAB_MLA_ROW_DIM * (size_t)rows);
   }
   return rc;
 }
@@ -284,7 +285,7 @@ int sim_numeric_compute(const cplab_step_input *in, const cplab_rank_plan *rp, i
   out->heads = (int)(m->num_heads / in->par->tp);
   if (m->index_n_heads > 64) CPLAB_FAIL(d, CPLAB_EINVAL, "the numeric pass supports up to 64 indexer heads");
   sim_mem mem;
-  int rc = sim_numeric_sample(in, rp, sampled_rows, &out->tokens, &out->rows, d);
+  int rc = cplab_maps_sample(in, rp, sampled_rows, &out->tokens, &out->rows, d);
   if (!rc) rc = sim_numeric_layer_alloc(out, d);
   if (!rc) rc = sim_mem_init(&mem, in, rp, layer, d);
   if (rc) {
@@ -310,28 +311,4 @@ int sim_numeric_compute(const cplab_step_input *in, const cplab_rank_plan *rp, i
   sim_mem_fini(&mem);
   if (rc) sim_numeric_layer_free(out);
   return rc;
-}
-
-int sim_numeric_parse_layers(const char *text, int64_t num_layers, sim_numeric_opts *o, cplab_diag *d) {
-  o->num_layers = 0;
-  if (!text) text = "0";
-  for (const char *p = text; *p;) {
-    char *end;
-    long v = strtol(p, &end, 10);
-    if (end == p || (*end && *end != ',') || v < 0)
-      CPLAB_FAIL(d, CPLAB_EUSAGE, "--layers %s: expected layer indices separated by commas", text);
-    if (v >= num_layers)
-      CPLAB_FAIL(d, CPLAB_EUSAGE, "--layers %s: layer %ld does not exist (the model has %lld layers)", text, v,
-                 (long long)num_layers);
-    for (int i = 0; i < o->num_layers; i++)
-      if (o->layers[i] == v) CPLAB_FAIL(d, CPLAB_EUSAGE, "--layers %s: layer %ld is listed twice", text, v);
-    if (o->num_layers == SIM_MAX_LAYERS)
-      CPLAB_FAIL(d, CPLAB_EUSAGE, "--layers %s: at most %d layers", text, SIM_MAX_LAYERS);
-    int at = o->num_layers++;
-    while (at > 0 && o->layers[at - 1] > v) o->layers[at] = o->layers[at - 1], at--;
-    o->layers[at] = (int)v;
-    p = *end ? end + 1 : end;
-    if (*end && !*p) CPLAB_FAIL(d, CPLAB_EUSAGE, "--layers %s: trailing comma", text);
-  }
-  return 0;
 }

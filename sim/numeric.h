@@ -21,32 +21,25 @@
  * different result here (and tests/unit/test_numeric.c compares with the
  * single-rank result).
  *
- * Sampled rows: the scenario's sampled_rows global tokens of the step, half
- * of them (rounded up) decode tokens where there are enough, the rest
- * prefill tokens, drawn without replacement by GSL's mt19937 on seed stream
- * CPLAB_SEED_STREAM_SAMPLE + step; each rank keeps the ones it holds, in
- * local token order. The same tokens are sampled for every layout.
+ * Sampled rows, gather sources and written slots are the index maps of
+ * cplab/maps.h, which the executor applies too; everything per element here
+ * is the simulator's own.
  */
 #ifndef CPLAB_SIM_NUMERIC_H
 #define CPLAB_SIM_NUMERIC_H
 
 #include <stdint.h>
 
+#include "cplab/cli.h"
 #include "cplab/error.h"
 #include "cplab/plan.h"
 #include "cplab/trace.h"
 
 /* Which layers the numeric pass runs. */
-#define SIM_MAX_LAYERS 64
 typedef struct sim_numeric_opts {
   int enabled;
-  int num_layers;
-  int layers[SIM_MAX_LAYERS]; /* ascending, each below the model's num_layers */
+  cplab_layer_list layers;
 } sim_numeric_opts;
-
-/* --layers TEXT: comma-separated distinct layer indices below num_layers
- * (NULL: layer 0), sorted into o. */
-int sim_numeric_parse_layers(const char *text, int64_t num_layers, sim_numeric_opts *o, cplab_diag *d);
 
 /* What one rank computes for one layer of one step. */
 typedef struct sim_numeric_layer {
@@ -61,21 +54,11 @@ typedef struct sim_numeric_layer {
   float *kth;            /* [rows] k-th best logit, -inf when fewer than k keys */
   double *out;           /* [rows][heads][512] (stored as float32 in traces) */
   double *lse;           /* [rows][heads] natural log */
-  int num_digests;       /* SIM_DIGEST_WORKSPACE + prefill chunks */
+  int num_digests;       /* CPLAB_TRACE_DIGEST_WORKSPACE + prefill chunks (cplab/trace.h) */
   uint64_t *digests;     /* see below */
 } sim_numeric_layer;
 
-/* digests[] (traces/SCHEMA.md "Digests of the numeric pass"). */
-enum {
-  SIM_DIGEST_KV_CACHE = 0, /* XXH3-64 over written slots ascending: int64 slot LE, then the 656-byte entry */
-  SIM_DIGEST_INDEX_K,      /* the same with the 132-byte indexer entries */
-  SIM_DIGEST_WORKSPACE     /* + c: the bf16 bytes (LE) of gathered workspace chunk c, W·shard_rows rows of 576 */
-};
 
-/* The sampled local tokens of rank plan rp (ascending; *tokens malloc'd,
- * NULL when *n == 0). */
-int sim_numeric_sample(const cplab_step_input *in, const cplab_rank_plan *rp, int64_t sampled_rows, int64_t **tokens,
-                       int64_t *n, cplab_diag *d);
 
 /* The numeric pass of rank plan rp for one layer (rp derived from in). */
 int sim_numeric_compute(const cplab_step_input *in, const cplab_rank_plan *rp, int layer, int64_t sampled_rows,

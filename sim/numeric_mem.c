@@ -1,6 +1,8 @@
 /* The numeric pass's memory model: see numeric_mem.h. */
 #include "numeric_mem.h"
 
+#include "cplab/maps.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -89,14 +91,6 @@ int sim_mem_idx_entry(const sim_mem *m, int o, int64_t slot, uint8_t entry[CPLAB
   return 1;
 }
 
-/* Slot of peer o's local index li of request g (through the block table). */
-static int64_t local_slot(const sim_mem *m, int g, int64_t li) {
-  int B = m->in->par->block_size;
-  const cplab_schedule *s = &m->rp->sched;
-  if (li / B >= s->max_blocks) return -1;
-  return (int64_t)s->block_table[(int64_t)g * s->max_blocks + li / B] * B + li % B;
-}
-
 /* A key row as the indexer kernel reads it: the e4m3 values, then the scale
  * (poison reads NaN throughout, so that a read of it shows). */
 void sim_mem_key_row(const uint8_t e[CPLAB_IDX_ENTRY_BYTES], float k[CPLAB_IDX_DIM + 1]) {
@@ -104,65 +98,14 @@ void sim_mem_key_row(const uint8_t e[CPLAB_IDX_ENTRY_BYTES], float k[CPLAB_IDX_D
   k[CPLAB_IDX_DIM] = cplab_kvformat_idx_scale(e);
 }
 
-/* One shard gather: peer o copies local indices [0, n) of request g into
- * rows [start, start + n) of its shard of `cap` rows (rows past the shard
- * are dropped; a later region overwrites an earlier one). */
-static void gather_region(const sim_mem *m, int o, int g, int64_t start, int64_t n, int64_t cap, int32_t *peer,
-                          int64_t *slot) {
-  for (int64_t li = 0; li < n && start + li < cap; li++)
-    if (start + li >= 0) peer[start + li] = o, slot[start + li] = local_slot(m, g, li);
-}
-
-static int sources_alloc(int64_t rows, sim_mem_sources *out, cplab_diag *d) {
-  out->rows = rows;
-  out->peer = malloc(sizeof *out->peer * (size_t)(rows > 0 ? rows : 1));
-  out->slot = malloc(sizeof *out->slot * (size_t)(rows > 0 ? rows : 1));
-  if (!out->peer || !out->slot) {
-    sim_mem_sources_free(out);
-    CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory for a %lld-row gather", (long long)rows);
-  }
-  for (int64_t i = 0; i < rows; i++) out->peer[i] = -1, out->slot[i] = -1;
-  return 0;
-}
-
-void sim_mem_sources_free(sim_mem_sources *s) {
-  free(s->peer);
-  free(s->slot);
-  memset(s, 0, sizeof *s);
-}
-
-int sim_mem_workspace_sources(const sim_mem *m, int c, sim_mem_sources *out, cplab_diag *d) {
-  const cplab_prefill_plan *pl = &m->rp->prefill;
-  int W = pl->W, I = m->in->par->interleave;
-  int64_t S = pl->chunks[c].shard_rows;
-  int rc = sources_alloc(W * S, out, d);
-  for (int o = 0; o < W && !rc; o++)
-    for (int k = pl->chunks[c].first_region; k < pl->chunks[c].first_region + pl->chunks[c].num_regions; k++)
-      gather_region(m, o, pl->region_req[k], pl->workspace_start[k], cplab_kv_local_len(pl->extent[k], o, I, W), S,
-                    out->peer + o * S, out->slot + o * S);
-  return rc;
-}
-
-int sim_mem_key_sources(const sim_mem *m, int c, sim_mem_sources *out, cplab_diag *d) {
-  const cplab_indexer_plan *pl = &m->rp->indexer;
-  int W = m->in->par->dcp, I = m->in->par->interleave;
-  int64_t T = pl->chunks[c].padded_total;
-  int rc = sources_alloc(W * T, out, d);
-  for (int o = 0; o < W && !rc; o++)
-    for (int k = pl->chunks[c].first_region; k < pl->chunks[c].first_region + pl->chunks[c].num_regions; k++)
-      gather_region(m, o, pl->region_req[k], pl->padded_cu[k], cplab_kv_local_len(pl->extent[k], o, I, W), T,
-                    out->peer + o * T, out->slot + o * T);
-  return rc;
-}
-
 int sim_mem_workspace(sim_mem *m, int c, const uint16_t **ws, int64_t *rows, cplab_diag *d) {
   if (!m->workspace[c]) {
-    sim_mem_sources src;
-    int rc = sim_mem_workspace_sources(m, c, &src, d);
+    cplab_maps_sources src;
+    int rc = cplab_maps_workspace_sources(m->rp, c, &src, d);
     if (rc) return rc;
     uint16_t *buf = malloc(sizeof(uint16_t) * CPLAB_MLA_ROW_DIM * (size_t)(src.rows > 0 ? src.rows : 1));
     if (!buf) {
-      sim_mem_sources_free(&src);
+      cplab_maps_sources_free(&src);
       CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory for a %lld-row workspace", (long long)src.rows);
     }
     for (int64_t r = 0; r < src.rows; r++) {
@@ -176,7 +119,7 @@ int sim_mem_workspace(sim_mem *m, int c, const uint16_t **ws, int64_t *rows, cpl
       }
     }
     m->workspace_rows[c] = src.rows;
-    sim_mem_sources_free(&src);
+    cplab_maps_sources_free(&src);
     m->workspace[c] = buf;
   }
   *ws = m->workspace[c];
@@ -187,12 +130,12 @@ int sim_mem_workspace(sim_mem *m, int c, const uint16_t **ws, int64_t *rows, cpl
 int sim_mem_keys(sim_mem *m, int c, const float **keys, int64_t *rows, cplab_diag *d) {
   enum { ROW = CPLAB_IDX_DIM + 1 };
   if (!m->keys[c]) {
-    sim_mem_sources src;
-    int rc = sim_mem_key_sources(m, c, &src, d);
+    cplab_maps_sources src;
+    int rc = cplab_maps_key_sources(m->rp, c, &src, d);
     if (rc) return rc;
     float *buf = calloc((size_t)(src.rows > 0 ? src.rows : 1) * ROW, sizeof *buf);
     if (!buf) {
-      sim_mem_sources_free(&src);
+      cplab_maps_sources_free(&src);
       CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory for %lld gathered keys", (long long)src.rows);
     }
     for (int64_t r = 0; r < src.rows; r++) {
@@ -202,7 +145,7 @@ int sim_mem_keys(sim_mem *m, int c, const float **keys, int64_t *rows, cplab_dia
       sim_mem_key_row(e, buf + (size_t)r * ROW);
     }
     m->keys_rows[c] = src.rows;
-    sim_mem_sources_free(&src);
+    cplab_maps_sources_free(&src);
     m->keys[c] = buf;
   }
   *keys = m->keys[c];
@@ -210,62 +153,10 @@ int sim_mem_keys(sim_mem *m, int c, const float **keys, int64_t *rows, cplab_dia
   return 0;
 }
 
-typedef struct slot_pos {
-  int64_t slot, p;
-  int32_t g;
-} slot_pos;
-
-static int by_slot(const void *a, const void *b) {
-  const slot_pos *x = a, *y = b;
-  return (x->slot > y->slot) - (x->slot < y->slot);
-}
-
-int sim_mem_written(const sim_mem *m, int64_t **slots, int32_t **req, int64_t **pos, int64_t *n, cplab_diag *d) {
-  const cplab_schedule *s = &m->rp->sched;
-  const cplab_parallel *par = m->in->par;
-  int o = m->rp->ids.dcp_rank;
-  int64_t cap = 0, k = 0;
-  for (int g = 0; g < s->num_requests; g++) cap += cplab_kv_local_len(s->seq_len[g], o, par->interleave, par->dcp);
-  slot_pos *w = malloc(sizeof *w * (size_t)(cap ? cap : 1));
-  *slots = malloc(sizeof **slots * (size_t)(cap ? cap : 1));
-  *req = malloc(sizeof **req * (size_t)(cap ? cap : 1));
-  *pos = malloc(sizeof **pos * (size_t)(cap ? cap : 1));
-  if (!w || !*slots || !*req || !*pos) {
-    free(w), free(*slots), free(*req), free(*pos);
-    *slots = NULL, *req = NULL, *pos = NULL;
-    CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory for %lld cache slots", (long long)cap);
-  }
-  for (int g = 0; g < s->num_requests; g++)
-    for (int64_t p = 0; p < s->seq_len[g]; p++) {
-      int64_t slot = cplab_kv_slot_per_block(par, o, s->block_table + (int64_t)g * s->max_blocks, s->max_blocks, p);
-      if (slot >= 0) w[k++] = (slot_pos){slot, p, g};
-    }
-  qsort(w, (size_t)k, sizeof *w, by_slot);
-  for (int64_t i = 0; i < k; i++) (*slots)[i] = w[i].slot, (*req)[i] = w[i].g, (*pos)[i] = w[i].p;
-  free(w);
-  *n = k;
-  return 0;
-}
-
-uint64_t sim_mem_digest_entries(const int64_t *slots, const uint8_t *entries, int64_t n, size_t bytes) {
-  XXH3_state_t *h = XXH3_createState();
-  if (!h) return 0;
-  XXH3_64bits_reset(h);
-  for (int64_t i = 0; i < n; i++) {
-    uint8_t le[8];
-    for (int b = 0; b < 8; b++) le[b] = (uint8_t)((uint64_t)slots[i] >> (8 * b));
-    XXH3_64bits_update(h, le, sizeof le);
-    XXH3_64bits_update(h, entries + (size_t)i * bytes, bytes);
-  }
-  uint64_t out = XXH3_64bits_digest(h);
-  XXH3_freeState(h);
-  return out;
-}
-
 int sim_mem_cache_digest(const sim_mem *m, int which, uint64_t *out, cplab_diag *d) {
   int64_t *slots, *pos, n;
   int32_t *req;
-  int rc = sim_mem_written(m, &slots, &req, &pos, &n, d);
+  int rc = cplab_maps_written(m->rp, &slots, &req, &pos, &n, d);
   if (rc) return rc;
   size_t bytes = which == 0 ? CPLAB_MLA_ENTRY_BYTES : CPLAB_IDX_ENTRY_BYTES;
   uint8_t *entries = malloc(bytes * (size_t)(n ? n : 1));
@@ -275,7 +166,7 @@ int sim_mem_cache_digest(const sim_mem *m, int which, uint64_t *out, cplab_diag 
     if (which == 0) cplab_kvformat_mla_generate(m->in->seed, (uint32_t)m->layer, id, p, entries + (size_t)i * bytes);
     else cplab_kvformat_idx_generate(m->in->seed, (uint32_t)m->layer, id, p, entries + (size_t)i * bytes);
   }
-  if (!rc) *out = sim_mem_digest_entries(slots, entries, n, bytes);
+  if (!rc) *out = cplab_maps_cache_digest(slots, entries, n, bytes);
   free(entries), free(slots), free(req), free(pos);
   return rc;
 }

@@ -33,18 +33,6 @@ typedef struct sim_mem {
   int64_t *keys_rows;
 } sim_mem;
 
-/* Where each row of a gathered buffer comes from: DCP peer peer[i]'s cache
- * slot slot[i], or peer[i] = -1 for a row no shard writes (padding). The
- * executor gathers by the same lists. */
-typedef struct sim_mem_sources {
-  int64_t rows;
-  int32_t *peer;
-  int64_t *slot;
-} sim_mem_sources;
-void sim_mem_sources_free(sim_mem_sources *s);
-/* Rows of prefill chunk c's gathered workspace / indexer chunk c's gathered keys. */
-int sim_mem_workspace_sources(const sim_mem *m, int c, sim_mem_sources *out, cplab_diag *d);
-int sim_mem_key_sources(const sim_mem *m, int c, sim_mem_sources *out, cplab_diag *d);
 
 int sim_mem_init(sim_mem *m, const cplab_step_input *in, const cplab_rank_plan *rp, int layer, cplab_diag *d);
 void sim_mem_fini(sim_mem *m);
@@ -69,12 +57,6 @@ int sim_mem_workspace(sim_mem *m, int c, const uint16_t **ws, int64_t *rows, cpl
  * sim_mem_key_row makes them; padding rows all 0). */
 int sim_mem_keys(sim_mem *m, int c, const float **keys, int64_t *rows, cplab_diag *d);
 
-/* This rank's written slots (every owned context token), ascending, with
- * the request and position each holds: slots[i], req[i], pos[i] (malloc'd). */
-int sim_mem_written(const sim_mem *m, int64_t **slots, int32_t **req, int64_t **pos, int64_t *n, cplab_diag *d);
-/* The cache digest (SIM_DIGEST_KV_CACHE / _INDEX_K) of n written slots
- * ascending and their entries (n × bytes, in the same order). */
-uint64_t sim_mem_digest_entries(const int64_t *slots, const uint8_t *entries, int64_t n, size_t bytes);
 
 /* XXH3-64 of this rank's KV (which = 0) or indexer (which = 1) cache: the
  * written slots ascending, each as int64 slot LE then its entry. */

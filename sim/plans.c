@@ -76,9 +76,9 @@ static int run_numeric(const cplab_step_input *in, const cplab_rank_plan *rp, co
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   int rc = 0;
-  for (int i = 0; i < num->num_layers && !rc; i++) {
+  for (int i = 0; i < num->layers.count && !rc; i++) {
     sim_numeric_layer l;
-    rc = sim_numeric_compute(in, rp, num->layers[i], sampled_rows, &l, d);
+    rc = sim_numeric_compute(in, rp, num->layers.layers[i], sampled_rows, &l, d);
     if (rc) break;
     out->numeric_rows += l.rows;
     if (w) rc = sim_numeric_write(w, in->step_index, &l, d);
@@ -182,7 +182,7 @@ int sim_plans_run(const sim_procs *pr, const cplab_scenario *s, const cplab_layo
   out->num_steps = s->num_steps;
   out->world = cplab_parallel_world(&s->par);
   out->checked = full_check;
-  out->numeric_layers = numeric && numeric->enabled ? numeric->num_layers : 0;
+  out->numeric_layers = numeric && numeric->enabled ? numeric->layers.count : 0;
   int per_proc = (out->world + pr->size - 1) / pr->size;
   size_t mine_len = s->num_steps * (size_t)(per_proc ? per_proc : 1) * SIM_PR_FIELDS;
   int64_t *mine = calloc(mine_len, sizeof *mine);

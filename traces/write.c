@@ -395,3 +395,25 @@ int cplab_trace_commit(cplab_trace_writer *w, cplab_diag *d) {
   writer_free(w);
   return rc;
 }
+
+int cplab_trace_write_rows(cplab_trace_writer *w, size_t step, const cplab_trace_rows *r, cplab_diag *d) {
+  uint64_t n = (uint64_t)r->rows, k = (uint64_t)r->k, h = (uint64_t)r->heads;
+  int rc = 0;
+  if (n > 0) {
+    const struct {
+      cplab_trace_tensor t;
+      uint64_t dims[3];
+      const void *data;
+    } rows[] = {
+        {CPLAB_TT_SAMPLED_TOKENS, {n}, r->tokens},       {CPLAB_TT_TOPK, {n, k}, r->topk},
+        {CPLAB_TT_TOPK_CONVERTED, {n, k}, r->converted}, {CPLAB_TT_TOPK_SCORES, {n, k}, r->scores},
+        {CPLAB_TT_KTH_SCORE, {n}, r->kth},               {CPLAB_TT_ATTN_OUT, {n, h, 512}, r->out},
+        {CPLAB_TT_ATTN_LSE, {n, h}, r->lse},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0] && !rc; i++)
+      rc = cplab_trace_write_tensor(w, step, r->layer, rows[i].t, rows[i].dims, rows[i].data, 0, d);
+  }
+  uint64_t nd = (uint64_t)r->num_digests;
+  if (!rc && nd) rc = cplab_trace_write_tensor(w, step, r->layer, CPLAB_TT_DIGESTS, &nd, r->digests, 0, d);
+  return rc;
+}

@@ -73,6 +73,16 @@ typedef int (*cplab_cli_option_fn)(void *ctx, int opt, const char *arg, cplab_di
  * program_opt (may be NULL when there are none). Positional arguments are
  * left at argv[*first_arg..argc). shortopts must start with
  * CPLAB_CLI_COMMON_SHORTOPTS. Errors are CPLAB_EUSAGE with a message. */
+/* A --layers list: distinct layer indices, ascending. */
+#define CPLAB_MAX_LAYERS 64
+typedef struct cplab_layer_list {
+  int count;
+  int layers[CPLAB_MAX_LAYERS];
+} cplab_layer_list;
+/* Parse "0,3,5" (NULL: layer 0) into o; each index below num_layers, none
+ * twice. CPLAB_EUSAGE with a message naming the problem. */
+int cplab_cli_parse_layers(const char *text, int64_t num_layers, cplab_layer_list *o, cplab_diag *d);
+
 int cplab_cli_parse(int argc, char **argv, const char *shortopts, const struct option *longopts, cplab_cli *cli,
                     cplab_cli_option_fn program_opt, void *ctx, int *first_arg, cplab_diag *d);
 

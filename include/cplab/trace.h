@@ -81,6 +81,31 @@ const char *cplab_trace_tensor_name(cplab_trace_tensor t);
 int cplab_trace_write_tensor(cplab_trace_writer *w, size_t step, int layer, cplab_trace_tensor tensor,
                              const uint64_t *dims, const void *data, int compress, cplab_diag *d);
 
+/* digests[] of a layer (SCHEMA.md "Digests of the numeric pass"). */
+enum {
+  CPLAB_TRACE_DIGEST_KV_CACHE = 0, /* the rank's KV cache (cplab_maps_cache_digest) */
+  CPLAB_TRACE_DIGEST_INDEX_K,      /* its indexer-key cache */
+  CPLAB_TRACE_DIGEST_WORKSPACE     /* + c: gathered prefill workspace chunk c */
+};
+
+/* One layer's numeric results of a rank, as cplab-sim --numeric and
+ * cplab-exec store them: per-row tensors for rows sampled local tokens
+ * (nothing per row when rows == 0), then the digests. */
+typedef struct cplab_trace_rows {
+  int layer;
+  int64_t rows;
+  int k, heads;
+  const int64_t *tokens;              /* [rows] */
+  const int32_t *topk, *converted;    /* [rows][k] */
+  const float *scores;                /* [rows][k] */
+  const float *kth;                   /* [rows] */
+  const float *out;                   /* [rows][heads][512] */
+  const float *lse;                   /* [rows][heads] */
+  int num_digests;
+  const uint64_t *digests;
+} cplab_trace_rows;
+int cplab_trace_write_rows(cplab_trace_writer *w, size_t step, const cplab_trace_rows *r, cplab_diag *d);
+
 /* Timing events (exec): one row per timed operation. op: a collective purpose
  * code (cplab_coll_what) or 100 + a kernel code; times in ns. */
 typedef struct cplab_trace_event {

@@ -6,11 +6,37 @@
 DIFF="$top_builddir/cplab-diff"
 GOLDEN="$top_srcdir/tests/golden"
 
+# The golden smoke trace carries the numeric pass (--numeric), pr56157's only plans.
 for s in smoke pr56157; do
-  "$SIM" --scenario "$s" -q -o "$WORK/$s.h5" 2>/dev/null
+  numeric=; [ "$s" = smoke ] && numeric=--numeric
+  "$SIM" --scenario "$s" $numeric -q -o "$WORK/$s.h5" 2>/dev/null
   expect_exit 0 "$s agrees with its golden trace" "$DIFF" -q "$GOLDEN/$s.h5" "$WORK/$s.h5"
   expect_exit 0 "$s golden trace is rank-invariant" "$DIFF" --ranks -q "$GOLDEN/$s.h5"
 done
+expect_exit 0 "numeric rank checks run" "$DIFF" --ranks "$GOLDEN/smoke.h5"
+expect_grep "$WORK/out" "^decode combine  *[1-9]" "decode rows compared with single-device attention"
+expect_grep "$WORK/out" "^replicated rows  *[1-9]" "replicated rows compared across ranks"
+
+# A decode row's attention altered on one rank: both numeric rank checks fire.
+PY=
+for p in python3 /usr/bin/python3; do
+  if [ -z "$PY" ] && "$p" -c 'import h5py' >/dev/null 2>&1; then PY=$p; fi
+done
+if [ -n "$PY" ]; then
+  mkdir -p "$WORK/alt" && cp "$WORK"/smoke.*h5 "$WORK/alt/"
+  "$PY" - "$WORK/alt/smoke.r0000.h5" <<'PYEOF'
+import sys, h5py
+with h5py.File(sys.argv[1], "r+") as f:
+    a = f["steps/000001/layers/000/attn_out"]
+    v = a[...]; v[0, 0, :] += 0.5; a[...] = v
+PYEOF
+  expect_exit 1 "an altered decode row is caught" "$DIFF" --ranks "$WORK/alt/smoke.h5"
+  expect_grep "$WORK/out" "^decode-combine: rank 0 step 1 layer 0 local token 0" "as a wrong combine"
+  expect_grep "$WORK/out" "^replicated-rows: step 1 layer 0: global token 0 differs between ranks 0 and 1" \
+    "and as a replicated row that differs"
+else
+  echo "no h5py: the altered-trace case is skipped"
+fi
 expect_exit 0 "JSON report" "$DIFF" --json "$GOLDEN/smoke.h5" "$WORK/smoke.h5"
 expect_grep "$WORK/out" '"differences": 0' "JSON says 0 differences"
 

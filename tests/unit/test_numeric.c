@@ -10,6 +10,7 @@
 
 #include "cplab/kvformat.h"
 #include "cplab/fp8.h"
+#include "cplab/maps.h"
 #include "cplab/plan.h"
 #include "indexer_ref.h"
 #include "numeric.h"
@@ -213,7 +214,7 @@ static void test_sampling(void **state) {
     cplab_diag d = {0};
     assert_int_equal(cplab_rank_plan_derive(&in, rank, 0, &p, &d), 0);
     int64_t *tok, n;
-    assert_int_equal(sim_numeric_sample(&in, p, 8, &tok, &n, &d), 0);
+    assert_int_equal(cplab_maps_sample(&in, p, 8, &tok, &n, &d), 0);
     int decodes = 0;
     for (int64_t i = 0; i < n; i++) {
       if (i) assert_true(tok[i] > tok[i - 1]);
