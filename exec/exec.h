@@ -1,8 +1,10 @@
 /* exec/exec.h: the executor's parts (main.c drives them).
  *   consensus.c  plan digests exchanged before each step (no GPU needed)
+ *   rank.c       one rank's numeric pass, common to the backends (rank.h)
  *   single.c     the single-device backend: every logical rank of the layout
  *                in one process on one GPU, each with its own caches and
  *                buffers; collectives are device copies in rank order
+ *   nccl.c       the NCCL backend: one MPI rank per GPU, NCCL collectives
  *
  * What runs on the device per step and layer (sim/numeric.h describes the
  * same computation in the simulator, which the traces are diffed against;
@@ -49,6 +51,17 @@ void exec_single_free(exec_single *x);
  * out[world] receives what each rank computed (free with exec_layer_free). */
 int exec_single_layer(exec_single *x, const cplab_step_input *in, cplab_rank_plan *const *plans, int layer,
                       int64_t sampled_rows, exec_layer *out, cplab_diag *d);
+
+/* The NCCL backend (nccl.c; built with NCCL): this process is global rank
+ * `rank` on its own GPU (local rank mod devices); mpi = 0 only for world 1. */
+typedef struct exec_nccl exec_nccl;
+int exec_nccl_alloc(const cplab_scenario *s, const cplab_layout *layout, int rank, int mpi, exec_nccl **out,
+                    cplab_diag *d);
+void exec_nccl_free(exec_nccl *x);
+int exec_nccl_device(const exec_nccl *x);
+/* One layer of one step on this rank (plan derived by this rank). */
+int exec_nccl_layer(exec_nccl *x, const cplab_step_input *in, const cplab_rank_plan *plan, int layer,
+                    int64_t sampled_rows, exec_layer *out, cplab_diag *d);
 
 /* The device's name and the CUDA versions, for the trace's provenance. */
 int exec_device_describe(char *device, size_t dlen, char *cuda, size_t clen, cplab_diag *d);

@@ -22,6 +22,8 @@ static void usage(FILE *out) {
   fputs("Options:\n"
         "  --backend single      every logical rank in this process on one GPU, collectives as\n"
         "                        device copies in rank order (the default; one process)\n"
+        "  --backend nccl        one MPI rank per GPU (mpirun -np WORLD; world 1 runs without\n"
+        "                        mpirun), NCCL collectives over communicators split per group\n"
         "  --plans-only          derive the plans and check consensus only: no GPU needed; under\n"
         "                        mpirun each process derives its own ranks (r mod processes)\n"
         "  --layers LIST         layers to run, e.g. 0,3 (default 0)\n"
@@ -39,7 +41,7 @@ static void usage(FILE *out) {
 enum { OPT_BACKEND = CPLAB_OPT_PROGRAM, OPT_PLANS_ONLY, OPT_LAYERS };
 
 typedef struct exec_args {
-  int plans_only;
+  int plans_only, nccl;
   const char *layers;
   cplab_layer_list layers_list;
 } exec_args;
@@ -48,8 +50,12 @@ static int exec_option(void *ctx, int opt, const char *arg, cplab_diag *d) {
   exec_args *a = ctx;
   switch (opt) {
   case OPT_BACKEND:
-    if (strcmp(arg, "single") != 0)
-      CPLAB_FAIL(d, CPLAB_EUNSUPPORTED, "--backend %s: only 'single' exists yet (the NCCL backend is not built)", arg);
+    if (strcmp(arg, "single") == 0) a->nccl = 0;
+    else if (strcmp(arg, "nccl") == 0) a->nccl = 1;
+    else CPLAB_FAIL(d, CPLAB_EUSAGE, "--backend %s: expected single or nccl", arg);
+#ifndef CPLAB_EXEC_NCCL
+    if (a->nccl) CPLAB_FAIL(d, CPLAB_EUNSUPPORTED, "--backend nccl: this build has no NCCL (configure --with-nccl)");
+#endif
     return 0;
   case OPT_PLANS_ONLY: a->plans_only = 1; return 0;
   case OPT_LAYERS: a->layers = arg; return 0;
@@ -193,6 +199,72 @@ static int run_single(const cplab_cli *cli, const cplab_scenario *s, const cplab
   return rc;
 }
 
+#ifdef CPLAB_EXEC_NCCL
+/* The NCCL backend: this process is global rank `me`; it writes its own rank
+ * file, and rank 0 the run file once every rank committed. */
+static int run_nccl(const cplab_cli *cli, const cplab_scenario *s, const cplab_layout *layout,
+                    const cplab_rank_table *t, const cplab_layer_list *num, const char *command, int mpi, int me,
+                    int size, cplab_diag *d) {
+  if (mpi ? size != t->world : t->world != 1)
+    CPLAB_FAIL(d, CPLAB_EUSAGE, "--backend nccl runs one process per rank: mpirun -np %d (%d process(es) here)",
+               t->world, size);
+  exec_nccl *x = NULL;
+  char device[256] = "", cuda[128] = "", rpath[4096];
+  cplab_trace_provenance prov = {"exec", command, NULL, device, NULL, cuda, NULL};
+  cplab_trace_writer *w = NULL;
+  int rc = exec_nccl_alloc(s, layout, me, mpi, &x, d);
+  if (!rc) rc = exec_device_describe(device, sizeof device, cuda, sizeof cuda, d);
+  if (!rc && cli->out) rc = cplab_trace_rank_path(cli->out, me, rpath, sizeof rpath, d);
+  if (!rc && cli->out) rc = cplab_trace_create(rpath, s, me, &prov, &w, d);
+  int64_t rows = 0;
+  for (size_t step = 0; step < s->num_steps && !rc; step++) {
+    cplab_step_input in = {&s->steps[step], step, s->seed, &s->par, &s->model, layout};
+    cplab_rank_plan *p = NULL;
+    uint64_t words[EXEC_CONSENSUS_WORDS];
+    rc = cplab_rank_plan_derive(&in, me, w ? CPLAB_PLAN_TOKEN_MAPS : 0, &p, d);
+    if (!rc) exec_consensus_words(p, words);
+    if (!rc) rc = mpi ? exec_consensus_mpi(words, 1, t, step, d) : exec_consensus_check(words, t, step, d);
+    if (!rc && w) rc = cplab_trace_write_plan(w, step, p, d);
+    for (int i = 0; i < num->count && !rc; i++) {
+      exec_layer l;
+      rc = exec_nccl_layer(x, &in, p, num->layers[i], s->sampled_rows, &l, d);
+      if (rc) break;
+      rows += l.rows;
+      cplab_trace_rows view = {l.layer, l.rows, l.k, l.heads, l.tokens, l.topk, l.converted, l.scores,
+                               l.kth, l.out, l.lse, l.num_digests, l.digests};
+      if (w) rc = cplab_trace_write_rows(w, step, &view, d);
+      exec_layer_free(&l);
+    }
+    if (rc) cplab_diag_prefix(d, "step %zu, rank %d: ", step, me);
+    cplab_rank_plan_free(p);
+  }
+  if (w) {
+    int crc = rc ? (cplab_trace_abort(w), rc) : cplab_trace_commit(w, d);
+    if (!rc) rc = crc;
+  }
+  int all = rc;
+  if (mpi && MPI_Allreduce(&rc, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS && !rc)
+    rc = cplab_diag_set(d, CPLAB_EMPI, "MPI_Allreduce failed");
+  if (!rc && all) rc = cplab_diag_set(d, all, "another rank failed (see its message)");
+  if (!rc && me == 0 && cli->out) {
+    cplab_trace_writer *run = NULL;
+    rc = cplab_trace_create(cli->out, s, -1, &prov, &run, d);
+    if (!rc) rc = cplab_trace_link_ranks(run, t->world, d);
+    if (!rc) rc = cplab_trace_commit(run, d);
+    else if (run) cplab_trace_abort(run);
+  }
+  int64_t total = rows;
+  if (!rc && mpi) MPI_Reduce(&rows, &total, 1, MPI_INT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+  if (!rc && me == 0 && !cli->quiet)
+    printf("%s: %zu steps of %s, NCCL backend, %d rank(s) on %s: consensus held; %lld sampled rows over %d "
+           "layer(s)%s%s\n",
+           PROG, s->num_steps, s->name, t->world, device, (long long)total, num->count, cli->out ? "; trace " : "",
+           cli->out ? cli->out : "");
+  exec_nccl_free(x);
+  return rc;
+}
+#endif
+
 int main(int argc, char **argv) {
   cplab_cli cli;
   cplab_diag d = {0};
@@ -234,14 +306,18 @@ int main(int argc, char **argv) {
     if (!rc && me == 0 && !cli.quiet)
       printf("%s: %zu steps of %s, %d ranks over %d process(es): every rank derived the same plan and collectives\n",
              PROG, s->num_steps, s->name, t->world, size);
-  } else if (!rc && size > 1) {
+  } else if (!rc && size > 1 && !args.nccl) {
     rc = cplab_diag_set(&d, CPLAB_EUSAGE, "the single-device backend runs every rank in one process: run it without "
-                                          "mpirun (or use --plans-only)");
+                                          "mpirun (or use --backend nccl, or --plans-only)");
   } else if (!rc) {
     char command[1024] = "";
     for (int i = 0, used = 0; i < argc && used < (int)sizeof command - 2; i++)
       used += snprintf(command + used, sizeof command - (size_t)used, "%s%s", i ? " " : "", argv[i]);
-    rc = run_single(&cli, s, layout, t, &args.layers_list, command, &log, &d);
+#ifdef CPLAB_EXEC_NCCL
+    if (args.nccl) rc = run_nccl(&cli, s, layout, t, &args.layers_list, command, mpi, me, size, &d);
+    else
+#endif
+      rc = run_single(&cli, s, layout, t, &args.layers_list, command, &log, &d);
   }
   if (rc && (me == 0 || rc != CPLAB_EDISAGREE)) {
     if (size > 1) fprintf(stderr, "[process %d] ", me);

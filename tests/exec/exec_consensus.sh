@@ -10,7 +10,7 @@ if [ "$HAVE_CUDA" != yes ]; then echo "SKIP: cplab-exec is built with CUDA only"
 expect_exit 0 "one process: smoke agrees" "$EXEC" --plans-only --scenario smoke
 expect_exit 1 "one process: rank-local plan stopped" "$EXEC" --plans-only --scenario smoke --layout mutant-rank-local-plan
 expect_grep "$WORK/err" "step 0: rank 1 derived a different gathered prefill plan" "names the step, rank and field"
-expect_exit 2 "the single-device backend refuses --backend nccl" "$EXEC" --backend nccl
+expect_exit 2 "--backend nccl needs one process per rank" "$EXEC" --backend nccl
 expect_exit 2 "--plans-only with -o" "$EXEC" --plans-only -o x.h5
 expect_exit 2 "--layers beyond the model" "$EXEC" --plans-only --scenario smoke --layers 2
 if [ -z "$MPIRUN" ]; then echo "no mpirun: the MPI half is skipped"; finish; fi

@@ -1,0 +1,293 @@
+/* The NCCL backend (exec.h): one MPI rank per GPU, real collectives. Each
+ * rank holds only its own caches; a gathered buffer is its own shard (gather
+ * kernel) followed by ncclAllGather over the DCP group (ranks ordered by DCP
+ * rank, so the result is rank-major); a decode row's top-k is the exact merge
+ * of every peer's local top-k over its own keys (exchanged over MPI), and its
+ * partials meet through ncclAllGather before the combine kernel. */
+#include <math.h>
+#include <mpi.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cplab/kv.h"
+#include "cplab/kvformat.h"
+#include "cplab/maps.h"
+#include "cplab_kernels.h"
+#include "rank.h"
+
+/* NCCL's and CUDA's headers declare some functions without prototypes. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstrict-prototypes"
+#include <cuda_runtime.h>
+#include <nccl.h>
+#pragma GCC diagnostic pop
+
+struct exec_nccl {
+  int rank, world, device, mpi;
+  cplab_rank_ids ids;
+  ncclComm_t comm, tp, pcp, dcp;
+  MPI_Comm mpi_dcp;
+  int64_t num_slots;
+  uint8_t *kv, *idx;
+};
+
+#define NCCL_TRY(call, d)                                                                                  \
+  do {                                                                                                     \
+    ncclResult_t r_ = (call);                                                                              \
+    if (r_ != ncclSuccess) CPLAB_FAIL(d, CPLAB_ENCCL, "%s failed: %s", #call, ncclGetErrorString(r_));     \
+  } while (0)
+
+static int pick_device(exec_nccl *x, cplab_diag *d) {
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0)
+    CPLAB_FAIL(d, CPLAB_ENODEV, "no CUDA device: %s", e != cudaSuccess ? cudaGetErrorString(e) : "none visible");
+  const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  x->device = (lr ? atoi(lr) : x->rank) % count;
+  if ((e = cudaSetDevice(x->device)) != cudaSuccess)
+    CPLAB_FAIL(d, CPLAB_ECUDA, "cudaSetDevice(%d) failed: %s", x->device, cudaGetErrorString(e));
+  return 0;
+}
+
+/* The world communicator, then TP, PCP and DCP by ncclCommSplit, each keyed
+ * by the position in its group (the DCP all-gathers come out rank-major). */
+static int make_comms(exec_nccl *x, cplab_diag *d) {
+  ncclUniqueId id;
+  if (x->rank == 0) NCCL_TRY(ncclGetUniqueId(&id), d);
+  if (x->mpi && MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
+    CPLAB_FAIL(d, CPLAB_EMPI, "MPI_Bcast of the NCCL id failed");
+  NCCL_TRY(ncclCommInitRank(&x->comm, x->world, id, x->rank), d);
+  NCCL_TRY(ncclCommSplit(x->comm, x->ids.tp_group, x->ids.tp, &x->tp, NULL), d);
+  NCCL_TRY(ncclCommSplit(x->comm, x->ids.pcp_group, x->ids.pcp, &x->pcp, NULL), d);
+  NCCL_TRY(ncclCommSplit(x->comm, x->ids.dcp_group, x->ids.dcp_rank, &x->dcp, NULL), d);
+  x->mpi_dcp = MPI_COMM_NULL;
+  if (x->mpi && MPI_Comm_split(MPI_COMM_WORLD, x->ids.dcp_group, x->ids.dcp_rank, &x->mpi_dcp) != MPI_SUCCESS)
+    CPLAB_FAIL(d, CPLAB_EMPI, "MPI_Comm_split of the DCP group failed");
+  return 0;
+}
+
+int exec_nccl_alloc(const cplab_scenario *s, const cplab_layout *layout, int rank, int mpi, exec_nccl **out,
+                    cplab_diag *d) {
+  *out = NULL;
+  exec_nccl *x = calloc(1, sizeof *x);
+  if (!x) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
+  x->rank = rank, x->world = cplab_parallel_world(&s->par), x->mpi = mpi;
+  int rc = cplab_rank_ids_get(&s->par, rank, &x->ids, d);
+  if (!rc) rc = pick_device(x, d);
+  if (!rc) rc = exec_num_slots(s, layout, &x->num_slots, d);
+  if (!rc) rc = make_comms(x, d);
+  if (!rc) rc = cplab_dev_alloc((void **)&x->kv, (size_t)x->num_slots * CPLAB_MLA_ENTRY_BYTES, d);
+  if (!rc) rc = cplab_dev_alloc((void **)&x->idx, (size_t)x->num_slots * CPLAB_IDX_ENTRY_BYTES, d);
+  if (rc) {
+    exec_nccl_free(x);
+    return rc;
+  }
+  *out = x;
+  return 0;
+}
+
+void exec_nccl_free(exec_nccl *x) {
+  if (!x) return;
+  cplab_diag ignore = {0};
+  cplab_dev_free(x->kv, &ignore);
+  cplab_dev_free(x->idx, &ignore);
+  if (x->dcp) ncclCommDestroy(x->dcp);
+  if (x->pcp) ncclCommDestroy(x->pcp);
+  if (x->tp) ncclCommDestroy(x->tp);
+  if (x->comm) ncclCommDestroy(x->comm);
+  if (x->mpi_dcp != MPI_COMM_NULL && x->mpi) MPI_Comm_free(&x->mpi_dcp);
+  free(x);
+}
+
+int exec_nccl_device(const exec_nccl *x) { return x->device; }
+
+static int64_t nccl_slot(const exec_rank *c, int o, int64_t slot) {
+  const exec_nccl *x = c->be;
+  return o == x->ids.dcp_rank && slot >= 0 && slot < x->num_slots ? slot : -1;
+}
+
+/* My shard of a gathered buffer (rows [me·S, (me+1)·S) of the sources), all-gathered over DCP. */
+static int shard_allgather(exec_rank *c, const cplab_maps_sources *src, int mla, void **gathered, cplab_diag *d) {
+  const exec_nccl *x = c->be;
+  int W = c->in->par->dcp, me = x->ids.dcp_rank;
+  int64_t S = src->rows / W;
+  size_t row = mla ? sizeof(uint16_t) * CPLAB_MLA_ROW_DIM : CPLAB_IDX_ENTRY_BYTES;
+  exec_arena a = {0};
+  void *dslot, *shard;
+  int rc = exec_arena_put(&a, &dslot, src->slot + me * S, sizeof(int64_t) * (size_t)S, d);
+  if (!rc) rc = exec_arena_alloc(&a, &shard, row * (size_t)S, d);
+  if (!rc) rc = cplab_dev_alloc(gathered, row * (size_t)(W * S), d);
+  if (!rc && S && mla) rc = cplab_gather_mla(x->kv, x->num_slots, dslot, S, shard, NULL, d);
+  if (!rc && S && !mla) rc = cplab_gather_idx(x->idx, x->num_slots, dslot, S, shard, NULL, d);
+  if (!rc && S) {
+    ncclResult_t r = mla ? ncclAllGather(shard, *gathered, (size_t)S * CPLAB_MLA_ROW_DIM, ncclBfloat16, x->dcp, 0)
+                         : ncclAllGather(shard, *gathered, (size_t)S * CPLAB_IDX_ENTRY_BYTES, ncclUint8, x->dcp, 0);
+    if (r != ncclSuccess) rc = cplab_diag_set(d, CPLAB_ENCCL, "ncclAllGather of a %s shard failed: %s",
+                                             mla ? "workspace" : "key", ncclGetErrorString(r));
+  }
+  if (!rc) rc = cplab_dev_sync(NULL, d);
+  exec_arena_free(&a);
+  return rc;
+}
+
+static int nccl_workspace(exec_rank *c, int ch, cplab_diag *d) {
+  cplab_maps_sources src;
+  int rc = cplab_maps_workspace_sources(c->rp, ch, &src, d);
+  if (!rc) rc = shard_allgather(c, &src, 1, (void **)&c->ws[ch], d);
+  c->ws_rows[ch] = src.rows;
+  cplab_maps_sources_free(&src);
+  return rc;
+}
+
+typedef struct nccl_keys {
+  int n;
+  uint8_t **buf; /* [indexer chunk] gathered keys on the device */
+  int64_t *rows;
+} nccl_keys;
+
+static void nccl_keys_free(exec_rank *c) {
+  nccl_keys *k = c->keys;
+  cplab_diag ignore = {0};
+  for (int ch = 0; k && ch < k->n; ch++) cplab_dev_free(k->buf[ch], &ignore);
+  if (k) free(k->buf), free(k->rows);
+  free(k);
+  c->keys = NULL;
+}
+
+static int nccl_keys_prepare(exec_rank *c, cplab_diag *d) {
+  const cplab_indexer_plan *ip = &c->rp->indexer;
+  int n = ip->active ? ip->num_chunks : 0, rc = 0;
+  nccl_keys *k = calloc(1, sizeof *k);
+  if (k) k->buf = calloc((size_t)n + 1, sizeof *k->buf), k->rows = calloc((size_t)n + 1, sizeof *k->rows);
+  c->keys = k;
+  if (!k || !k->buf || !k->rows) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
+  for (; k->n < n && !rc; k->n++) {
+    cplab_maps_sources src;
+    rc = cplab_maps_key_sources(c->rp, k->n, &src, d);
+    if (!rc) rc = shard_allgather(c, &src, 0, (void **)&k->buf[k->n], d);
+    k->rows[k->n] = src.rows;
+    cplab_maps_sources_free(&src);
+  }
+  return rc;
+}
+
+typedef struct cand {
+  float s;
+  int32_t t;
+} cand;
+
+/* Higher score first, equal scores by the lower index (the top-k kernel's rule). */
+static int by_cand(const void *a, const void *b) {
+  const cand *x = a, *y = b;
+  if (x->s != y->s) return x->s > y->s ? -1 : 1;
+  return (x->t > y->t) - (x->t < y->t);
+}
+
+/* Decode rows: local logits and top-k over my own keys, then the exact merge
+ * of every DCP peer's candidates. */
+static int local_topk_merge(exec_rank *c, const cplab_row *row, int64_t pos, int32_t *dtopk, float *dscore,
+                            exec_arena *a, cplab_diag *d) {
+  const exec_nccl *x = c->be;
+  const cplab_parallel *par = c->in->par;
+  const cplab_rank_plan *rp = c->rp;
+  int K = c->k, D = par->dcp, me = x->ids.dcp_rank, rc = 0;
+  int64_t n = pos + 1, nl = cplab_kv_local_len(n, me, par->interleave, D);
+  const int32_t *brow = rp->sched.block_table + (int64_t)row->req * rp->sched.max_blocks;
+  int64_t *slots = calloc((size_t)(nl ? nl : 1), sizeof *slots), *pos_of = calloc((size_t)(nl ? nl : 1), sizeof *pos_of);
+  int32_t *lidx = malloc(sizeof *lidx * (size_t)K);
+  float *lsc = malloc(sizeof *lsc * (size_t)K);
+  cand *mine = malloc(sizeof *mine * (size_t)K), *all = malloc(sizeof *all * (size_t)K * (size_t)D);
+  void *dslots, *dkeys, *dli, *dls;
+  if (!slots || !pos_of || !lidx || !lsc || !mine || !all) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
+  int64_t m = 0;
+  for (int64_t t = 0; !rc && t < n; t++)
+    if (cplab_kv_owner(t, par->interleave, D) == me)
+      pos_of[m] = t, slots[m++] = cplab_kv_slot_global(par, me, brow, rp->sched.max_blocks, t);
+  if (!rc) rc = exec_arena_put(a, &dslots, slots, sizeof *slots * (size_t)m, d);
+  if (!rc) rc = exec_arena_alloc(a, &dkeys, (size_t)(m ? m : 1) * CPLAB_IDX_ENTRY_BYTES, d);
+  if (!rc) rc = exec_arena_alloc(a, &dli, sizeof(int32_t) * (size_t)K, d);
+  if (!rc) rc = exec_arena_alloc(a, &dls, sizeof(float) * (size_t)K, d);
+  if (!rc && m) rc = cplab_gather_idx(x->idx, x->num_slots, dslots, m, dkeys, NULL, d);
+  if (!rc) rc = exec_indexer_topk(c, row, pos, dkeys, m, dli, dls, a, d);
+  if (!rc) rc = cplab_dev_download(lidx, dli, sizeof(int32_t) * (size_t)K, d);
+  if (!rc) rc = cplab_dev_download(lsc, dls, sizeof(float) * (size_t)K, d);
+  for (int j = 0; !rc && j < K; j++) mine[j] = (cand){lsc[j], lidx[j] < 0 ? -1 : (int32_t)pos_of[lidx[j]]};
+  if (!rc && D > 1 && MPI_Allgather(mine, (int)(K * sizeof *mine), MPI_BYTE, all, (int)(K * sizeof *mine), MPI_BYTE,
+                                    x->mpi_dcp) != MPI_SUCCESS)
+    rc = cplab_diag_set(d, CPLAB_EMPI, "MPI_Allgather of the local top-k failed");
+  if (!rc && D == 1) memcpy(all, mine, sizeof *mine * (size_t)K);
+  int64_t nc = 0;
+  for (int64_t j = 0; !rc && j < (int64_t)K * D; j++)
+    if (all[j].t >= 0) all[nc++] = all[j];
+  if (!rc) qsort(all, (size_t)nc, sizeof *all, by_cand);
+  for (int j = 0; !rc && j < K; j++) lidx[j] = j < nc ? all[j].t : -1, lsc[j] = j < nc ? all[j].s : -INFINITY;
+  if (!rc) rc = cplab_dev_upload(dtopk, lidx, sizeof(int32_t) * (size_t)K, d);
+  if (!rc) rc = cplab_dev_upload(dscore, lsc, sizeof(float) * (size_t)K, d);
+  free(slots), free(pos_of), free(lidx), free(lsc), free(mine), free(all);
+  return rc;
+}
+
+static int nccl_topk(exec_rank *c, const cplab_row *row, int64_t pos, int32_t *dtopk, float *dscore, exec_arena *a,
+                     cplab_diag *d) {
+  const cplab_rank_plan *rp = c->rp;
+  const cplab_indexer_plan *ip = &rp->indexer;
+  if (!row->is_prefill || !ip->active) return local_topk_merge(c, row, pos, dtopk, dscore, a, d);
+  /* Prefill rows: the gathered keys in logical order through the layout's de-interleave. */
+  int k = 0;
+  while (k < ip->num_regions && ip->region_req[k] != row->req) k++;
+  if (k == ip->num_regions) CPLAB_FAIL(d, CPLAB_EINTERNAL, "request %d has no indexer region", row->req);
+  const nccl_keys *keys = c->keys;
+  int ch = ip->region_chunk[k];
+  int64_t n = pos + 1, *rows = malloc(sizeof *rows * (size_t)n);
+  void *drows, *dkeys;
+  int rc = rows ? 0 : cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
+  for (int64_t t = 0; !rc && t < n; t++) {
+    int64_t g = cplab_layout_deinterleave(rp->layout, &rp->env, ip, k, t);
+    rows[t] = g < 0 || g >= keys->rows[ch] ? -1 : g;
+  }
+  if (!rc) rc = exec_arena_put(a, &drows, rows, sizeof *rows * (size_t)n, d);
+  if (!rc) rc = exec_arena_alloc(a, &dkeys, (size_t)n * CPLAB_IDX_ENTRY_BYTES, d);
+  if (!rc) rc = cplab_gather_idx(keys->buf[ch], keys->rows[ch], drows, n, dkeys, NULL, d);
+  if (!rc) rc = exec_indexer_topk(c, row, pos, dkeys, n, dtopk, dscore, a, d);
+  free(rows);
+  return rc;
+}
+
+/* My partial over my own cache, all-gathered over DCP. */
+static int nccl_partials(exec_rank *c, const cplab_row *row, const int32_t *topk, const int32_t *dtopk,
+                         const uint16_t *dq, float *dout, float *dl, exec_arena *a, cplab_diag *d) {
+  const exec_nccl *x = c->be;
+  int K = c->k, H = c->heads;
+  void *dconv, *pout, *plse;
+  int rc = exec_arena_alloc(a, &dconv, sizeof(int32_t) * (size_t)K, d);
+  if (!rc) rc = exec_arena_alloc(a, &pout, sizeof(float) * (size_t)H * CPLAB_MLA_NOPE_DIM, d);
+  if (!rc) rc = exec_arena_alloc(a, &plse, sizeof(float) * (size_t)H, d);
+  if (!rc) rc = exec_row_convert(c, row, topk, dtopk, x->ids.dcp_rank, dconv, a, d);
+  if (!rc)
+    rc = cplab_sparse_mla_decode(dq, 1, H, x->kv, x->num_slots, dconv, K, (float)cplab_model_softmax_scale(c->in->model),
+                                 pout, plse, NULL, d);
+  if (!rc) {
+    ncclResult_t r = ncclGroupStart();
+    if (r == ncclSuccess) r = ncclAllGather(pout, dout, (size_t)H * CPLAB_MLA_NOPE_DIM, ncclFloat32, x->dcp, 0);
+    if (r == ncclSuccess) r = ncclAllGather(plse, dl, (size_t)H, ncclFloat32, x->dcp, 0);
+    ncclResult_t e = ncclGroupEnd();
+    if (r == ncclSuccess) r = e;
+    if (r != ncclSuccess) rc = cplab_diag_set(d, CPLAB_ENCCL, "ncclAllGather of decode partials failed: %s",
+                                             ncclGetErrorString(r));
+  }
+  if (!rc) rc = cplab_dev_sync(NULL, d);
+  return rc;
+}
+
+static const exec_ops nccl_ops = {nccl_workspace, nccl_keys_prepare, nccl_topk, nccl_partials, nccl_slot,
+                                  nccl_keys_free};
+
+int exec_nccl_layer(exec_nccl *x, const cplab_step_input *in, const cplab_rank_plan *plan, int layer,
+                    int64_t sampled_rows, exec_layer *out, cplab_diag *d) {
+  int rc = exec_fill_cache(in, plan, layer, x->kv, x->idx, x->num_slots, d);
+  exec_rank c = {.ops = &nccl_ops, .be = x, .in = in, .rp = plan, .layer = layer, .r = x->rank, .kv_read = x->kv,
+                 .idx_read = x->idx, .read_slots = x->num_slots, .kv_own = x->kv, .idx_own = x->idx,
+                 .num_slots = x->num_slots};
+  if (!rc) rc = exec_rank_layer(&c, sampled_rows, out, d);
+  return rc;
+}
