@@ -82,6 +82,19 @@ static int64_t ulp_distance(float a, float b) {
   return llabs((long long)ia - (long long)ib);
 }
 
+/* "token 5 (request 2, position 37) head 3 column 17" for element (row, c)
+ * of a per-row float tensor: attn_out rows are (sampled row, head) pairs,
+ * attn_lse columns are heads. */
+static void element_meaning(const pair_ctx *x, cplab_trace_tensor t, const uint64_t *dims, size_t row, size_t c,
+                            char *out, size_t cap) {
+  char tok[96];
+  size_t m = t == CPLAB_TT_ATTN_OUT ? row / (size_t)dims[1] : row;
+  token_meaning(x->plan, x->sampled, (int64_t)m, tok, sizeof tok);
+  if (t == CPLAB_TT_ATTN_OUT) snprintf(out, cap, "%s head %zu column %zu", tok, row % (size_t)dims[1], c);
+  else if (t == CPLAB_TT_ATTN_LSE) snprintf(out, cap, "%s head %zu", tok, c);
+  else snprintf(out, cap, "%s column %zu", tok, c);
+}
+
 /* Floats: elementwise tolerance, NaN/Inf positions exact, cosine per row. */
 static void compare_float(pair_ctx *x, cplab_trace_tensor t, const uint64_t *dims, int rank, const float *a,
                           const float *b, diff_dataset *ds) {
@@ -99,9 +112,11 @@ static void compare_float(pair_ctx *x, cplab_trace_tensor t, const uint64_t *dim
       if (special) {
         int same = (isnan(u) && isnan(v)) || (isinf(u) && isinf(v) && (u > 0) == (v > 0));
         if (!same) {
+          char where[160];
+          element_meaning(x, t, dims, row, c, where, sizeof where);
           ds->differences++;
-          diff_report_add(x->r, "%s: rank %d step %zu layer %d row %zu column %zu: %g vs %g (NaN/Inf must match)",
-                          cplab_trace_tensor_name(t), x->rank, x->step, x->layer, row, c, (double)u, (double)v);
+          diff_report_add(x->r, "%s: rank %d step %zu layer %d %s: %g vs %g (NaN/Inf must match)",
+                          cplab_trace_tensor_name(t), x->rank, x->step, x->layer, where, (double)u, (double)v);
         }
         continue;
       }
@@ -112,9 +127,11 @@ static void compare_float(pair_ctx *x, cplab_trace_tensor t, const uint64_t *dim
       if (ulps > ds->max_ulp) ds->max_ulp = ulps;
       int ok = abs_err <= tol->atol + tol->rtol * fabs((double)u) || (tol->ulp > 0 && ulps <= tol->ulp);
       if (!ok) {
+        char where[160];
+        element_meaning(x, t, dims, row, c, where, sizeof where);
         ds->differences++;
-        diff_report_add(x->r, "%s: rank %d step %zu layer %d row %zu column %zu: %.9g vs %.9g (abs %.3g, rel %.3g, %lld ulp)",
-                        cplab_trace_tensor_name(t), x->rank, x->step, x->layer, row, c, (double)u, (double)v, abs_err,
+        diff_report_add(x->r, "%s: rank %d step %zu layer %d %s: %.9g vs %.9g (abs %.3g, rel %.3g, %lld ulp)",
+                        cplab_trace_tensor_name(t), x->rank, x->step, x->layer, where, (double)u, (double)v, abs_err,
                         rel, (long long)ulps);
       }
       dot += (double)u * v, na += (double)u * u, nb += (double)v * v;

@@ -36,4 +36,10 @@ if [ $status -eq 0 ] && [ -x ./cplab-exec ] && [ "${CPLAB_GENERATED:-50}" -gt 0 
   sh tools/gpu-exec-suite.sh "$out" "${CPLAB_GENERATED:-50}" >"$out/exec-suite.log" 2>&1 || status=$?
   tail -8 "$out/exec-suite.md" 2>/dev/null
 fi
+# The DCP gather against NCCL's own all-gather, where there are two GPUs or more.
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+if [ "${CPLAB_GATHER_BENCH:-1}" != 0 ] && [ "${gpus:-0}" -ge 2 ] && [ -f bench/run-gpu-gather.sh ]; then
+  make -j16 bench >"$out/bench-build.log" 2>&1 && sh bench/run-gpu-gather.sh . "$out" "$gpus" >"$out/gather-bench.log" 2>&1 || status=$?
+  tail -12 "$out/gather-bench.log"
+fi
 exit $status
