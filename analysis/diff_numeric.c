@@ -49,14 +49,6 @@ static int read_layer(cplab_trace *t, size_t step, int layer, rank_layer *l, cpl
   return rc;
 }
 
-static const cplab_row *row_of(const cplab_rank_plan *p, int64_t t) {
-  for (int i = 0; i < p->split.num_rows; i++) {
-    const cplab_row *r = &p->split.rows[i];
-    if (!r->dummy && t >= r->token_offset && t < r->token_offset + r->len) return r;
-  }
-  return NULL;
-}
-
 static int64_t global_token(const cplab_rank_plan *p, const cplab_row *row, int64_t t) {
   return p->sched.token_offset[row->req] + row->start + (t - row->token_offset);
 }
@@ -67,13 +59,13 @@ static void replicated_rows(diff_report *r, size_t step, int layer, cplab_rank_p
                             int world, diff_dataset *ds) {
   for (int a = 0; a < world; a++)
     for (int64_t i = 0; L[a].present && i < L[a].rows; i++) {
-      const cplab_row *ra = row_of(plans[a], L[a].tokens[i]);
+      const cplab_row *ra = cplab_split_row_of(&plans[a]->split, L[a].tokens[i]);
       if (!ra) continue;
       int64_t g = global_token(plans[a], ra, L[a].tokens[i]);
       for (int b = a + 1; b < world; b++) {
         if (!L[b].present || plans[b]->ids.tp != plans[a]->ids.tp || L[b].k != L[a].k || L[b].heads != L[a].heads) continue;
         for (int64_t j = 0; j < L[b].rows; j++) {
-          const cplab_row *rb = row_of(plans[b], L[b].tokens[j]);
+          const cplab_row *rb = cplab_split_row_of(&plans[b]->split, L[b].tokens[j]);
           if (!rb || global_token(plans[b], rb, L[b].tokens[j]) != g) continue;
           size_t ho = (size_t)L[a].heads * CPLAB_MLA_NOPE_DIM;
           int same = memcmp(L[a].topk + i * L[a].k, L[b].topk + j * L[b].k, sizeof(int32_t) * (size_t)L[a].k) == 0 &&
@@ -95,7 +87,7 @@ static void conversion(diff_report *r, size_t step, int layer, const cplab_rank_
                        diff_dataset *ds) {
   const cplab_layout *lay = p->layout;
   for (int64_t i = 0; i < l->rows; i++) {
-    const cplab_row *row = row_of(p, l->tokens[i]);
+    const cplab_row *row = cplab_split_row_of(&p->split, l->tokens[i]);
     if (!row) continue;
     int region = -1;
     for (int k = 0; row->is_prefill && k < p->prefill.num_regions; k++)
@@ -125,7 +117,7 @@ static int decode_combine(diff_report *r, const cplab_step_input *in, int layer,
   double *out = malloc(sizeof(double) * (size_t)H * SIM_MLA_V), *lse = malloc(sizeof(double) * (size_t)H);
   int rc = q && rows && out && lse ? 0 : cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
   for (int64_t i = 0; !rc && i < l->rows; i++) {
-    const cplab_row *row = row_of(p, l->tokens[i]);
+    const cplab_row *row = cplab_split_row_of(&p->split, l->tokens[i]);
     if (!row || row->is_prefill) continue;
     uint32_t id = (uint32_t)in->step->requests[row->req].id, pos = (uint32_t)(row->start_pos + l->tokens[i] - row->token_offset);
     size_t n = 0;

@@ -10,6 +10,15 @@ bench_cplab_trace_bench_LDADD = libcplab_trace.la $(CPLAB_CORE_LIBS) $(HDF5_LIBS
 bench_cplab_diff_bench_SOURCES = bench/diff_bench.c
 bench_cplab_diff_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/analysis
 bench_cplab_diff_bench_LDADD = libcplab_diff.la $(CPLAB_CORE_LIBS) $(HDF5_LIBS)
+if HAVE_NCCL
+# cplab-gather-bench: the DCP gather against NCCL's all-gather, one MPI rank per
+# GPU (bench/run-gpu-gather.sh runs it).
+EXTRA_PROGRAMS += bench/cplab-gather-bench
+bench_cplab_gather_bench_SOURCES = bench/gather_bench.c
+bench_cplab_gather_bench_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) $(NCCL_CPPFLAGS) -I$(top_srcdir)/kernels
+bench_cplab_gather_bench_LDADD = $(CPLAB_KERNEL_LIBS) $(NCCL_LIBS) $(CUDA_LIBS) $(CPLAB_CORE_LIBS) $(MPI_LIBS)
+endif
+EXTRA_DIST += bench/run-gpu-gather.sh
 CLEANFILES += $(EXTRA_PROGRAMS)
 EXTRA_DIST += bench/README.md bench/run-cpu.sh bench/run-numeric.sh bench/results
 

@@ -191,3 +191,11 @@ int cplab_split_derive(const cplab_schedule *s, const cplab_step *step, const cp
   }
   return 0;
 }
+
+const cplab_row *cplab_split_row_of(const cplab_split *s, int64_t t) {
+  for (int i = 0; i < s->num_rows; i++) {
+    const cplab_row *r = &s->rows[i];
+    if (!r->dummy && t >= r->token_offset && t < r->token_offset + r->len) return r;
+  }
+  return NULL;
+}

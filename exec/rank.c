@@ -286,14 +286,6 @@ static int rank_digests(exec_rank *c, exec_layer *out, cplab_diag *d) {
   return rc;
 }
 
-static const cplab_row *row_of(const cplab_rank_plan *rp, int64_t t) {
-  for (int i = 0; i < rp->split.num_rows; i++) {
-    const cplab_row *r = &rp->split.rows[i];
-    if (!r->dummy && t >= r->token_offset && t < r->token_offset + r->len) return r;
-  }
-  return NULL;
-}
-
 int exec_rank_layer(exec_rank *c, int64_t sampled_rows, exec_layer *out, cplab_diag *d) {
   const cplab_rank_plan *rp = c->rp;
   memset(out, 0, sizeof *out);
@@ -309,7 +301,7 @@ int exec_rank_layer(exec_rank *c, int64_t sampled_rows, exec_layer *out, cplab_d
   for (int ch = 0; ch < nws && !rc; ch++) rc = c->ops->workspace(c, ch, d);
   if (!rc) rc = c->ops->keys_prepare(c, d);
   for (int64_t i = 0; i < out->rows && !rc; i++) {
-    const cplab_row *row = row_of(rp, out->tokens[i]);
+    const cplab_row *row = cplab_split_row_of(&rp->split, out->tokens[i]);
     rc = row_run(c, row, row->start_pos + (out->tokens[i] - row->token_offset), i, out, d);
     if (rc) cplab_diag_prefix(d, "rank %d, layer %d, local token %lld: ", c->r, c->layer, (long long)out->tokens[i]);
   }

@@ -39,24 +39,21 @@ double sim_indexer_logit(const sim_indexer_query *q, const uint8_t key[CPLAB_IDX
   return logit * ks;
 }
 
-typedef struct scored {
-  double s;
-  int64_t i;
-} scored;
-
-static int by_score(const void *a, const void *b) {
-  const scored *x = a, *y = b;
-  if (x->s != y->s) return x->s > y->s ? -1 : 1;
+int sim_indexer_by_score(const void *a, const void *b) {
+  const sim_scored *x = a, *y = b;
+  int nx = x->s != x->s, ny = y->s != y->s;
+  if (nx != ny) return ny - nx;
+  if (!nx && x->s != y->s) return x->s > y->s ? -1 : 1;
   return (x->i > y->i) - (x->i < y->i);
 }
 
 int sim_indexer_topk(const sim_indexer_query *q, const uint8_t (*keys)[CPLAB_IDX_ENTRY_BYTES], int64_t n, int k,
                      int32_t *out, double *scores, double *kth, cplab_diag *d) {
   if (k < 1 || n < 0) CPLAB_FAIL(d, CPLAB_EINVAL, "top-k needs k >= 1 and n >= 0 (k %d, n %lld)", k, (long long)n);
-  scored *all = malloc((size_t)(n ? n : 1) * sizeof *all);
+  sim_scored *all = malloc((size_t)(n ? n : 1) * sizeof *all);
   if (!all) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory for %lld logits", (long long)n);
-  for (int64_t i = 0; i < n; i++) all[i] = (scored){sim_indexer_logit(q, keys[i]), i};
-  qsort(all, (size_t)n, sizeof *all, by_score);
+  for (int64_t i = 0; i < n; i++) all[i] = (sim_scored){sim_indexer_logit(q, keys[i]), i};
+  qsort(all, (size_t)n, sizeof *all, sim_indexer_by_score);
   for (int j = 0; j < k; j++) {
     out[j] = j < n ? (int32_t)all[j].i : -1;
     scores[j] = j < n ? all[j].s : -INFINITY;

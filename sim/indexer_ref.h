@@ -27,6 +27,15 @@ int sim_indexer_query_make(uint64_t seed, uint32_t layer, uint32_t request, uint
 /* Logit of one key entry (132 bytes: 128 e4m3 + fp32 scale). */
 double sim_indexer_logit(const sim_indexer_query *q, const uint8_t key[CPLAB_IDX_ENTRY_BYTES]);
 
+/* A logit and its key index; the order of top-k: a higher logit first,
+ * equal logits by the lower index, a NaN logit (a read of poison) first of
+ * all so that it shows (qsort comparator). */
+typedef struct sim_scored {
+  double s;
+  int64_t i;
+} sim_scored;
+int sim_indexer_by_score(const void *a, const void *b);
+
 /* Top-k over keys[0 .. n) (the keys of [ks, ke), in logical order):
  * out[0 .. k) holds request-relative indices (key index), best first, -1
  * where fewer than k keys exist. Tie rule: a higher logit first; equal logits

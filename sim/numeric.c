@@ -35,21 +35,6 @@ typedef struct row_ctx {
   int index_heads;
 } row_ctx;
 
-typedef struct scored {
-  double s;
-  int64_t i;
-} scored;
-
-/* Higher logit first, equal logits by the lower index; a NaN logit (a read
- * of poison) sorts first, so that it shows in the scores. */
-static int by_score(const void *a, const void *b) {
-  const scored *x = a, *y = b;
-  int nx = x->s != x->s, ny = y->s != y->s;
-  if (nx != ny) return ny - nx;
-  if (!nx && x->s != y->s) return x->s > y->s ? -1 : 1;
-  return (x->i > y->i) - (x->i < y->i);
-}
-
 static double logit(const row_ctx *c, const float *key /* sim_mem_key_row */) {
   double l = 0;
   for (int h = 0; h < c->index_heads; h++) {
@@ -103,15 +88,15 @@ static int row_topk(row_ctx *c, int32_t *topk, float *scores, float *kth, cplab_
     for (int j = 0; j < CPLAB_IDX_DIM; j++) c->q[h][j] = cplab_e4m3_to_f32(q.q[h][j]);
   }
   int64_t n = c->pos + 1;
-  scored *all = malloc(sizeof *all * (size_t)n);
+  sim_scored *all = malloc(sizeof *all * (size_t)n);
   if (!all) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory for %lld logits", (long long)n);
   for (int64_t t = 0; t < n && !rc; t++) {
     float key[CPLAB_IDX_DIM + 1];
     rc = read_key(c, t, key, d);
-    all[t] = (scored){logit(c, key), t};
+    all[t] = (sim_scored){logit(c, key), t};
   }
   if (!rc) {
-    qsort(all, (size_t)n, sizeof *all, by_score);
+    qsort(all, (size_t)n, sizeof *all, sim_indexer_by_score);
     for (int j = 0; j < c->k; j++) {
       topk[j] = j < n ? (int32_t)all[j].i : -1;
       scores[j] = j < n ? (float)all[j].s : -INFINITY;
@@ -239,14 +224,6 @@ done:
   return rc;
 }
 
-static const cplab_row *row_of(const cplab_rank_plan *rp, int64_t t) {
-  for (int i = 0; i < rp->split.num_rows; i++) {
-    const cplab_row *r = &rp->split.rows[i];
-    if (!r->dummy && t >= r->token_offset && t < r->token_offset + r->len) return r;
-  }
-  return NULL;
-}
-
 int sim_numeric_layer_alloc(sim_numeric_layer *l, cplab_diag *d) {
   size_t n = (size_t)(l->rows ? l->rows : 1), k = (size_t)l->k, h = (size_t)l->heads;
   l->topk = malloc(sizeof(int32_t) * n * k);
@@ -296,7 +273,7 @@ int sim_numeric_compute(const cplab_step_input *in, const cplab_rank_plan *rp, i
   c.scratch = malloc(sizeof(double) * (size_t)out->k * CPLAB_MLA_ROW_DIM);
   if (!c.scratch) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
   for (int64_t i = 0; i < out->rows && !rc; i++) {
-    c.row = row_of(rp, out->tokens[i]);
+    c.row = cplab_split_row_of(&rp->split, out->tokens[i]);
     c.pos = c.row->start_pos + (out->tokens[i] - c.row->token_offset);
     c.id = (uint32_t)in->step->requests[c.row->req].id;
     size_t k = (size_t)out->k, h = (size_t)out->heads;

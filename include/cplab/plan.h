@@ -189,6 +189,8 @@ void cplab_rank_plan_free(cplab_rank_plan *p);
 int cplab_split_derive(const cplab_schedule *s, const cplab_step *step, const cplab_layout_env *env, int pcp_rank,
                        int dcp_rank, cplab_split *out, cplab_diag *d);
 void cplab_split_free(cplab_split *s);
+/* The row holding local token t (NULL if none: t out of range). */
+const cplab_row *cplab_split_row_of(const cplab_split *s, int64_t t);
 /* Schedule of a step: replication, dispatch shape, graph mode, block table. */
 int cplab_schedule_derive(const cplab_step_input *in, const cplab_layout_env *env, cplab_schedule *out, cplab_diag *d);
 void cplab_schedule_free(cplab_schedule *s);

@@ -68,7 +68,8 @@ expect_grep "$WORK/out" "^layout-specific" "says what it skipped"
 expect_exit 1 "a mutant's run disagrees with vllm's" "$DIFF" "$WORK/num-vllm.h5" "$WORK/num-mutant-no-short-replication.h5"
 expect_grep "$WORK/out" "^sampled_tokens: rank 1 step 0" "names rank and step"
 expect_exit 1 "the pre-fix conversion reads wrong rows" "$DIFF" "$WORK/num-vllm.h5" "$WORK/num-mutant-prefill-block-bound.h5"
-expect_grep "$WORK/out" "^attn_out: rank 0 step 0 layer 0 row" "in the attention output"
+expect_grep "$WORK/out" "^attn_out: rank 0 step 0 layer 0 token 1 (request 0, position 1) head 0 column" \
+  "in the attention output, named by token, request, position and head"
 
 # Errors.
 expect_exit 2 "runs of different scenarios" "$DIFF" "$WORK/smoke.h5" "$WORK/mixed.h5"

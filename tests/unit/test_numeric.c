@@ -96,11 +96,7 @@ static void compare_step(const cplab_step_input *in, tally *t) {
     sim_numeric_layer l;
     if (sim_numeric_compute(in, p, 0, SAMPLED, &l, &d)) fail_msg("%s", d.msg);
     for (int64_t i = 0; i < l.rows; i++) {
-      const cplab_row *row = NULL;
-      for (int j = 0; j < p->split.num_rows; j++)
-        if (!p->split.rows[j].dummy && l.tokens[i] >= p->split.rows[j].token_offset &&
-            l.tokens[i] < p->split.rows[j].token_offset + p->split.rows[j].len)
-          row = &p->split.rows[j];
+      const cplab_row *row = cplab_split_row_of(&p->split, l.tokens[i]);
       assert_non_null(row);
       int64_t pos = row->start_pos + l.tokens[i] - row->token_offset;
       single_rank(in->seed, (uint32_t)in->step->requests[row->req].id, pos, in->model, p->ids.tp, &truth);
