@@ -29,6 +29,8 @@ struct exec_nccl {
   MPI_Comm mpi_dcp;
   int64_t num_slots;
   uint8_t *kv, *idx;
+  int shared_heads;  /* every DCP member has this rank's TP rank (and so its heads) */
+  int *member_tp;    /* [dcp] TP rank of each DCP member */
 };
 
 #define NCCL_TRY(call, d)                                                                                  \
@@ -66,13 +68,31 @@ static int make_comms(exec_nccl *x, cplab_diag *d) {
   return 0;
 }
 
+static int member_heads(exec_nccl *x, const cplab_parallel *par, cplab_diag *d) {
+  int D = par->dcp, *m = calloc((size_t)D, sizeof *m);
+  x->member_tp = calloc((size_t)D, sizeof *x->member_tp);
+  int rc = m && x->member_tp ? cplab_group_members(par, CPLAB_GROUP_DCP, x->rank, m, d)
+                             : cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
+  x->shared_heads = 1;
+  for (int o = 0; o < D && !rc; o++) {
+    cplab_rank_ids id;
+    rc = cplab_rank_ids_get(par, m[o], &id, d);
+    x->member_tp[o] = id.tp;
+    x->shared_heads &= id.tp == x->ids.tp;
+  }
+  free(m);
+  return rc;
+}
+
 int exec_nccl_alloc(const cplab_scenario *s, const cplab_layout *layout, int rank, int mpi, exec_nccl **out,
                     cplab_diag *d) {
   *out = NULL;
   exec_nccl *x = calloc(1, sizeof *x);
   if (!x) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
   x->rank = rank, x->world = cplab_parallel_world(&s->par), x->mpi = mpi;
+  x->mpi_dcp = MPI_COMM_NULL;
   int rc = cplab_rank_ids_get(&s->par, rank, &x->ids, d);
+  if (!rc) rc = member_heads(x, &s->par, d);
   if (!rc) rc = pick_device(x, d);
   if (!rc) rc = exec_num_slots(s, layout, &x->num_slots, d);
   if (!rc) rc = make_comms(x, d);
@@ -96,6 +116,7 @@ void exec_nccl_free(exec_nccl *x) {
   if (x->tp) ncclCommDestroy(x->tp);
   if (x->comm) ncclCommDestroy(x->comm);
   if (x->mpi_dcp != MPI_COMM_NULL && x->mpi) MPI_Comm_free(&x->mpi_dcp);
+  free(x->member_tp);
   free(x);
 }
 
@@ -253,27 +274,58 @@ static int nccl_topk(exec_rank *c, const cplab_row *row, int64_t pos, int32_t *d
   return rc;
 }
 
-/* My partial over my own cache, all-gathered over DCP. */
-static int nccl_partials(exec_rank *c, const cplab_row *row, const int32_t *topk, const int32_t *dtopk,
+/* Decode partials. Every DCP peer attends over its own cache with the query
+ * of each member's heads (members on different TP ranks hold different heads:
+ * vLLM gathers the query heads over TP there, §1.4), the blocks are
+ * all-gathered, and this rank keeps, from every peer, the block of its own
+ * heads: dout[p] = peer p's partial for my heads. Where all members share
+ * their heads (one TP rank per group) each peer computes one block. */
+static int nccl_partials(exec_rank *c, const cplab_row *row, int64_t pos, const int32_t *topk, const int32_t *dtopk,
                          const uint16_t *dq, float *dout, float *dl, exec_arena *a, cplab_diag *d) {
   const exec_nccl *x = c->be;
-  int K = c->k, H = c->heads;
-  void *dconv, *pout, *plse;
-  int rc = exec_arena_alloc(a, &dconv, sizeof(int32_t) * (size_t)K, d);
-  if (!rc) rc = exec_arena_alloc(a, &pout, sizeof(float) * (size_t)H * CPLAB_MLA_NOPE_DIM, d);
-  if (!rc) rc = exec_arena_alloc(a, &plse, sizeof(float) * (size_t)H, d);
-  if (!rc) rc = exec_row_convert(c, row, topk, dtopk, x->ids.dcp_rank, dconv, a, d);
-  if (!rc)
-    rc = cplab_sparse_mla_decode(dq, 1, H, x->kv, x->num_slots, dconv, K, (float)cplab_model_softmax_scale(c->in->model),
-                                 pout, plse, NULL, d);
+  int K = c->k, H = c->heads, D = c->in->par->dcp, me = x->ids.dcp_rank, rc = 0;
+  int blocks = x->shared_heads ? 1 : D; /* query blocks each peer computes */
+  size_t ob = (size_t)H * CPLAB_MLA_NOPE_DIM;
+  int32_t id = (int32_t)c->in->step->requests[row->req].id, pos32 = (int32_t)pos;
+  void *dconv, *pout, *plse, *gout, *glse, *qo, *did, *dpos;
+  rc = exec_arena_alloc(a, &dconv, sizeof(int32_t) * (size_t)K, d);
+  if (!rc) rc = exec_arena_alloc(a, &pout, sizeof(float) * ob * (size_t)blocks, d);
+  if (!rc) rc = exec_arena_alloc(a, &plse, sizeof(float) * (size_t)H * (size_t)blocks, d);
+  if (!rc) rc = exec_arena_alloc(a, &gout, sizeof(float) * ob * (size_t)blocks * (size_t)D, d);
+  if (!rc) rc = exec_arena_alloc(a, &glse, sizeof(float) * (size_t)H * (size_t)blocks * (size_t)D, d);
+  if (!rc) rc = exec_arena_alloc(a, &qo, sizeof(uint16_t) * (size_t)H * CPLAB_MLA_ROW_DIM, d);
+  if (!rc) rc = exec_arena_put(a, &did, &id, sizeof id, d);
+  if (!rc) rc = exec_arena_put(a, &dpos, &pos32, sizeof pos32, d);
+  if (!rc) rc = exec_row_convert(c, row, topk, dtopk, me, dconv, a, d);
+  float scale = (float)cplab_model_softmax_scale(c->in->model);
+  for (int o = 0; o < blocks && !rc; o++) {
+    const uint16_t *q = dq;
+    if (!x->shared_heads && o != me) { /* member o's heads */
+      rc = cplab_gen_mla_query(c->in->seed, (uint32_t)c->layer, did, dpos, 1, x->member_tp[o] * H, H, qo, NULL, d);
+      q = qo;
+    }
+    if (!rc)
+      rc = cplab_sparse_mla_decode(q, 1, H, x->kv, x->num_slots, dconv, K, scale, (float *)pout + (size_t)o * ob,
+                                   (float *)plse + (size_t)o * H, NULL, d);
+  }
   if (!rc) {
     ncclResult_t r = ncclGroupStart();
-    if (r == ncclSuccess) r = ncclAllGather(pout, dout, (size_t)H * CPLAB_MLA_NOPE_DIM, ncclFloat32, x->dcp, 0);
-    if (r == ncclSuccess) r = ncclAllGather(plse, dl, (size_t)H, ncclFloat32, x->dcp, 0);
+    if (r == ncclSuccess) r = ncclAllGather(pout, gout, ob * (size_t)blocks, ncclFloat32, x->dcp, 0);
+    if (r == ncclSuccess) r = ncclAllGather(plse, glse, (size_t)H * (size_t)blocks, ncclFloat32, x->dcp, 0);
     ncclResult_t e = ncclGroupEnd();
     if (r == ncclSuccess) r = e;
     if (r != ncclSuccess) rc = cplab_diag_set(d, CPLAB_ENCCL, "ncclAllGather of decode partials failed: %s",
                                              ncclGetErrorString(r));
+  }
+  /* From peer p's blocks, the one for my heads. */
+  int mine = x->shared_heads ? 0 : me;
+  for (int p = 0; p < D && !rc; p++) {
+    cudaError_t e = cudaMemcpy(dout + (size_t)p * ob, (float *)gout + ((size_t)p * blocks + (size_t)mine) * ob,
+                               sizeof(float) * ob, cudaMemcpyDeviceToDevice);
+    if (e == cudaSuccess)
+      e = cudaMemcpy(dl + (size_t)p * H, (float *)glse + ((size_t)p * blocks + (size_t)mine) * H, sizeof(float) * (size_t)H,
+                     cudaMemcpyDeviceToDevice);
+    if (e != cudaSuccess) rc = cplab_diag_set(d, CPLAB_ECUDA, "cudaMemcpy of a partial failed: %s", cudaGetErrorString(e));
   }
   if (!rc) rc = cplab_dev_sync(NULL, d);
   return rc;

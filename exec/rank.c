@@ -240,7 +240,7 @@ static int row_run(exec_rank *c, const cplab_row *row, int64_t pos, int64_t i, e
     if (!rc) rc = cplab_dev_download(flse, dl, sizeof(float) * (size_t)H, d);
     for (int h = 0; !rc && h < H; h++) out->lse[i * H + h] = flse[h];
   } else if (!rc) { /* decode: every DCP peer's partial, then the combine */
-    rc = c->ops->partials(c, row, topk, dtopk, dq, dout, dl, &a, d);
+    rc = c->ops->partials(c, row, pos, topk, dtopk, dq, dout, dl, &a, d);
     if (!rc) rc = cplab_lse_combine(dl, dout, D, 1, H, dfin, NULL, d);
     if (!rc) rc = cplab_dev_download(flse, dl, sizeof(float) * (size_t)D * H, d);
     for (int j = 0; !rc && j < D * H; j++) dlse[j] = flse[j];

@@ -30,9 +30,10 @@ typedef struct exec_ops {
   /* The row's top-k over its keys 0 .. pos into dtopk, dscore (device, k each). */
   int (*topk)(exec_rank *c, const cplab_row *row, int64_t pos, int32_t *dtopk, float *dscore, exec_arena *a,
               cplab_diag *d);
-  /* A decode row's partial results of every DCP peer: dout [D][heads][512], dl [D][heads]. */
-  int (*partials)(exec_rank *c, const cplab_row *row, const int32_t *topk, const int32_t *dtopk, const uint16_t *dq,
-                  float *dout, float *dl, exec_arena *a, cplab_diag *d);
+  /* A decode row's partial results of every DCP peer for this rank's heads
+   * (query dq, the token at pos): dout [D][heads][512], dl [D][heads]. */
+  int (*partials)(exec_rank *c, const cplab_row *row, int64_t pos, const int32_t *topk, const int32_t *dtopk,
+                  const uint16_t *dq, float *dout, float *dl, exec_arena *a, cplab_diag *d);
   /* Index into kv_read / idx_read of DCP peer o's cache slot (-1: unreadable). */
   int64_t (*slot)(const exec_rank *c, int o, int64_t slot);
   /* Free what keys_prepare made. */

@@ -136,8 +136,9 @@ static int single_topk(exec_rank *c, const cplab_row *row, int64_t pos, int32_t 
 }
 
 /* Each DCP peer converts the row's top-k for itself and attends over its own slice. */
-static int single_partials(exec_rank *c, const cplab_row *row, const int32_t *topk, const int32_t *dtopk,
+static int single_partials(exec_rank *c, const cplab_row *row, int64_t pos, const int32_t *topk, const int32_t *dtopk,
                            const uint16_t *dq, float *dout, float *dl, exec_arena *a, cplab_diag *d) {
+  (void)pos; /* every peer attends with this rank's query dq */
   const exec_single *x = c->be;
   int K = c->k, H = c->heads, rc = 0;
   void *dconv;
