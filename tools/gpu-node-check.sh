@@ -3,13 +3,16 @@
 #
 # Builds the cplab tarball of a bundle made by tools/gpu-bundle.sh against the
 # bundled libraries, runs `make check` (the GPU tests run for real there) and
-# copies the logs to $OUT (or BUNDLE_DIR/logs), then runs the executor's
-# agreement suite (tools/gpu-exec-suite.sh). Exit status: the first failure's.
+# runs the executor's agreement suite (tools/gpu-exec-suite.sh) and, with two
+# GPUs or more, the gather benchmark; $OUT (or BUNDLE_DIR/logs) receives
+# logs.tar.gz with every log and the summaries beside it. Exit status: the
+# first failure's.
 set -u
 bundle=$(cd "${1:?bundle directory}" && pwd); shift
 sys="$bundle/sysroot"
-out=${OUT:-$bundle/logs}
-mkdir -p "$out"
+final=${OUT:-$bundle/logs}
+out=$(mktemp -d /tmp/cplab-gpu-logs.XXXXXX)   # everything; $final gets a tarball and the summaries
+mkdir -p "$final"
 # The unpacked .pc files say /usr; point them at the sysroot.
 for pc in "$sys"/usr/lib/*/pkgconfig/*.pc "$sys"/usr/lib/pkgconfig/*.pc; do
   [ -f "$pc" ] && sed -i "s|=/usr|=$sys/usr|g" "$pc"
@@ -42,4 +45,10 @@ if [ "${CPLAB_GATHER_BENCH:-1}" != 0 ] && [ "${gpus:-0}" -ge 2 ] && [ -f bench/r
   make -j16 bench >"$out/bench-build.log" 2>&1 && sh bench/run-gpu-gather.sh . "$out" "$gpus" >"$out/gather-bench.log" 2>&1 || status=$?
   tail -12 "$out/gather-bench.log"
 fi
+# Few files come back from a GPU node: all logs in one tarball, the summaries beside it.
+tar czf "$final/logs.tar.gz" -C "$out" .
+for f in exec-suite.md gather-bench-np2.txt gather-bench-np2.json exec_nccl.log exec_agree.log; do
+  [ -f "$out/$f" ] && cp "$out/$f" "$final/"
+done
+grep -E '^(FAIL|ERROR)' "$out/check.log" >"$final/failures.txt" 2>/dev/null
 exit $status
