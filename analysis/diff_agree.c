@@ -195,7 +195,9 @@ static void compare_topk(pair_ctx *x, const uint64_t *dims, const int32_t *a, co
       int64_t jb = ra[j] >= 0 ? find_in_row(rb, k, ra[j]) : -1;
       if (jb < 0) continue; /* -1, or picked by A only (judged above) */
       float u = sa[m * k + j], v = sb[m * k + jb];
-      int same = u == v || (isnan(u) && isnan(v)) || fabs((double)u - (double)v) <= st->atol + st->rtol * fabs((double)u);
+      double e = u == v ? 0 : fabs((double)u - (double)v);
+      if (ds_scores && e > ds_scores->max_abs && isfinite(e)) ds_scores->max_abs = e;
+      int same = u == v || (isnan(u) && isnan(v)) || e <= st->atol + st->rtol * fabs((double)u);
       if (!same) {
         char what[96];
         token_meaning(x->plan, x->sampled, m, what, sizeof what);
