@@ -63,6 +63,13 @@ int exec_nccl_device(const exec_nccl *x);
 int exec_nccl_layer(exec_nccl *x, const cplab_step_input *in, const cplab_rank_plan *plan, int layer,
                     int64_t sampled_rows, exec_layer *out, cplab_diag *d);
 
+/* After the layers of a step: the PCP output all-gather (device copies /
+ * ncclAllGather over PCP) and the restore to global order, checked bit for
+ * bit against each token's own row (output.c); CPLAB_EMISMATCH if a token
+ * lands elsewhere. Plans need token maps. */
+int exec_single_output(exec_single *x, const cplab_step_input *in, cplab_rank_plan *const *plans, cplab_diag *d);
+int exec_nccl_output(exec_nccl *x, const cplab_step_input *in, const cplab_rank_plan *plan, cplab_diag *d);
+
 /* The device's name and the CUDA versions, for the trace's provenance. */
 int exec_device_describe(char *device, size_t dlen, char *cuda, size_t clen, cplab_diag *d);
 

@@ -30,8 +30,8 @@ static void usage(FILE *out) {
         "  -o NAME.h5            write the trace (NAME.h5 and NAME.rNNNN.h5)\n\n",
         out);
   cplab_cli_help_common(out);
-  fputs("\nExit status: 0 done, 1 the ranks disagree on a plan (stopped before any collective),\n"
-        "2 error (no GPU: CPLAB_ENODEV).\n\n"
+  fputs("\nExit status: 0 done, 1 the ranks disagree on a plan (stopped before any collective) or\n"
+        "the step's output does not come back in global token order, 2 error (no GPU: CPLAB_ENODEV).\n\n"
         "Examples:\n"
         "  " PROG " --scenario smoke -o exec.h5 && cplab-diff sim.h5 exec.h5\n"
         "  mpirun -np 2 " PROG " --plans-only --layout mutant-rank-local-plan\n",
@@ -151,7 +151,7 @@ static int run_step(exec_single *x, const cplab_scenario *s, const cplab_layout 
   exec_layer *out = calloc((size_t)world, sizeof *out);
   if (!plans || !words || !out) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
   for (int r = 0; r < world && !rc; r++) {
-    rc = cplab_rank_plan_derive(&in, r, tr->w ? CPLAB_PLAN_TOKEN_MAPS : 0, &plans[r], d);
+    rc = cplab_rank_plan_derive(&in, r, CPLAB_PLAN_TOKEN_MAPS, &plans[r], d);
     if (!rc) exec_consensus_words(plans[r], words + (size_t)r * EXEC_CONSENSUS_WORDS);
   }
   if (!rc) rc = exec_consensus_check(words, t, step, d);
@@ -167,6 +167,7 @@ static int run_step(exec_single *x, const cplab_scenario *s, const cplab_layout 
     }
     for (int r = 0; r < world && out; r++) exec_layer_free(&out[r]);
   }
+  if (!rc) rc = exec_single_output(x, &in, plans, d);
   if (rc) cplab_diag_prefix(d, "step %zu: ", step);
   for (int r = 0; r < world && plans; r++) cplab_rank_plan_free(plans[r]);
   free(plans), free(words), free(out);
@@ -221,7 +222,7 @@ static int run_nccl(const cplab_cli *cli, const cplab_scenario *s, const cplab_l
     cplab_step_input in = {&s->steps[step], step, s->seed, &s->par, &s->model, layout};
     cplab_rank_plan *p = NULL;
     uint64_t words[EXEC_CONSENSUS_WORDS];
-    rc = cplab_rank_plan_derive(&in, me, w ? CPLAB_PLAN_TOKEN_MAPS : 0, &p, d);
+    rc = cplab_rank_plan_derive(&in, me, CPLAB_PLAN_TOKEN_MAPS, &p, d);
     if (!rc) exec_consensus_words(p, words);
     if (!rc) rc = mpi ? exec_consensus_mpi(words, 1, t, step, d) : exec_consensus_check(words, t, step, d);
     if (!rc && w) rc = cplab_trace_write_plan(w, step, p, d);
@@ -235,6 +236,7 @@ static int run_nccl(const cplab_cli *cli, const cplab_scenario *s, const cplab_l
       if (w) rc = cplab_trace_write_rows(w, step, &view, d);
       exec_layer_free(&l);
     }
+    if (!rc) rc = exec_nccl_output(x, &in, p, d);
     if (rc) cplab_diag_prefix(d, "step %zu, rank %d: ", step, me);
     cplab_rank_plan_free(p);
   }
@@ -326,5 +328,5 @@ int main(int argc, char **argv) {
   cplab_rank_table_free(t);
   cplab_scenario_free(s);
   if (mpi) MPI_Finalize();
-  return rc == CPLAB_EDISAGREE ? CPLAB_EXIT_DIFFERENT : rc ? CPLAB_EXIT_ERROR : CPLAB_EXIT_OK;
+  return rc == CPLAB_EDISAGREE || rc == CPLAB_EMISMATCH ? CPLAB_EXIT_DIFFERENT : rc ? CPLAB_EXIT_ERROR : CPLAB_EXIT_OK;
 }

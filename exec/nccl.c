@@ -343,3 +343,22 @@ int exec_nccl_layer(exec_nccl *x, const cplab_step_input *in, const cplab_rank_p
   if (!rc) rc = exec_rank_layer(&c, sampled_rows, out, d);
   return rc;
 }
+
+int exec_nccl_output(exec_nccl *x, const cplab_step_input *in, const cplab_rank_plan *plan, cplab_diag *d) {
+  int P = in->par->pcp;
+  int64_t padded = plan->sched.padded_num_tokens;
+  size_t block = sizeof(uint16_t) * CPLAB_MLA_ROW_DIM * (size_t)padded;
+  exec_arena a = {0};
+  void *rows, *gathered;
+  int rc = exec_arena_alloc(&a, &rows, block, d);
+  if (!rc) rc = exec_arena_alloc(&a, &gathered, block * (size_t)P, d);
+  if (!rc) rc = exec_output_rows(in, plan, rows, d);
+  if (!rc && padded) {
+    ncclResult_t r = ncclAllGather(rows, gathered, (size_t)padded * CPLAB_MLA_ROW_DIM, ncclBfloat16, x->pcp, 0);
+    if (r != ncclSuccess) rc = cplab_diag_set(d, CPLAB_ENCCL, "ncclAllGather of the step's output failed: %s", ncclGetErrorString(r));
+  }
+  if (!rc) rc = cplab_dev_sync(NULL, d);
+  if (!rc) rc = exec_output_check(in, plan, gathered, (int64_t)P * padded, d);
+  exec_arena_free(&a);
+  return rc;
+}

@@ -58,6 +58,15 @@ struct exec_rank {
 /* The layer on this rank: sampled rows, workspaces, each row, digests. */
 int exec_rank_layer(exec_rank *c, int64_t sampled_rows, exec_layer *out, cplab_diag *d);
 
+/* The output path (output.c): each local token's stand-in output row
+ * (padded_num_tokens rows of 576 bf16, padding rows poison), and the check
+ * of the PCP all-gather of those rows (gathered_rows rows, rank-major)
+ * restored to global order through the plan's restore map (token maps
+ * needed): CPLAB_EMISMATCH naming the first token out of place. */
+int exec_output_rows(const cplab_step_input *in, const cplab_rank_plan *rp, uint16_t *rows, cplab_diag *d);
+int exec_output_check(const cplab_step_input *in, const cplab_rank_plan *rp, const uint16_t *gathered,
+                      int64_t gathered_rows, cplab_diag *d);
+
 /* Top-k of a row over a device buffer of n logical keys (132-byte entries). */
 int exec_indexer_topk(exec_rank *c, const cplab_row *row, int64_t pos, const uint8_t *dkeys, int64_t n, int32_t *dtopk,
                       float *dscore, exec_arena *a, cplab_diag *d);

@@ -172,3 +172,24 @@ int exec_single_layer(exec_single *x, const cplab_step_input *in, cplab_rank_pla
   }
   return rc;
 }
+
+int exec_single_output(exec_single *x, const cplab_step_input *in, cplab_rank_plan *const *plans, cplab_diag *d) {
+  int P = in->par->pcp, rc = 0;
+  int64_t padded = plans[0]->sched.padded_num_tokens; /* shared by every rank */
+  size_t row = sizeof(uint16_t) * CPLAB_MLA_ROW_DIM, block = row * (size_t)padded;
+  exec_arena a = {0};
+  void *rows, *gathered;
+  rc = exec_arena_alloc(&a, &rows, block * (size_t)x->world, d);
+  if (!rc) rc = exec_arena_alloc(&a, &gathered, block * (size_t)P, d);
+  for (int r = 0; r < x->world && !rc; r++) rc = exec_output_rows(in, plans[r], (uint16_t *)((char *)rows + block * (size_t)r), d);
+  for (int r = 0; r < x->world && !rc; r++) {
+    /* The PCP all-gather as copies of the members' rows in PCP-rank order. */
+    for (int p = 0; p < P && !rc; p++) {
+      int member = cplab_rank_table_members(x->t, CPLAB_GROUP_PCP, r)[p];
+      rc = cplab_dev_copy((char *)gathered + block * (size_t)p, (char *)rows + block * (size_t)member, block, d);
+    }
+    if (!rc) rc = exec_output_check(in, plans[r], gathered, (int64_t)P * padded, d);
+  }
+  exec_arena_free(&a);
+  return rc;
+}

@@ -64,6 +64,8 @@ int cplab_dev_free(void *ptr, cplab_diag *d);
 /* Synchronous copies host -> device and device -> host. */
 int cplab_dev_upload(void *dev, const void *host, size_t bytes, cplab_diag *d);
 int cplab_dev_download(void *host, const void *dev, size_t bytes, cplab_diag *d);
+/* Synchronous device -> device copy (the single-device backend's collectives). */
+int cplab_dev_copy(void *dst, const void *src, size_t bytes, cplab_diag *d);
 /* Wait for the stream (NULL: the legacy default stream) and report any error
  * of the kernels it ran. */
 int cplab_dev_sync(void *stream, cplab_diag *d);
@@ -205,6 +207,16 @@ int cplab_sparse_mla_prefill(const uint16_t *q, int64_t m, int heads, const uint
 int cplab_sparse_mla_decode(const uint16_t *q, int64_t m, int heads, const uint8_t *kv_cache, int64_t num_slots,
                             const int32_t *slot, int k, float scale, float *out, float *lse, void *stream,
                             cplab_diag *d);
+
+/* ---- restore to global order (kernels/restore.cu) -------------------------- */
+
+/* The PCP output all-gather holds each PCP rank's padded local tokens,
+ * rank-major (gathered_rows rows of row_elems bf16). out[g] = gathered
+ * [restore_idx[g]] for the n global tokens of the step (the plan's restore
+ * map); an index outside [0, gathered_rows) gives a CPLAB_BF16_POISON row.
+ * row_elems even. */
+int cplab_restore_rows(const uint16_t *gathered, int64_t gathered_rows, const int32_t *restore_idx, int64_t n,
+                       int row_elems, uint16_t *out, void *stream, cplab_diag *d);
 
 /* ---- DCP combine (kernels/combine.cu) ------------------------------------- */
 

@@ -38,6 +38,13 @@ extern "C" int cplab_dev_download(void *host, const void *dev, size_t bytes, cpl
   return 0;
 }
 
+extern "C" int cplab_dev_copy(void *dst, const void *src, size_t bytes, cplab_diag *d) {
+  if (bytes == 0) return 0;
+  KCHECK_ARG(d, dst && src, "cplab_dev_copy: NULL pointer");
+  KCHECK_CUDA(d, cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
+  return 0;
+}
+
 extern "C" int cplab_dev_sync(void *stream, cplab_diag *d) {
   KCHECK_CUDA(d, cudaStreamSynchronize(kstream(stream)));
   KCHECK_CUDA(d, cudaGetLastError());

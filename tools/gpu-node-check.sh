@@ -28,7 +28,8 @@ nvidia-smi >"$out/nvidia-smi.txt" 2>&1
 status=0
 ./configure --with-cuda --with-nccl "$@" >"$out/configure.log" 2>&1 || status=$?
 [ $status -eq 0 ] && { make -j16 >"$out/build.log" 2>&1 || status=$?; }
-[ $status -eq 0 ] && { make -j16 check >"$out/check.log" 2>&1 || status=$?; }
+# CPLAB_CHECK_TESTS="a.sh b" runs only those tests (a quicker re-check of a change).
+[ $status -eq 0 ] && { make -j16 check ${CPLAB_CHECK_TESTS:+TESTS="$CPLAB_CHECK_TESTS"} >"$out/check.log" 2>&1 || status=$?; }
 cp test-suite.log "$out/" 2>/dev/null
 for log in tests/gpu/*.log tests/mpi/*.log tests/exec/*.log; do [ -f "$log" ] && cp "$log" "$out/"; done
 tail -20 "$out/configure.log"

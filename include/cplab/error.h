@@ -34,7 +34,8 @@ extern "C" {
   XX(EHDF5, -14, "HDF5 call failed")                                             \
   XX(ENODEV, -15, "no usable GPU")                                               \
   XX(EINTERNAL, -16, "internal error (a cplab bug)")                             \
-  XX(EDISAGREE, -17, "ranks disagree on a plan (a real run would hang)")
+  XX(EDISAGREE, -17, "ranks disagree on a plan (a real run would hang)")         \
+  XX(EMISMATCH, -18, "a computed result differs from its reference")
 
 typedef enum cplab_errno {
 #define CPLAB_ERRNO_ENUM_(name, value, desc) CPLAB_##name = (value),
