@@ -22,7 +22,9 @@ libcplab_core_la_LIBADD = $(JANSSON_LIBS) $(GSL_LIBS) $(XXHASH_LIBS) -lm
 builtin_scenarios = \
 	$(srcdir)/%reldir%/scenarios/pr56157.json \
 	$(srcdir)/%reldir%/scenarios/smoke.json \
-	$(srcdir)/%reldir%/scenarios/mixed.json
+	$(srcdir)/%reldir%/scenarios/mixed.json \
+	$(srcdir)/%reldir%/scenarios/mtp.json \
+	$(srcdir)/%reldir%/scenarios/mtp-pcp2.json
 EXTRA_DIST += $(builtin_scenarios)
 CLEANFILES += %reldir%/scenario_table.c
 %reldir%/scenario_table.c: $(builtin_scenarios) $(srcdir)/build-aux/embed-scenarios.sh

@@ -60,6 +60,8 @@ json_t *cplab_scenario_to_json(const cplab_scenario *s, int with_steps) {
                                 "max_model_len", (json_int_t)p->max_model_len, "cudagraph_mode",
                                 cplab_graph_mode_name(p->graph_mode), "indexer_max_logits_mb",
                                 (json_int_t)p->indexer_max_logits_mb));
+  if (p->num_spec_tokens) /* only when set: scenarios without MTP resolve as before */
+    json_object_set_new(root, "speculative", json_pack("{s:i}", "num_spec_tokens", p->num_spec_tokens));
   json_object_set_new(root, "layout", json_string(s->layout));
   json_object_set_new(root, "seed", json_integer((json_int_t)s->seed));
   json_object_set_new(root, "check", json_pack("{s:I}", "sampled_rows", (json_int_t)s->sampled_rows));

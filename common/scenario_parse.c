@@ -221,11 +221,10 @@ static int parse_request(cplab_json_reader *r, const json_t *v, const char *path
     return cplab_json_fail(r, child, 0, CPLAB_ERANGE,
                            "num_computed + new_tokens = %lld exceeds parallel.max_model_len (%lld)",
                            (long long)(q->num_computed + q->new_tokens), (long long)mml);
-  if (q->phase == CPLAB_PHASE_DECODE && q->new_tokens != 1)
+  if (q->phase == CPLAB_PHASE_DECODE && q->new_tokens != 1 + p->num_spec_tokens)
     return cplab_json_fail(r, child, 0, CPLAB_EUNSUPPORTED,
-                           "a decode row schedules exactly 1 new token (speculative decoding is not modelled), "
-                           "got %lld",
-                           (long long)q->new_tokens);
+                           "a decode row schedules 1 + speculative.num_spec_tokens = %d new tokens, got %lld",
+                           1 + p->num_spec_tokens, (long long)q->new_tokens);
   cplab_json_child(child, path, "num_computed");
   if (q->phase == CPLAB_PHASE_DECODE && q->num_computed < 1)
     return cplab_json_fail(r, child, 0, CPLAB_ERANGE, "a decode row needs a computed context (num_computed >= 1)");
@@ -358,10 +357,25 @@ static int parse_workload(cplab_json_reader *r, const json_t *root, cplab_scenar
 
 /* ---- top level -------------------------------------------------------------------- */
 
+/* speculative.num_spec_tokens (MTP, reference §10.3): decode rows then hold
+ * 1 + num_spec_tokens query tokens. */
+static int parse_speculative(cplab_json_reader *r, const json_t *root, cplab_parallel *p) {
+  static const char *const keys[] = {"num_spec_tokens", NULL};
+  const json_t *v = json_object_get(root, "speculative");
+  int64_t n = 0;
+  int rc = 0;
+  if (v && ((rc = cplab_json_expect_object(r, v, "speculative")) ||
+            (rc = cplab_json_check_keys(r, v, "speculative", keys)) ||
+            (rc = cplab_json_get_int(r, v, "speculative", "num_spec_tokens", 0, 0, 0, CPLAB_MAX_SPEC_TOKENS, &n))))
+    return rc;
+  p->num_spec_tokens = (int)n;
+  return 0;
+}
+
 static int parse_root(cplab_json_reader *r, const json_t *root, const cplab_scenario_overrides *ov,
                       cplab_scenario *s) {
-  static const char *const keys[] = {"cplab_scenario", "name", "description", "model",   "parallel",
-                                     "layout",         "seed", "check",       "workload", NULL};
+  static const char *const keys[] = {"cplab_scenario", "name",  "description", "model",    "parallel",
+                                     "speculative",    "layout", "seed",        "check",    "workload", NULL};
   static const char *const check_keys[] = {"sampled_rows", NULL};
   int rc;
   int64_t format, seed;
@@ -377,7 +391,7 @@ static int parse_root(cplab_json_reader *r, const json_t *root, const cplab_scen
   if ((rc = get_name(r, root, "name", 1, NULL, s->name)) ||
       (rc = cplab_json_get_string(r, root, "", "description", 0, "", desc, sizeof desc)) ||
       (rc = parse_model(r, root, &s->model)) || (rc = parse_parallel(r, root, &s->model, &s->par)) ||
-      (rc = get_name(r, root, "layout", 0, "vllm", s->layout)) ||
+      (rc = parse_speculative(r, root, &s->par)) || (rc = get_name(r, root, "layout", 0, "vllm", s->layout)) ||
       (rc = cplab_json_get_int(r, root, "", "seed", 0, 0, 0, (int64_t)CPLAB_MAX_SEED, &seed)))
     return rc;
   s->seed = (uint64_t)seed;

@@ -117,7 +117,7 @@ int cplab_schedule_derive(const cplab_step_input *in, const cplab_layout_env *en
     s->nominal_q[g] = s->replicated[g] ? q->new_tokens : (q->new_tokens + 2 * P - 1) / (2 * P);
     s->token_offset[g + 1] = s->token_offset[g] + q->new_tokens;
     s->all_rows_replicated &= s->replicated[g];
-    s->uniform_decode &= !prefill && q->new_tokens == 1;
+    s->uniform_decode &= !prefill && q->new_tokens == 1 + in->par->num_spec_tokens; /* decode_threshold */
   }
   s->padded_num_tokens = 0;
   for (int r = 0; r < P; r++) {

@@ -70,12 +70,13 @@ int cplab_workload_generate(const cplab_generator *g, const cplab_parallel *p, u
     for (int64_t i = 0; i < n; i++) {
       cplab_request *q = &reqs[i];
       q->id = next_id++ % ((int64_t)CPLAB_MAX_REQUEST_ID + 1);
-      /* A decode needs one computed token and room for one more. */
-      int decode = mml >= 2 && gsl_rng_uniform(r) < g->decode_fraction;
+      /* A decode needs one computed token and room for its 1 + num_spec_tokens new ones (MTP). */
+      int64_t dq = 1 + p->num_spec_tokens;
+      int decode = mml >= 1 + dq && gsl_rng_uniform(r) < g->decode_fraction;
       if (decode) {
         q->phase = CPLAB_PHASE_DECODE;
-        q->new_tokens = 1;
-        q->num_computed = max64(1, min64(draw(r, &g->context), mml - 1));
+        q->new_tokens = dq;
+        q->num_computed = max64(1, min64(draw(r, &g->context), mml - dq));
       } else {
         q->phase = CPLAB_PHASE_PREFILL;
         q->new_tokens = max64(1, min64(draw(r, &g->prefill_tokens), mml));

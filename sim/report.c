@@ -164,6 +164,9 @@ void sim_report_text(FILE *out, const cplab_scenario *s, const cplab_rank_table 
           "graphs %s\n",
           p->tp, p->pcp, p->dcp, p->pp, t->world, p->interleave, p->block_size, (long long)p->max_model_len,
           cplab_graph_mode_name(p->graph_mode));
+  if (p->num_spec_tokens)
+    fprintf(out, "mtp       %d speculative tokens: every decode row holds 1 + %d query tokens\n", p->num_spec_tokens,
+            p->num_spec_tokens);
   fprintf(out, "layout    %s, seed %llu, %lld sampled rows\n", s->layout, (unsigned long long)s->seed,
           (long long)s->sampled_rows);
   fprintf(out, "workload  %zu steps%s: %zu requests (%zu prefills, %zu decodes), %lld new tokens, max context %lld\n",

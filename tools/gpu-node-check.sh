@@ -27,6 +27,26 @@ cd "$work"/cplab-* || exit 2
 nvidia-smi >"$out/nvidia-smi.txt" 2>&1
 status=0
 ./configure --with-cuda --with-nccl "$@" >"$out/configure.log" 2>&1 || status=$?
+# CPLAB_AGREE_ONLY="scenario ...": only the programs, then for each scenario
+# cplab-sim --numeric (under mpirun -np 4, while nvcc builds the executor),
+# cplab-exec, cplab-diff sim vs exec and --ranks on the exec trace.
+if [ $status -eq 0 ] && [ -n "${CPLAB_AGREE_ONLY:-}" ]; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+  make -j16 cplab-sim cplab-diff >"$out/build.log" 2>&1 || status=$?
+  { for s in $CPLAB_AGREE_ONLY; do timeout 300 mpirun -np 4 ./cplab-sim --scenario "$s" --numeric -q -o "$work/$s-sim.h5"; done; } \
+    >"$out/agree-sim.log" 2>&1 &
+  make -j16 cplab-exec >>"$out/build.log" 2>&1 || status=$?
+  wait
+  for s in $CPLAB_AGREE_ONLY; do
+    echo "== $s"
+    ./cplab-exec --scenario "$s" -o "$work/$s-exec.h5" || status=1
+    ./cplab-diff -n 10 "$work/$s-sim.h5" "$work/$s-exec.h5"; rc=$?; echo "cplab-diff sim exec: exit $rc"; [ $rc -eq 0 ] || status=1
+    ./cplab-diff --ranks "$work/$s-exec.h5" | tail -6; rc=$?; echo "cplab-diff --ranks exec: exit $rc"
+  done >"$out/agree-only.log" 2>&1
+  tar czf "$final/logs.tar.gz" -C "$out" . && cp "$out/agree-only.log" "$final/"
+  cat "$out/agree-only.log"
+  exit $status
+fi
 [ $status -eq 0 ] && { make -j16 >"$out/build.log" 2>&1 || status=$?; }
 # CPLAB_CHECK_TESTS="a.sh b" runs only those tests (a quicker re-check of a change).
 [ $status -eq 0 ] && { make -j16 check ${CPLAB_CHECK_TESTS:+TESTS="$CPLAB_CHECK_TESTS"} >"$out/check.log" 2>&1 || status=$?; }

@@ -28,6 +28,8 @@ typedef struct cplab_parallel {
   int64_t max_model_len; /* longest context a request may reach */
   cplab_graph_mode graph_mode;
   int64_t indexer_max_logits_mb; /* indexer logits budget per chunk (vLLM's VLLM_SPARSE_INDEXER_MAX_LOGITS_MB) */
+  int num_spec_tokens;   /* MTP: speculative tokens per decode row, which then holds 1 + this many (scenario key
+                            speculative.num_spec_tokens; 0 = no speculative decoding) */
 } cplab_parallel;
 
 /* Upper bounds. max_model_len keeps the indexer workspace (40·max_model_len

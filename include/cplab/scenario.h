@@ -27,6 +27,7 @@ extern "C" {
 #define CPLAB_MAX_REQUESTS_PER_STEP 65536
 #define CPLAB_MAX_REQUEST_ID INT32_MAX
 #define CPLAB_MAX_SAMPLED_ROWS 1000000
+#define CPLAB_MAX_SPEC_TOKENS 7 /* speculative.num_spec_tokens */
 /* Seeds stay exactly representable as JSON numbers in every reader. */
 #define CPLAB_MAX_SEED ((UINT64_C(1) << 53) - 1)
 

@@ -61,7 +61,7 @@ expect_exit 2 "stray argument" "$SIM" extra
 expect_exit 2 "bad seed" "$SIM" --seed 12x
 expect_grep "$WORK/err" "\-\-seed: expected an integer" "names the seed problem"
 expect_exit 2 "unknown scenario" "$SIM" --scenario no-such
-expect_grep "$WORK/err" "no built-in scenario or file named 'no-such' (built-ins: pr56157, smoke, mixed)" "lists built-ins"
+expect_grep "$WORK/err" "no built-in scenario or file named 'no-such' (built-ins: pr56157, smoke, mixed, mtp, mtp-pcp2)" "lists built-ins"
 expect_exit 2 "missing file" "$SIM" --scenario "$WORK/none.json"
 expect_grep "$WORK/err" "No such file or directory" "names the missing file"
 expect_exit 2 "invalid scenario" "$SIM" --scenario "$top_srcdir/tests/scenarios/invalid/dcp_not_in_set.json"

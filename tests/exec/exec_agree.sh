@@ -12,7 +12,7 @@ if [ "$HAVE_CUDA" != yes ]; then echo "SKIP: built without CUDA"; exit 77; fi
 "$EXEC" --scenario smoke -q >"$WORK/out" 2>"$WORK/err"
 if grep -q CPLAB_ENODEV "$WORK/err"; then echo "SKIP: no GPU ($(cat "$WORK/err"))"; exit 77; fi
 
-for s in ${CPLAB_EXEC_SCENARIOS:-smoke pr56157 mixed}; do
+for s in ${CPLAB_EXEC_SCENARIOS:-smoke pr56157 mixed mtp-pcp2}; do
   n=$(basename "$s" .json)
   expect_exit 0 "$n: sim --numeric" "$SIM" --scenario "$s" --numeric -q -o "$WORK/$n-sim.h5"
   expect_exit 0 "$n: exec" "$EXEC" --scenario "$s" -o "$WORK/$n-exec.h5"

@@ -14,6 +14,7 @@
 #include "cplab/plan.h"
 #include "indexer_ref.h"
 #include "numeric.h"
+#include "check.h"
 #include "reference.h"
 #include "testutil.h"
 
@@ -61,7 +62,7 @@ static double rel_err(const double *a, const double *b, size_t n) {
 }
 
 typedef struct tally {
-  long rows, prefill_rows, decode_rows, topk_differ, prefill_differ, decode_over;
+  long rows, prefill_rows, decode_rows, spec_rows, topk_differ, prefill_differ, decode_over;
   double worst_decode;
 } tally;
 
@@ -70,14 +71,15 @@ static void small_model(cplab_model *m) {
   m->num_heads = HEADS, m->index_n_heads = IDX_HEADS, m->index_topk = TOPK;
 }
 
-/* A random step: 1..4 requests, decodes and (chunked) prefills. */
-static void random_step(gsl_rng *r, cplab_request *reqs, size_t *n) {
+/* A random step: 1..4 requests, decodes of 1 + num_spec tokens (MTP) and
+ * (chunked) prefills. */
+static void random_step_spec(gsl_rng *r, int num_spec, cplab_request *reqs, size_t *n) {
   *n = 1 + gsl_rng_uniform_int(r, 4);
   for (size_t i = 0; i < *n; i++) {
     cplab_request *q = &reqs[i];
     q->id = (int64_t)i;
     if (gsl_rng_uniform(r) < 0.4) {
-      q->phase = CPLAB_PHASE_DECODE, q->new_tokens = 1;
+      q->phase = CPLAB_PHASE_DECODE, q->new_tokens = 1 + num_spec;
       q->num_computed = 1 + (int64_t)gsl_rng_uniform_int(r, MAX_CTX - 1);
     } else {
       q->phase = CPLAB_PHASE_PREFILL, q->new_tokens = 1 + (int64_t)gsl_rng_uniform_int(r, 400);
@@ -85,6 +87,8 @@ static void random_step(gsl_rng *r, cplab_request *reqs, size_t *n) {
     }
   }
 }
+
+static void random_step(gsl_rng *r, cplab_request *reqs, size_t *n) { random_step_spec(r, 0, reqs, n); }
 
 /* Every rank's numeric pass of the step against the single-rank truth. */
 static void compare_step(const cplab_step_input *in, tally *t) {
@@ -104,6 +108,7 @@ static void compare_step(const cplab_step_input *in, tally *t) {
       int topk_same = memcmp(l.topk + i * TOPK, truth.topk, sizeof truth.topk) == 0;
       for (int j = 0; j < TOPK && topk_same; j++) topk_same = l.scores[i * TOPK + j] == (float)truth.scores[j];
       t->rows++;
+      t->spec_rows += !row->is_prefill && pos > row->start_pos;
       t->topk_differ += !topk_same;
       if (row->is_prefill) {
         t->prefill_rows++;
@@ -160,6 +165,57 @@ static void test_correct_layouts_equal_single_rank(void **state) {
   assert_true(t.prefill_rows > 50 && t.decode_rows > 50);
   print_message("# %ld rows (%ld prefill, %ld decode) equal the single-rank result; worst decode relative error %.3g\n",
                 t.rows, t.prefill_rows, t.decode_rows, t.worst_decode);
+}
+
+/* MTP under PCP+DCP (docs/mtp.md): decode rows of 1 + num_spec tokens
+ * (num_spec 1..3) beside chunked prefills, PCP in {2, 4}, DCP = PCP,
+ * interleave in {1, 64}, block 64. Every invariant holds over all ranks'
+ * plans, and every sampled row, speculative positions included, equals what
+ * one rank computes over that position's causal context. */
+static void test_mtp_equals_single_rank(void **state) {
+  (void)state;
+  cplab_model model;
+  small_model(&model);
+  prop_run pr;
+  prop_begin(&pr);
+  tally t = {0};
+  int64_t checks = 0;
+  for (long trial = 0; trial < 36; trial++) {
+    if (!prop_trial(&pr, trial)) continue;
+    cplab_parallel par;
+    cplab_parallel_defaults(&par);
+    par.pcp = par.dcp = prop_int(&pr, 0, 1) ? 4 : 2;
+    par.interleave = prop_int(&pr, 0, 1) ? 64 : 1;
+    par.block_size = 64, par.max_model_len = 2048;
+    par.num_spec_tokens = (int)prop_int(&pr, 1, 3);
+    cplab_request reqs[4];
+    cplab_step step = {0, reqs};
+    random_step_spec(pr.rng, par.num_spec_tokens, reqs, &step.num_requests);
+    cplab_step_input in = {&step, (size_t)trial, 300 + (uint64_t)trial, &par, &model, cplab_layout_find("vllm")};
+    cplab_rank_plan *plans[4] = {0};
+    sim_check chk = {0};
+    cplab_diag d = {0};
+    for (int r = 0; r < par.pcp; r++)
+      if (cplab_rank_plan_derive(&in, r, CPLAB_PLAN_TOKEN_MAPS, &plans[r], &d)) fail_msg("%s", d.msg);
+    if (sim_check_step(&in, plans, par.pcp, 7 + (uint64_t)trial, &chk, &d)) fail_msg("%s", d.msg);
+    for (int r = 0; r < par.pcp; r++) cplab_rank_plan_free(plans[r]);
+    checks += chk.checks;
+    prop_check(&pr, trial, chk.violations == 0, "P=%d I=%d spec=%d: %lld invariant violations, first: %s", par.pcp,
+               par.interleave, par.num_spec_tokens, (long long)chk.violations, chk.kept ? chk.first[0] : "");
+    tally before = t;
+    compare_step(&in, &t);
+    prop_check(&pr, trial,
+               t.topk_differ == before.topk_differ && t.prefill_differ == before.prefill_differ &&
+                   t.decode_over == before.decode_over,
+               "P=%d I=%d spec=%d: %ld top-k rows, %ld prefill rows, %ld decode rows differ from one rank", par.pcp,
+               par.interleave, par.num_spec_tokens, t.topk_differ - before.topk_differ,
+               t.prefill_differ - before.prefill_differ, t.decode_over - before.decode_over);
+  }
+  prop_end(&pr);
+  assert_true(t.spec_rows > 30);
+  print_message("# MTP: %lld invariant checks, 0 violations; %ld rows (%ld decode, %ld at speculative positions) equal "
+                "the single-rank result; worst decode relative error %.3g\n",
+                (long long)checks, t.rows, t.decode_rows, t.spec_rows, t.worst_decode);
 }
 
 /* A mutant that misplaces rows is caught by the same comparison. */
@@ -229,6 +285,7 @@ int main(void) {
       cmocka_unit_test(test_sampling),
       cmocka_unit_test(test_mutants_are_caught),
       cmocka_unit_test(test_correct_layouts_equal_single_rank),
+      cmocka_unit_test(test_mtp_equals_single_rank),
   };
   return cmocka_run_group_tests_name("numeric", tests, NULL, NULL);
 }
