@@ -32,7 +32,7 @@ status=0
 # cplab-exec, cplab-diff sim vs exec and --ranks on the exec trace.
 if [ $status -eq 0 ] && [ -n "${CPLAB_AGREE_ONLY:-}" ]; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-  make -j16 cplab-sim cplab-diff >"$out/build.log" 2>&1 || status=$?
+  make -j16 analysis/policy_text.h cplab-sim cplab-diff >"$out/build.log" 2>&1 || status=$?
   { for s in $CPLAB_AGREE_ONLY; do timeout 300 mpirun -np 4 ./cplab-sim --scenario "$s" --numeric -q -o "$work/$s-sim.h5"; done; } \
     >"$out/agree-sim.log" 2>&1 &
   make -j16 cplab-exec >>"$out/build.log" 2>&1 || status=$?
