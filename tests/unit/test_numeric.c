@@ -125,6 +125,20 @@ static void compare_step(const cplab_step_input *in, tally *t) {
   }
 }
 
+/* compare_step as one property check: no row may differ from one rank. */
+static void compare_and_check(prop_run *pr, long trial, const cplab_step_input *in, tally *t) {
+  tally before = *t;
+  compare_step(in, t);
+  const cplab_parallel *par = in->par;
+  prop_check(pr, trial,
+             t->topk_differ == before.topk_differ && t->prefill_differ == before.prefill_differ &&
+                 t->decode_over == before.decode_over,
+             "%s P=%d D=%d I=%d spec=%d: %ld top-k rows, %ld prefill rows, %ld decode rows differ from one rank",
+             in->layout->name, par->pcp, par->dcp, par->interleave, par->num_spec_tokens,
+             t->topk_differ - before.topk_differ, t->prefill_differ - before.prefill_differ,
+             t->decode_over - before.decode_over);
+}
+
 static void random_layout(prop_run *pr, cplab_parallel *par) {
   static const int Ps[] = {1, 2, 4, 8}, Is[] = {1, 64};
   cplab_parallel_defaults(par);
@@ -151,14 +165,7 @@ static void test_correct_layouts_equal_single_rank(void **state) {
     for (const cplab_layout *const *l = cplab_layouts(); *l; l++) {
       if ((*l)->mutant) continue;
       cplab_step_input in = {&step, (size_t)trial, 100 + (uint64_t)trial, &par, &model, *l};
-      tally before = t;
-      compare_step(&in, &t);
-      prop_check(&pr, trial,
-                 t.topk_differ == before.topk_differ && t.prefill_differ == before.prefill_differ &&
-                     t.decode_over == before.decode_over,
-                 "%s P=%d D=%d I=%d: %ld top-k rows, %ld prefill rows, %ld decode rows differ from one rank",
-                 (*l)->name, par.pcp, par.dcp, par.interleave, t.topk_differ - before.topk_differ,
-                 t.prefill_differ - before.prefill_differ, t.decode_over - before.decode_over);
+      compare_and_check(&pr, trial, &in, &t);
     }
   }
   prop_end(&pr);
@@ -202,14 +209,7 @@ static void test_mtp_equals_single_rank(void **state) {
     checks += chk.checks;
     prop_check(&pr, trial, chk.violations == 0, "P=%d I=%d spec=%d: %lld invariant violations, first: %s", par.pcp,
                par.interleave, par.num_spec_tokens, (long long)chk.violations, chk.kept ? chk.first[0] : "");
-    tally before = t;
-    compare_step(&in, &t);
-    prop_check(&pr, trial,
-               t.topk_differ == before.topk_differ && t.prefill_differ == before.prefill_differ &&
-                   t.decode_over == before.decode_over,
-               "P=%d I=%d spec=%d: %ld top-k rows, %ld prefill rows, %ld decode rows differ from one rank", par.pcp,
-               par.interleave, par.num_spec_tokens, t.topk_differ - before.topk_differ,
-               t.prefill_differ - before.prefill_differ, t.decode_over - before.decode_over);
+    compare_and_check(&pr, trial, &in, &t);
   }
   prop_end(&pr);
   assert_true(t.spec_rows > 30);
