@@ -244,8 +244,8 @@ static int run_nccl(const cplab_cli *cli, const cplab_scenario *s, const cplab_l
     int crc = rc ? (cplab_trace_abort(w), rc) : cplab_trace_commit(w, d);
     if (!rc) rc = crc;
   }
-  int all = rc;
-  if (mpi && MPI_Allreduce(&rc, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS && !rc)
+  int all = rc; /* a failed rank returns at once (main stops every rank); the others agree here */
+  if (!rc && mpi && MPI_Allreduce(&rc, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS)
     rc = cplab_diag_set(d, CPLAB_EMPI, "MPI_Allreduce failed");
   if (!rc && all) rc = cplab_diag_set(d, all, "another rank failed (see its message)");
   if (!rc && me == 0 && cli->out) {
@@ -316,8 +316,17 @@ int main(int argc, char **argv) {
     for (int i = 0, used = 0; i < argc && used < (int)sizeof command - 2; i++)
       used += snprintf(command + used, sizeof command - (size_t)used, "%s%s", i ? " " : "", argv[i]);
 #ifdef CPLAB_EXEC_NCCL
-    if (args.nccl) rc = run_nccl(&cli, s, layout, t, &args.layers_list, command, mpi, me, size, &d);
-    else
+    if (args.nccl) {
+      rc = run_nccl(&cli, s, layout, t, &args.layers_list, command, mpi, me, size, &d);
+      /* A failure on one rank leaves the others inside a collective: stop them
+       * all (consensus failures are seen by every rank together and end normally). */
+      if (rc && rc != CPLAB_EDISAGREE && size > 1) {
+        fprintf(stderr, "[process %d] ", me);
+        cplab_diag_report(stderr, PROG, &d);
+        fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, rc == CPLAB_EMISMATCH ? CPLAB_EXIT_DIFFERENT : CPLAB_EXIT_ERROR);
+      }
+    } else
 #endif
       rc = run_single(&cli, s, layout, t, &args.layers_list, command, &log, &d);
   }
