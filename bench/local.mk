@@ -18,7 +18,15 @@ bench_cplab_gather_bench_SOURCES = bench/gather_bench.c
 bench_cplab_gather_bench_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) $(NCCL_CPPFLAGS) -I$(top_srcdir)/kernels
 bench_cplab_gather_bench_LDADD = $(CPLAB_KERNEL_LIBS) $(NCCL_LIBS) $(CUDA_LIBS) $(CPLAB_CORE_LIBS) $(MPI_LIBS)
 endif
-EXTRA_DIST += bench/run-gpu-gather.sh
+if HAVE_CUDA
+# cplab-ceilings-bench: device copy bandwidth and cuBLASLt bf16/fp8 GEMM
+# throughput of one GPU, measured in one run (bench/run-gpu-ceilings.sh runs it).
+EXTRA_PROGRAMS += bench/cplab-ceilings-bench
+bench_cplab_ceilings_bench_SOURCES = bench/ceilings_bench.c
+bench_cplab_ceilings_bench_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) -I$(top_srcdir)/kernels
+bench_cplab_ceilings_bench_LDADD = $(CPLAB_KERNEL_LIBS) $(CPLAB_CORE_LIBS)
+endif
+EXTRA_DIST += bench/run-gpu-gather.sh bench/run-gpu-ceilings.sh
 CLEANFILES += $(EXTRA_PROGRAMS)
 EXTRA_DIST += bench/README.md bench/run-cpu.sh bench/run-numeric.sh bench/results
 

@@ -231,6 +231,38 @@ int cplab_restore_rows(const uint16_t *gathered, int64_t gathered_rows, const in
 int cplab_lse_combine(const float *lse, const float *out, int D, int64_t m, int heads, float *final, void *stream,
                       cplab_diag *d);
 
+/* ---- GEMM (kernels/gemm.cu, cuBLASLt) ---------------------------------------- */
+
+/* A cuBLASLt handle and its 64 MiB device workspace. One handle serves one
+ * stream at a time: calls on different streams that may overlap need one
+ * handle each (they share the workspace). */
+typedef struct cplab_gemm cplab_gemm;
+
+/* *h = a new handle on the current device (CPLAB_ENOMEM, CPLAB_ECUDA). */
+int cplab_gemm_create(cplab_gemm **h, cplab_diag *d);
+/* Free the handle (NULL: no-op); waits for the device first (cudaFree). */
+int cplab_gemm_destroy(cplab_gemm *h, cplab_diag *d);
+/* cuBLASLt's version number (cublasLtGetVersion: major·10000 + minor·100 + patch). */
+size_t cplab_gemm_lib_version(void);
+
+/* C[m][n] = A[m][k] · B[n][k]^T, all bf16 row-major (B as a Linear layer's
+ * weight [out][in]), fp32 accumulation, the result rounded once to bf16;
+ * asynchronous on stream. k == 0 gives C = 0; m or n == 0 does nothing.
+ * Sizes below 2^31; pointers 2-byte aligned (the algorithm is chosen for the
+ * actual alignment, faster at 16 and above). CPLAB_EUNSUPPORTED when cuBLASLt
+ * has no algorithm for the problem. */
+int cplab_gemm_bf16(cplab_gemm *h, int64_t m, int64_t n, int64_t k, const uint16_t *A, const uint16_t *B,
+                    uint16_t *C, void *stream, cplab_diag *d);
+
+/* C[m][n] = (a_scale · A[m][k]) · (b_scale · B[n][k])^T with A and B e4m3
+ * row-major (k contiguous in both: the "TN" form Hopper's fp8 kernels need),
+ * a_scale and b_scale per-tensor fp32 scales in device memory (read when the
+ * GEMM runs), C bf16 row-major; fp32 accumulation with cuBLASLt's fast
+ * accumulation off. m, n and k multiples of 16 and A, B, C 16-byte aligned
+ * (cuBLASLt's fp8 requirements), else CPLAB_EINVAL saying so. */
+int cplab_gemm_fp8(cplab_gemm *h, int64_t m, int64_t n, int64_t k, const uint8_t *A, const uint8_t *B,
+                   const float *a_scale, const float *b_scale, uint16_t *C, void *stream, cplab_diag *d);
+
 #ifdef __cplusplus
 }
 #endif

@@ -12,11 +12,13 @@
 #   attention.cu  sparse MLA attention, prefill (bf16 rows) and decode (fp8 cache)
 #   combine.cu    DCP LSE combine
 #   restore.cu    PCP output rows back to global token order
+#   gemm.cu       cuBLASLt GEMMs (bf16, fp8 with per-tensor scales), bf16 out
 #   check.cuh     CUDA error checks shared by the launchers
 #   kformat.cuh   the cache formats on the device
 # GPU tests: tests/gpu/local.mk.
 KERNEL_SOURCES = %reldir%/probe.cu %reldir%/devmem.cu %reldir%/poison.cu %reldir%/gen.cu %reldir%/gather.cu \
-	%reldir%/indexer.cu %reldir%/topk.cu %reldir%/convert.cu %reldir%/attention.cu %reldir%/combine.cu %reldir%/restore.cu
+	%reldir%/indexer.cu %reldir%/topk.cu %reldir%/convert.cu %reldir%/attention.cu %reldir%/combine.cu %reldir%/restore.cu \
+	%reldir%/gemm.cu
 KERNEL_INCLUDES = %reldir%/cplab_kernels.h %reldir%/check.cuh %reldir%/kformat.cuh
 EXTRA_DIST += $(KERNEL_SOURCES) $(KERNEL_INCLUDES)
 
@@ -25,7 +27,8 @@ noinst_LIBRARIES += kernels/libcplab_kernels.a
 kernels_libcplab_kernels_a_SOURCES = $(KERNEL_SOURCES) $(KERNEL_INCLUDES)
 # automake's default "cru": binutils warns that 'u' is ignored.
 kernels_libcplab_kernels_a_AR = $(AR) cr
-CPLAB_KERNEL_LIBS = kernels/libcplab_kernels.a $(CUDA_LIBS)
+# cuBLASLt (shared) after the archive that uses it: gemm.cu is its only user.
+CPLAB_KERNEL_LIBS = kernels/libcplab_kernels.a $(CUBLASLT_LIBS) $(CUDA_LIBS)
 endif
 
 NVCC_COMPILE = $(NVCC) $(NVCC_FLAGS) -I$(top_srcdir)/include -I$(top_srcdir)/kernels -I$(top_builddir)
@@ -37,6 +40,7 @@ KERNEL_COMMON_DEPS = $(srcdir)/%reldir%/cplab_kernels.h $(top_srcdir)/include/cp
 KERNEL_CHECK_DEPS = $(KERNEL_COMMON_DEPS) $(srcdir)/%reldir%/check.cuh
 KERNEL_FORMAT_DEPS = $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/kformat.cuh $(top_srcdir)/include/cplab/kvformat.h
 %reldir%/probe.o: $(KERNEL_COMMON_DEPS)
-%reldir%/devmem.o %reldir%/poison.o %reldir%/convert.o %reldir%/topk.o %reldir%/combine.o %reldir%/restore.o: $(KERNEL_CHECK_DEPS)
+%reldir%/devmem.o %reldir%/poison.o %reldir%/convert.o %reldir%/topk.o %reldir%/combine.o %reldir%/restore.o \
+	%reldir%/gemm.o: $(KERNEL_CHECK_DEPS)
 %reldir%/gather.o %reldir%/indexer.o %reldir%/attention.o: $(KERNEL_FORMAT_DEPS)
 %reldir%/gen.o: $(KERNEL_FORMAT_DEPS) $(top_srcdir)/include/cplab/philox.h

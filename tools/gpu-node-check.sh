@@ -66,9 +66,14 @@ if [ "${CPLAB_GATHER_BENCH:-1}" != 0 ] && [ "${gpus:-0}" -ge 2 ] && [ -f bench/r
   make -j16 bench >"$out/bench-build.log" 2>&1 && sh bench/run-gpu-gather.sh . "$out" "$gpus" >"$out/gather-bench.log" 2>&1 || status=$?
   tail -12 "$out/gather-bench.log"
 fi
+# The card's ceilings (copy bandwidth, cuBLASLt bf16/fp8 GEMM), for the kernel benchmarks.
+if [ "${CPLAB_CEILINGS:-1}" != 0 ] && [ -f bench/run-gpu-ceilings.sh ]; then
+  make -j16 bench >>"$out/bench-build.log" 2>&1 && sh bench/run-gpu-ceilings.sh . "$out" >"$out/ceilings.log" 2>&1 || status=$?
+  tail -12 "$out/ceilings.log"
+fi
 # Few files come back from a GPU node: all logs in one tarball, the summaries beside it.
 tar czf "$final/logs.tar.gz" -C "$out" .
-for f in exec-suite.md gather-bench-np2.txt gather-bench-np2.json exec_nccl.log exec_agree.log; do
+for f in exec-suite.md gather-bench-np2.txt gather-bench-np2.json ceilings.json exec_nccl.log exec_agree.log; do
   [ -f "$out/$f" ] && cp "$out/$f" "$final/"
 done
 grep -E '^(FAIL|ERROR)' "$out/check.log" >"$final/failures.txt" 2>/dev/null

@@ -3,16 +3,17 @@
 # wrapper (plain automake driver): SKIP (77) when the build has no CUDA, and
 # the program itself exits 77 when the process sees no GPU. Helpers: kt.[ch].
 # gpu_probe (the toolchain probe) is wired in tests/local.mk.
-GPU_KERNEL_TESTS = tests/gpu/gpu_gen.sh tests/gpu/gpu_convert.sh tests/gpu/gpu_indexer.sh tests/gpu/gpu_attention.sh
+GPU_KERNEL_TESTS = tests/gpu/gpu_gen.sh tests/gpu/gpu_convert.sh tests/gpu/gpu_indexer.sh tests/gpu/gpu_attention.sh \
+	tests/gpu/gpu_gemm.sh
 TESTS += $(GPU_KERNEL_TESTS)
 EXTRA_DIST += $(GPU_KERNEL_TESTS) tests/gpu/kt.c tests/gpu/kt.h tests/gpu/test_gpu_gen.c tests/gpu/test_gpu_convert.c \
-	tests/gpu/test_gpu_indexer.c tests/gpu/test_gpu_attention.c
+	tests/gpu/test_gpu_indexer.c tests/gpu/test_gpu_attention.c tests/gpu/test_gpu_gemm.c
 
 if HAVE_CUDA
 GPU_TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/kernels -I$(top_srcdir)/sim
 GPU_TEST_LIBS = libcplab_sim.la $(CPLAB_KERNEL_LIBS) $(CPLAB_CORE_LIBS)
 check_PROGRAMS += tests/gpu/test_gpu_gen tests/gpu/test_gpu_convert tests/gpu/test_gpu_indexer \
-	tests/gpu/test_gpu_attention
+	tests/gpu/test_gpu_attention tests/gpu/test_gpu_gemm
 tests_gpu_test_gpu_gen_SOURCES = tests/gpu/test_gpu_gen.c tests/gpu/kt.c tests/gpu/kt.h
 tests_gpu_test_gpu_gen_CPPFLAGS = $(GPU_TEST_CPPFLAGS)
 tests_gpu_test_gpu_gen_LDADD = $(GPU_TEST_LIBS)
@@ -25,4 +26,7 @@ tests_gpu_test_gpu_indexer_LDADD = $(GPU_TEST_LIBS)
 tests_gpu_test_gpu_attention_SOURCES = tests/gpu/test_gpu_attention.c tests/gpu/kt.c tests/gpu/kt.h
 tests_gpu_test_gpu_attention_CPPFLAGS = $(GPU_TEST_CPPFLAGS)
 tests_gpu_test_gpu_attention_LDADD = $(GPU_TEST_LIBS)
+tests_gpu_test_gpu_gemm_SOURCES = tests/gpu/test_gpu_gemm.c tests/gpu/kt.c tests/gpu/kt.h
+tests_gpu_test_gpu_gemm_CPPFLAGS = $(GPU_TEST_CPPFLAGS)
+tests_gpu_test_gpu_gemm_LDADD = $(GPU_TEST_LIBS)
 endif

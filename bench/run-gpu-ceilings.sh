@@ -1,0 +1,44 @@
+#!/bin/sh
+# Usage: bench/run-gpu-ceilings.sh BUILD_DIR OUT_DIR [ARGS...]
+# Runs cplab-ceilings-bench (see bench/README.md) on one GPU and writes
+# OUT_DIR/ceilings.json (the program's -o) and OUT_DIR/ceilings.txt (its
+# table, after a snapshot of the GPU's clocks, power and temperature from
+# nvidia-smi when it exists). ARGS go to the program (e.g. --reps 50).
+# Needs a build configured with CUDA (`make -C BUILD_DIR bench`).
+set -eu
+if [ $# -lt 2 ]; then
+  echo "usage: $0 BUILD_DIR OUT_DIR [ARGS...]" >&2
+  exit 2
+fi
+build=$1 out=$2
+shift 2
+prog=$build/bench/cplab-ceilings-bench
+if [ ! -x "$prog" ]; then
+  echo "$0: $prog is missing: build it with 'make -C $build bench' (needs --with-cuda)" >&2
+  exit 2
+fi
+# The commit of the sources, which may be newer than what configure saw;
+# without git (a copied tree) the program records configure's.
+top=$(cd "$(dirname "$0")/.." && pwd)
+if commit=$(git -C "$top" rev-parse --short HEAD 2>/dev/null); then
+  set -- --commit "$commit" "$@"
+fi
+mkdir -p "$out"
+txt=$out/ceilings.txt
+: >"$txt"
+# smi WHEN: one '#' line of the GPU's state (nothing where nvidia-smi is missing).
+smi() {
+  q=name,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu
+  s=$(nvidia-smi -i 0 --query-gpu=$q --format=csv,noheader 2>/dev/null) || return 0
+  echo "# nvidia-smi $1 ($q): $s" >>"$txt"
+}
+smi before
+rc=0
+timeout 600 "$prog" -o "$out/ceilings.json" "$@" >>"$txt" || rc=$?
+smi after
+cat "$txt"
+if [ "$rc" -ne 0 ]; then
+  echo "$0: $prog failed (exit $rc; 124: over 600 s)" >&2
+  exit 2
+fi
+echo "wrote $out/ceilings.json and $txt"
