@@ -67,4 +67,19 @@ expect_grep "$WORK/err" "No such file or directory" "names the missing file"
 expect_exit 2 "invalid scenario" "$SIM" --scenario "$top_srcdir/tests/scenarios/invalid/dcp_not_in_set.json"
 expect_grep "$WORK/err" "dcp_not_in_set.json:4:42: parallel.dcp: with pcp > 1" "file:line:column, field and rule"
 if [ -s "$WORK/out" ]; then fail "printed a report despite the error"; else pass "no output on error"; fi
+
+# The numeric pass: --layers is checked, and the trace carries every listed layer.
+expect_exit 2 "--layers without --numeric" "$SIM" --scenario smoke --layers 0
+expect_grep "$WORK/err" "\-\-layers needs \-\-numeric" "says what it needs"
+expect_exit 2 "a malformed layer list" "$SIM" --scenario smoke --numeric --layers 0,,1
+expect_grep "$WORK/err" "expected layer indices separated by commas" "names the problem"
+expect_exit 2 "a layer the model lacks" "$SIM" --scenario smoke --numeric --layers 5
+expect_grep "$WORK/err" "layer 5 does not exist (the model has 2 layers)" "names the layer and the model's count"
+expect_exit 2 "a layer listed twice" "$SIM" --scenario smoke --numeric --layers 1,1
+expect_exit 0 "two layers of numeric results" "$SIM" --scenario smoke --numeric --layers 1,0 -q -o "$WORK/num.h5"
+expect_exit 0 "the numeric trace validates" "$top_builddir/cplab-trace" validate -q "$WORK/num.h5"
+expect_exit 0 "and is rank-invariant, layer by layer" "$top_builddir/cplab-diff" --ranks "$WORK/num.h5"
+expect_grep "$WORK/out" "^decode combine  *1[0-9]" "both layers' decode rows checked (2 x 6)"
+expect_exit 0 "the numeric report line" "$SIM" --scenario smoke --numeric
+expect_grep "$WORK/out" "numeric pass: 28 sampled rows (all ranks) over 1 layer(s)" "counts the sampled rows"
 finish
