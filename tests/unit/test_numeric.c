@@ -1,6 +1,6 @@
 /* The numeric pass (sim/numeric.c) against the single-rank truth, over
- * generated steps and layouts: P in {1,2,4,8}, D in {1,P}, I in {1,64}, every
- * correct layout. Each sampled row's top-k and scores must equal the
+ * generated steps and layouts: P in {1,2,4,8}, TP in {1,2}, D in {1,P,TP·P},
+ * I in {1,64}, every correct layout. Each sampled row's top-k and scores must equal the
  * single-rank indexer's exactly, prefill rows' attention must equal
  * single-rank attention bit for bit (the gathered rows are the same rows in
  * the same order), decode rows' combined attention within 1e-12 relative
@@ -26,8 +26,10 @@ typedef struct truth_row {
   double out[HEADS * SIM_MLA_V], lse[HEADS];
 } truth_row;
 
-/* What one rank would compute holding the whole context of request id. */
-static void single_rank(uint64_t seed, uint32_t id, int64_t pos, const cplab_model *m, int tp_rank, truth_row *t) {
+/* What one rank would compute holding the whole context of request id, for
+ * the H heads of TP rank tp_rank (global heads tp_rank·H ...). */
+static void single_rank(uint64_t seed, uint32_t id, int64_t pos, const cplab_model *m, int tp_rank, int H,
+                        truth_row *t) {
   static uint8_t keys[MAX_CTX + 1][CPLAB_IDX_ENTRY_BYTES];
   static double rows[TOPK * SIM_MLA_QK], q[HEADS * SIM_MLA_QK];
   sim_indexer_query iq;
@@ -47,12 +49,12 @@ static void single_rank(uint64_t seed, uint32_t id, int64_t pos, const cplab_mod
     for (int c = 0; c < SIM_MLA_QK; c++) rows[n * SIM_MLA_QK + c] = cplab_bf16_to_f32(bf[c]);
     n++;
   }
-  for (int h = 0; h < HEADS; h++) {
+  for (int h = 0; h < H; h++) {
     uint16_t bf[SIM_MLA_QK];
-    cplab_kvformat_mla_query(seed, 0, id, (uint32_t)pos, (uint32_t)(tp_rank * HEADS + h), bf);
+    cplab_kvformat_mla_query(seed, 0, id, (uint32_t)pos, (uint32_t)(tp_rank * H + h), bf);
     for (int c = 0; c < SIM_MLA_QK; c++) q[h * SIM_MLA_QK + c] = cplab_bf16_to_f32(bf[c]);
   }
-  sim_attention(q, HEADS, rows, n, cplab_model_softmax_scale(m), t->out, t->lse);
+  sim_attention(q, H, rows, n, cplab_model_softmax_scale(m), t->out, t->lse);
 }
 
 static double rel_err(const double *a, const double *b, size_t n) {
@@ -103,8 +105,9 @@ static void compare_step(const cplab_step_input *in, tally *t) {
       const cplab_row *row = cplab_split_row_of(&p->split, l.tokens[i]);
       assert_non_null(row);
       int64_t pos = row->start_pos + l.tokens[i] - row->token_offset;
-      single_rank(in->seed, (uint32_t)in->step->requests[row->req].id, pos, in->model, p->ids.tp, &truth);
-      const double *out = l.out + (size_t)i * HEADS * SIM_MLA_V, *lse = l.lse + (size_t)i * HEADS;
+      int H = l.heads; /* num_heads / tp */
+      single_rank(in->seed, (uint32_t)in->step->requests[row->req].id, pos, in->model, p->ids.tp, H, &truth);
+      const double *out = l.out + (size_t)i * H * SIM_MLA_V, *lse = l.lse + (size_t)i * H;
       int topk_same = memcmp(l.topk + i * TOPK, truth.topk, sizeof truth.topk) == 0;
       for (int j = 0; j < TOPK && topk_same; j++) topk_same = l.scores[i * TOPK + j] == (float)truth.scores[j];
       t->rows++;
@@ -112,9 +115,10 @@ static void compare_step(const cplab_step_input *in, tally *t) {
       t->topk_differ += !topk_same;
       if (row->is_prefill) {
         t->prefill_rows++;
-        t->prefill_differ += memcmp(out, truth.out, sizeof truth.out) != 0 || memcmp(lse, truth.lse, sizeof truth.lse) != 0;
+        t->prefill_differ += memcmp(out, truth.out, sizeof(double) * (size_t)H * SIM_MLA_V) != 0 ||
+                             memcmp(lse, truth.lse, sizeof(double) * (size_t)H) != 0;
       } else {
-        double e = rel_err(out, truth.out, HEADS * SIM_MLA_V);
+        double e = rel_err(out, truth.out, (size_t)H * SIM_MLA_V);
         t->decode_rows++;
         if (!(e <= 1e-12)) t->decode_over++;
         else if (e > t->worst_decode) t->worst_decode = e;
@@ -133,19 +137,26 @@ static void compare_and_check(prop_run *pr, long trial, const cplab_step_input *
   prop_check(pr, trial,
              t->topk_differ == before.topk_differ && t->prefill_differ == before.prefill_differ &&
                  t->decode_over == before.decode_over,
-             "%s P=%d D=%d I=%d spec=%d: %ld top-k rows, %ld prefill rows, %ld decode rows differ from one rank",
-             in->layout->name, par->pcp, par->dcp, par->interleave, par->num_spec_tokens,
+             "%s TP=%d P=%d D=%d I=%d spec=%d: %ld top-k rows, %ld prefill rows, %ld decode rows differ from one rank",
+             in->layout->name, par->tp, par->pcp, par->dcp, par->interleave, par->num_spec_tokens,
              t->topk_differ - before.topk_differ, t->prefill_differ - before.prefill_differ,
              t->decode_over - before.decode_over);
 }
 
+/* P in {1,2,4,8}, TP in {1,2}, DCP in {1, P, TP·P} where the rules allow it
+ * (DCP adds no ranks: it spans PCP first, then TP), I in {1,64}. */
 static void random_layout(prop_run *pr, cplab_parallel *par) {
   static const int Ps[] = {1, 2, 4, 8}, Is[] = {1, 64};
-  cplab_parallel_defaults(par);
-  par->pcp = Ps[prop_int(pr, 0, 3)];
-  par->dcp = prop_int(pr, 0, 1) ? par->pcp : 1;
-  par->interleave = Is[prop_int(pr, 0, 1)];
-  par->max_model_len = 2048;
+  for (;;) {
+    cplab_parallel_defaults(par);
+    par->pcp = Ps[prop_int(pr, 0, 3)];
+    par->tp = (int)prop_int(pr, 1, 2);
+    long pick = prop_int(pr, 0, 2);
+    par->dcp = pick == 0 ? 1 : pick == 1 ? par->pcp : par->tp * par->pcp;
+    par->interleave = Is[prop_int(pr, 0, 1)];
+    par->max_model_len = 2048;
+    if (cplab_parallel_check(par, HEADS, NULL) == 0) return;
+  }
 }
 
 static void test_correct_layouts_equal_single_rank(void **state) {
