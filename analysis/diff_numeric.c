@@ -89,9 +89,7 @@ static void conversion(diff_report *r, size_t step, int layer, const cplab_rank_
   for (int64_t i = 0; i < l->rows; i++) {
     const cplab_row *row = cplab_split_row_of(&p->split, l->tokens[i]);
     if (!row) continue;
-    int region = -1;
-    for (int k = 0; row->is_prefill && k < p->prefill.num_regions; k++)
-      if (p->prefill.region_req[k] == row->req) region = k;
+    int region = row->is_prefill ? cplab_prefill_region_of(&p->prefill, row->req) : -1;
     const int32_t *brow = p->sched.block_table + (int64_t)row->req * p->sched.max_blocks;
     for (int j = 0; j < l->k; j++) {
       int32_t t = l->topk[i * l->k + j], want;

@@ -199,3 +199,15 @@ const cplab_row *cplab_split_row_of(const cplab_split *s, int64_t t) {
   }
   return NULL;
 }
+
+int cplab_prefill_region_of(const cplab_prefill_plan *pl, int req) {
+  for (int k = 0; k < pl->num_regions; k++)
+    if (pl->region_req[k] == req) return k;
+  return -1;
+}
+
+int cplab_indexer_region_of(const cplab_indexer_plan *pl, int req) {
+  for (int k = 0; k < pl->num_regions; k++)
+    if (pl->region_req[k] == req) return k;
+  return -1;
+}

@@ -254,9 +254,8 @@ static int nccl_topk(exec_rank *c, const cplab_row *row, int64_t pos, int32_t *d
   const cplab_indexer_plan *ip = &rp->indexer;
   if (!row->is_prefill || !ip->active) return local_topk_merge(c, row, pos, dtopk, dscore, a, d);
   /* Prefill rows: the gathered keys in logical order through the layout's de-interleave. */
-  int k = 0;
-  while (k < ip->num_regions && ip->region_req[k] != row->req) k++;
-  if (k == ip->num_regions) CPLAB_FAIL(d, CPLAB_EINTERNAL, "request %d has no indexer region", row->req);
+  int k = cplab_indexer_region_of(ip, row->req);
+  if (k < 0) CPLAB_FAIL(d, CPLAB_EINTERNAL, "request %d has no indexer region", row->req);
   const nccl_keys *keys = c->keys;
   int ch = ip->region_chunk[k];
   int64_t n = pos + 1, *rows = malloc(sizeof *rows * (size_t)n);

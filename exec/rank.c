@@ -65,12 +65,6 @@ double exec_merged_lse(const double *lse, int D, int H) {
   return top > -INFINITY ? top + log(sum) : -INFINITY;
 }
 
-int exec_prefill_region(const cplab_prefill_plan *pl, int req) {
-  for (int k = 0; k < pl->num_regions; k++)
-    if (pl->region_req[k] == req) return k;
-  return -1;
-}
-
 int exec_num_slots(const cplab_scenario *s, const cplab_layout *layout, int64_t *out, cplab_diag *d) {
   int64_t max_block = 0;
   for (size_t step = 0; step < s->num_steps; step++) {
@@ -138,7 +132,7 @@ int exec_row_convert(exec_rank *c, const cplab_row *row, const int32_t *topk, co
   size_t kb = sizeof(int32_t) * (size_t)c->k;
   int32_t *conv = malloc(kb);
   if (!conv) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
-  int rc = 0, k = row->is_prefill ? exec_prefill_region(&rp->prefill, row->req) : -1;
+  int rc = 0, k = row->is_prefill ? cplab_prefill_region_of(&rp->prefill, row->req) : -1;
   const int32_t *brow = rp->sched.block_table + (int64_t)row->req * rp->sched.max_blocks;
   if (row->is_prefill && !rp->prefill.active) {
     rc = cplab_dev_upload(dconv, topk, kb, d);
@@ -232,7 +226,7 @@ static int row_run(exec_rank *c, const cplab_row *row, int64_t pos, int64_t i, e
   if (!rc) rc = cplab_gen_mla_query(in->seed, (uint32_t)c->layer, did, dpos, 1, c->rp->ids.tp * H, H, dq, NULL, d);
   if (!rc && row->is_prefill) {
     if (c->rp->prefill.active) {
-      int ch = c->rp->prefill.region_chunk[exec_prefill_region(&c->rp->prefill, row->req)];
+      int ch = c->rp->prefill.region_chunk[cplab_prefill_region_of(&c->rp->prefill, row->req)];
       rc = cplab_sparse_mla_prefill(dq, 1, H, c->ws[ch], c->ws_rows[ch], dconv, K, scale, dfin, dl, NULL, d);
     } else {
       rc = prefill_direct(c, row, topk, dq, dfin, dl, &a, d);

@@ -78,8 +78,6 @@ int exec_fill_cache(const cplab_step_input *in, const cplab_rank_plan *rp, int l
                     int64_t num_slots, cplab_diag *d);
 /* Slots per rank cache: the largest physical block of any step, plus one, times B. */
 int exec_num_slots(const cplab_scenario *s, const cplab_layout *layout, int64_t *out, cplab_diag *d);
-/* The region of a prefill request in the gathered prefill plan (-1: none). */
-int exec_prefill_region(const cplab_prefill_plan *pl, int req);
 /* The lse of a combined decode row from D shard lse values (stride H). */
 double exec_merged_lse(const double *lse, int D, int H);
 

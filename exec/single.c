@@ -103,9 +103,8 @@ static int row_key_slots(exec_rank *c, const cplab_row *row, int64_t n, int64_t 
   const cplab_indexer_plan *ip = &rp->indexer;
   const cplab_parallel *par = c->in->par;
   if (row->is_prefill && ip->active) {
-    int k = 0;
-    while (k < ip->num_regions && ip->region_req[k] != row->req) k++;
-    if (k == ip->num_regions) CPLAB_FAIL(d, CPLAB_EINTERNAL, "request %d has no indexer region", row->req);
+    int k = cplab_indexer_region_of(ip, row->req);
+    if (k < 0) CPLAB_FAIL(d, CPLAB_EINTERNAL, "request %d has no indexer region", row->req);
     const cplab_maps_sources *src = &((single_keys *)c->keys)->src[ip->region_chunk[k]];
     for (int64_t t = 0; t < n; t++) {
       int64_t g = cplab_layout_deinterleave(rp->layout, &rp->env, ip, k, t);

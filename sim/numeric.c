@@ -45,28 +45,36 @@ static double logit(const row_ctx *c, const float *key /* sim_mem_key_row */) {
   return l * key[CPLAB_IDX_DIM];
 }
 
-/* Key t of the row's request as the row's indexer reads it: prefill rows
- * from the gathered key buffer through the layout's de-interleave; decode
- * rows (and prefills without an indexer plan) from the owner's cache. */
-static int read_key(row_ctx *c, int64_t t, float key[CPLAB_IDX_DIM + 1], cplab_diag *d) {
+/* Where a row's indexer reads its keys: prefill rows with an indexer plan
+ * from their chunk's gathered key buffer (keys != NULL) through the layout's
+ * de-interleave of their region; the others from each key's owner. Resolved
+ * once per row. */
+typedef struct key_source {
+  int region;
+  const float *keys;
+  int64_t rows;
+} key_source;
+
+static int row_key_source(row_ctx *c, key_source *ks, cplab_diag *d) {
+  const cplab_indexer_plan *ip = &c->mem->rp->indexer;
+  *ks = (key_source){-1, NULL, 0};
+  if (!c->row->is_prefill || !ip->active) return 0;
+  ks->region = cplab_indexer_region_of(ip, c->row->req);
+  if (ks->region < 0)
+    CPLAB_FAIL(d, CPLAB_EINTERNAL, "request %d has a prefill row but no indexer region", c->row->req);
+  return sim_mem_keys(c->mem, ip->region_chunk[ks->region], &ks->keys, &ks->rows, d);
+}
+
+/* Key t of the row's request as the row's indexer reads it. */
+static void read_key(const row_ctx *c, const key_source *ks, int64_t t, float key[CPLAB_IDX_DIM + 1]) {
   const cplab_rank_plan *rp = c->mem->rp;
-  const cplab_indexer_plan *ip = &rp->indexer;
-  if (c->row->is_prefill && ip->active) {
-    int k = 0;
-    while (k < ip->num_regions && ip->region_req[k] != c->row->req) k++;
-    if (k == ip->num_regions)
-      CPLAB_FAIL(d, CPLAB_EINTERNAL, "request %d has a prefill row but no indexer region", c->row->req);
-    const float *keys;
-    int64_t rows;
-    int rc = sim_mem_keys(c->mem, ip->region_chunk[k], &keys, &rows, d);
-    if (rc) return rc;
-    int64_t r = cplab_layout_deinterleave(rp->layout, &rp->env, ip, k, t);
-    if (r < 0 || r >= rows) { /* outside the buffer: read as padding (the executor's gather does the same) */
+  if (ks->keys) {
+    int64_t r = cplab_layout_deinterleave(rp->layout, &rp->env, &rp->indexer, ks->region, t);
+    if (r < 0 || r >= ks->rows) /* outside the buffer: read as padding (the executor's gather does the same) */
       memset(key, 0, sizeof(float) * (CPLAB_IDX_DIM + 1));
-      return 0;
-    }
-    memcpy(key, keys + (size_t)r * (CPLAB_IDX_DIM + 1), sizeof(float) * (CPLAB_IDX_DIM + 1));
-    return 0;
+    else
+      memcpy(key, ks->keys + (size_t)r * (CPLAB_IDX_DIM + 1), sizeof(float) * (CPLAB_IDX_DIM + 1));
+    return;
   }
   const cplab_parallel *par = c->mem->in->par;
   int o = cplab_kv_owner(t, par->interleave, par->dcp);
@@ -74,7 +82,6 @@ static int read_key(row_ctx *c, int64_t t, float key[CPLAB_IDX_DIM + 1], cplab_d
   uint8_t e[CPLAB_IDX_ENTRY_BYTES];
   sim_mem_idx_entry(c->mem, o, cplab_kv_slot_global(par, o, brow, rp->sched.max_blocks, t), e);
   sim_mem_key_row(e, key);
-  return 0;
 }
 
 /* Indexer top-k of the row over positions [0, pos]. */
@@ -88,11 +95,13 @@ static int row_topk(row_ctx *c, int32_t *topk, float *scores, float *kth, cplab_
     for (int j = 0; j < CPLAB_IDX_DIM; j++) c->q[h][j] = cplab_e4m3_to_f32(q.q[h][j]);
   }
   int64_t n = c->pos + 1;
+  key_source ks;
+  if ((rc = row_key_source(c, &ks, d)) != 0) return rc;
   sim_scored *all = malloc(sizeof *all * (size_t)n);
   if (!all) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory for %lld logits", (long long)n);
-  for (int64_t t = 0; t < n && !rc; t++) {
+  for (int64_t t = 0; t < n; t++) {
     float key[CPLAB_IDX_DIM + 1];
-    rc = read_key(c, t, key, d);
+    read_key(c, &ks, t, key);
     all[t] = (sim_scored){logit(c, key), t};
   }
   if (!rc) {
@@ -117,12 +126,6 @@ static void entry_to_double(const uint8_t *e, double *out) {
   bf16_row_to_double(bf, out);
 }
 
-static int prefill_region(const cplab_prefill_plan *pl, int req) {
-  for (int k = 0; k < pl->num_regions; k++)
-    if (pl->region_req[k] == req) return k;
-  return -1;
-}
-
 /* Convert the row's top-k as this rank's kernel does. */
 static int row_convert(const row_ctx *c, const int32_t *topk, int32_t *conv, int dcp_rank, cplab_diag *d) {
   const cplab_rank_plan *rp = c->mem->rp;
@@ -136,7 +139,7 @@ static int row_convert(const row_ctx *c, const int32_t *topk, int32_t *conv, int
     memcpy(conv, topk, sizeof *conv * (size_t)c->k);
     return 0;
   }
-  int k = prefill_region(&rp->prefill, c->row->req);
+  int k = cplab_prefill_region_of(&rp->prefill, c->row->req);
   if (k < 0) CPLAB_FAIL(d, CPLAB_EINTERNAL, "request %d has a prefill row but no workspace region", c->row->req);
   for (int j = 0; j < c->k; j++)
     conv[j] = cplab_layout_convert_prefill(rp->layout, &rp->env, &rp->prefill, k, topk[j], dcp_rank);
@@ -159,7 +162,7 @@ static int prefill_rows(row_ctx *c, const int32_t *conv, size_t *n, cplab_diag *
     }
     return 0;
   }
-  int k = prefill_region(&rp->prefill, c->row->req);
+  int k = cplab_prefill_region_of(&rp->prefill, c->row->req);
   const uint16_t *ws;
   int64_t rows;
   int rc = sim_mem_workspace(c->mem, rp->prefill.region_chunk[k], &ws, &rows, d);

@@ -189,6 +189,9 @@ void cplab_rank_plan_free(cplab_rank_plan *p);
 int cplab_split_derive(const cplab_schedule *s, const cplab_step *step, const cplab_layout_env *env, int pcp_rank,
                        int dcp_rank, cplab_split *out, cplab_diag *d);
 void cplab_split_free(cplab_split *s);
+/* The region of global request req in a prefill / indexer plan (-1: none). */
+int cplab_prefill_region_of(const cplab_prefill_plan *pl, int req);
+int cplab_indexer_region_of(const cplab_indexer_plan *pl, int req);
 /* The row holding local token t (NULL if none: t out of range). */
 const cplab_row *cplab_split_row_of(const cplab_split *s, int64_t t);
 /* Schedule of a step: replication, dispatch shape, graph mode, block table. */
