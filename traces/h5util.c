@@ -9,6 +9,10 @@
 #define CHUNK_BYTES ((size_t)1 << 20)
 #define COMPRESS_ABOVE ((size_t)64 << 10)
 #define DEFLATE_LEVEL 4
+/* The largest chunk a reader accepts: the writer's chunks hold at most
+ * CHUNK_BYTES or one row; a damaged header can claim chunks of gigabytes,
+ * which libhdf5 would allocate before failing. */
+#define MAX_READ_CHUNK_BYTES ((uint64_t)64 << 20)
 
 void h5u_quiet(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
 
@@ -312,14 +316,33 @@ int h5u_expect(hid_t loc, const char *where, const char *name, h5u_type type, in
   return rc;
 }
 
+/* CPLAB_ESCHEMA when ds is chunked with chunks larger than a reader accepts. */
+static int chunks_ok(hid_t ds, const char *where, const char *name, cplab_diag *d) {
+  hid_t dcpl = H5Dget_create_plist(ds), t = H5Dget_type(ds);
+  hsize_t dims[H5S_MAX_RANK];
+  uint64_t bytes = t < 0 ? 0 : H5Tget_size(t);
+  int rc = dcpl < 0 || t < 0 ? h5u_fail(d, "%s: cannot inspect dataset '%s'", where, name) : 0;
+  if (!rc && H5Pget_layout(dcpl) == H5D_CHUNKED) {
+    int n = H5Pget_chunk(dcpl, H5S_MAX_RANK, dims);
+    for (int i = 0; i < n && bytes <= MAX_READ_CHUNK_BYTES; i++) bytes = dims[i] ? bytes * dims[i] : bytes;
+    if (n < 0 || bytes > MAX_READ_CHUNK_BYTES)
+      rc = cplab_diag_set(d, CPLAB_ESCHEMA, "%s: dataset '%s' claims chunks over %llu bytes (damaged?)", where, name,
+                          (unsigned long long)MAX_READ_CHUNK_BYTES);
+  }
+  H5Eclear2(H5E_DEFAULT);
+  h5u_close(t);
+  if (dcpl >= 0) H5Pclose(dcpl);
+  return rc;
+}
+
 int h5u_read(hid_t loc, const char *where, const char *name, h5u_type type, void *buf, uint64_t count, cplab_diag *d) {
   hid_t ds = H5Dopen2(loc, name, H5P_DEFAULT);
   if (ds < 0) return h5u_fail(d, "%s: cannot open dataset '%s'", where, name);
   hid_t s = H5Dget_space(ds);
-  int rc = 0;
-  if (s < 0 || (uint64_t)H5Sget_simple_extent_npoints(s) != count)
+  int rc = chunks_ok(ds, where, name, d);
+  if (!rc && (s < 0 || (uint64_t)H5Sget_simple_extent_npoints(s) != count))
     rc = cplab_diag_set(d, CPLAB_ESCHEMA, "%s: dataset '%s' changed size while reading", where, name);
-  else if (count > 0 && H5Dread(ds, mem_type(type), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
+  if (!rc && count > 0 && H5Dread(ds, mem_type(type), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
     rc = h5u_fail(d, "%s: cannot read dataset '%s' (damaged?)", where, name);
   h5u_close(s);
   h5u_close(ds);

@@ -579,9 +579,12 @@ static herr_t visit_layer(hid_t layers, const char *name, const H5L_info_t *info
   inner.where = where;
   w->rc = layer_rows(g, where, w->local_tokens, w->t->max_elements, &inner.local_tokens, w->d);
   hsize_t idx = 0;
-  if (!w->rc) H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, &idx, visit_tensor, &inner);
+  if (!w->rc) { /* a bad sampled_tokens must not be overwritten by the tensor walk's 0 */
+    if (H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, &idx, visit_tensor, &inner) < 0 && !inner.rc)
+      inner.rc = h5u_fail(w->d, "%s: cannot list the tensors", where);
+    w->rc = inner.rc;
+  }
   h5u_close(g);
-  w->rc = inner.rc;
   return w->rc ? -1 : 0;
 }
 

@@ -243,6 +243,19 @@ static void test_tensors_and_events(void **state) {
   assert_int_equal(cplab_trace_validate(t, &d), CPLAB_ESCHEMA);
   assert_non_null(strstr(d.msg, "unknown tensor 'mystery'"));
   cplab_trace_close(t);
+  /* A sampled token outside the rank's local tokens fails validation (it once
+   * set the message but let validate return 0). */
+  f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  H5Ldelete(f, "steps/000001/layers/001/mystery", H5P_DEFAULT);
+  int64_t far[2] = {0, 1 << 20};
+  hsize_t two[1] = {2};
+  replace_dataset(f, "steps/000001/layers/000/sampled_tokens", H5T_NATIVE_INT64, 1, two, far);
+  H5Fclose(f);
+  cplab_diag_clear(&d);
+  assert_int_equal(cplab_trace_open(path, &t, &d), 0);
+  assert_int_equal(cplab_trace_validate(t, &d), CPLAB_ESCHEMA);
+  if (!strstr(d.msg, "is not a local token")) fail_msg("got '%s'", d.msg);
+  cplab_trace_close(t);
   free(kv);
   free(topk);
   cplab_scenario_free(s);
@@ -324,6 +337,20 @@ static void m_world_mismatch(hid_t f) {
   H5Sclose(sp);
 }
 
+/* seq_len as a chunked dataset whose (unlimited) chunks claim 128 MiB. */
+static void m_huge_chunks(hid_t f) {
+  int64_t v[2] = {10, 3};
+  hsize_t dims[1] = {2}, maxdims[1] = {H5S_UNLIMITED}, chunk[1] = {(hsize_t)1 << 24};
+  H5Ldelete(f, "steps/000000/seq_len", H5P_DEFAULT);
+  hid_t sp = H5Screate_simple(1, dims, maxdims), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  H5Pset_chunk(dcpl, 1, chunk);
+  hid_t ds = H5Dcreate2(f, "steps/000000/seq_len", H5T_NATIVE_INT64, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  H5Dwrite(ds, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v);
+  H5Dclose(ds);
+  H5Pclose(dcpl);
+  H5Sclose(sp);
+}
+
 static void test_malformed_rejected(void **state) {
   (void)state;
   cplab_scenario *s = load("smoke");
@@ -348,6 +375,7 @@ static void test_malformed_rejected(void **state) {
       {"unknown enum", m_collective_kind, CPLAB_ESCHEMA, "collective 0 has an unknown kind"},
       {"negative block id", m_negative_block, CPLAB_ESCHEMA, "negative block id"},
       {"world disagrees with config", m_world_mismatch, CPLAB_ESCHEMA, "world_size 4 disagrees with /config"},
+      {"chunks of 128 MiB", m_huge_chunks, CPLAB_ESCHEMA, "dataset 'seq_len' claims chunks over 67108864 bytes"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char path[256];
