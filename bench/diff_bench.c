@@ -49,9 +49,8 @@ int main(int argc, char **argv) {
   static const struct option longopts[] = {CPLAB_CLI_COMMON_LONGOPTS, {NULL, 0, NULL, 0}};
   cplab_cli cli;
   cplab_diag d = {0};
-  int first;
   cplab_cli_init(&cli, "smoke");
-  if (cplab_cli_parse(argc, argv, CPLAB_CLI_COMMON_SHORTOPTS, longopts, &cli, NULL, NULL, &first, &d) != 0) {
+  if (cplab_cli_parse(argc, argv, CPLAB_CLI_COMMON_SHORTOPTS, longopts, &cli, NULL, NULL, NULL, &d) != 0) {
     cplab_cli_usage_error(PROG, &d);
     return CPLAB_EXIT_ERROR;
   }

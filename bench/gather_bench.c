@@ -131,11 +131,10 @@ static void *host_alloc(size_t bytes) {
 /* ---- options ------------------------------------------------------------------ */
 
 static int parse_count(const char *arg, const char *name, int lo, int hi, int *out, cplab_diag *d) {
-  uint64_t v;
-  if (cplab_parse_u64(arg, &v) != 0 || v < (uint64_t)lo || v > (uint64_t)hi)
-    CPLAB_FAIL(d, CPLAB_EUSAGE, "%s: expected an integer in [%d, %d], got '%s'", name, lo, hi, arg);
-  *out = (int)v;
-  return 0;
+  int64_t v;
+  int rc = cplab_cli_parse_int(name, arg, lo, hi, &v, d);
+  if (!rc) *out = (int)v;
+  return rc;
 }
 
 /* --rows 512,2048,...: each in 1 .. MAX_ROWS, at most MAX_SIZES of them. */
@@ -177,9 +176,7 @@ static int parse_opts(int argc, char **argv, opts *o, cplab_diag *d) {
       case 'o': o->out = optarg; break;
       case 'h': o->help = 1; break;
       default: /* '?': getopt sets optopt to the option's code when only its argument is missing */
-        rc = cplab_diag_set(d, CPLAB_EUSAGE, "%s '%s'", optopt == 'o' || optopt >= CPLAB_OPT_PROGRAM
-                                                          ? "missing argument of" : "unknown option",
-                            argv[optind - 1]);
+        rc = cplab_cli_getopt_error(argv, "o:h", d);
     }
   }
   if (!rc && optind < argc) rc = cplab_diag_set(d, CPLAB_EUSAGE, "unexpected argument '%s'", argv[optind]);

@@ -31,4 +31,8 @@ CLEANFILES += $(EXTRA_PROGRAMS)
 EXTRA_DIST += bench/README.md bench/run-cpu.sh bench/run-numeric.sh bench/results
 
 .PHONY: bench
-bench: $(EXTRA_PROGRAMS)
+bench: $(EXTRA_PROGRAMS) bench/cplab-bench$(EXEEXT)
+
+# cplab-bench (bench/layers/): TTFT and TPOT per layout and graph mode.
+include bench/layers/local.mk
+include bench/layers/report.mk

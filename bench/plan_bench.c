@@ -161,10 +161,8 @@ int main(int argc, char **argv) {
   cplab_cli cli;
   cplab_diag d = {0};
   opts o = {5, 10000};
-  int first;
   cplab_cli_init(&cli, NULL);
-  if (cplab_cli_parse(argc, argv, CPLAB_CLI_COMMON_SHORTOPTS, longopts, &cli, bench_option, &o, &first, &d) != 0 ||
-      (first < argc && cplab_diag_set(&d, CPLAB_EUSAGE, "unexpected argument '%s'", argv[first]))) {
+  if (cplab_cli_parse(argc, argv, CPLAB_CLI_COMMON_SHORTOPTS, longopts, &cli, bench_option, &o, NULL, &d) != 0) {
     cplab_cli_usage_error(PROG, &d);
     return CPLAB_EXIT_ERROR;
   }

@@ -65,26 +65,38 @@ int cplab_cli_handle(cplab_cli *cli, int opt, const char *arg, cplab_diag *d) {
   }
 }
 
+int cplab_cli_getopt_error(char **argv, const char *shortopts, cplab_diag *d) {
+  if (optopt > 0 && optopt < 0x100 && strchr(shortopts, optopt))
+    CPLAB_FAIL(d, CPLAB_EUSAGE, "option '-%c' needs an argument", optopt);
+  if (optopt > 0 && optopt < 0x100) CPLAB_FAIL(d, CPLAB_EUSAGE, "unknown option '-%c'", optopt);
+  if (optopt >= 0x100) CPLAB_FAIL(d, CPLAB_EUSAGE, "option '%s' needs an argument", argv[optind - 1]);
+  CPLAB_FAIL(d, CPLAB_EUSAGE, "unknown option '%s'", argv[optind - 1]);
+}
+
+int cplab_cli_parse_int(const char *name, const char *arg, int64_t lo, int64_t hi, int64_t *out, cplab_diag *d) {
+  uint64_t v;
+  if (cplab_parse_u64(arg, &v) != 0 || v < (uint64_t)lo || v > (uint64_t)hi)
+    CPLAB_FAIL(d, CPLAB_EUSAGE, "%s: expected an integer in [%lld, %lld], got '%s'", name, (long long)lo, (long long)hi,
+               arg);
+  *out = (int64_t)v;
+  return 0;
+}
+
 int cplab_cli_parse(int argc, char **argv, const char *shortopts, const struct option *longopts, cplab_cli *cli,
                     cplab_cli_option_fn program_opt, void *ctx, int *first_arg, cplab_diag *d) {
   opterr = 0; /* getopt must not print: errors go through cplab_cli_usage_error */
   optind = 0; /* 0, not 1: makes glibc reinitialise its scanner state too */
   int opt;
   while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
-    if (opt == '?') {
-      if (optopt > 0 && optopt < 0x100 && strchr(shortopts, optopt))
-        CPLAB_FAIL(d, CPLAB_EUSAGE, "option '-%c' needs an argument", optopt);
-      if (optopt > 0 && optopt < 0x100) CPLAB_FAIL(d, CPLAB_EUSAGE, "unknown option '-%c'", optopt);
-      if (optopt >= 0x100) CPLAB_FAIL(d, CPLAB_EUSAGE, "option '%s' needs an argument", argv[optind - 1]);
-      CPLAB_FAIL(d, CPLAB_EUSAGE, "unknown option '%s'", argv[optind - 1]);
-    }
+    if (opt == '?') return cplab_cli_getopt_error(argv, shortopts, d);
     int rc = cplab_cli_handle(cli, opt, optarg, d);
     if (rc < 0) return rc;
     if (rc == 1) continue;
     if (!program_opt) CPLAB_FAIL(d, CPLAB_EINTERNAL, "option code %d has no handler", opt);
     if ((rc = program_opt(ctx, opt, optarg, d)) != 0) return rc;
   }
-  *first_arg = optind;
+  if (!first_arg && optind < argc) CPLAB_FAIL(d, CPLAB_EUSAGE, "unexpected argument '%s'", argv[optind]);
+  if (first_arg) *first_arg = optind;
   return 0;
 }
 

@@ -69,10 +69,8 @@ static int parse_args(int argc, char **argv, cplab_cli *cli, exec_args *a, cplab
                                            {"plans-only", no_argument, NULL, OPT_PLANS_ONLY},
                                            {"layers", required_argument, NULL, OPT_LAYERS},
                                            {NULL, 0, NULL, 0}};
-  int first;
-  int rc = cplab_cli_parse(argc, argv, CPLAB_CLI_COMMON_SHORTOPTS, longopts, cli, exec_option, a, &first, d);
+  int rc = cplab_cli_parse(argc, argv, CPLAB_CLI_COMMON_SHORTOPTS, longopts, cli, exec_option, a, NULL, d);
   if (rc) return rc;
-  if (first < argc) CPLAB_FAIL(d, CPLAB_EUSAGE, "unexpected argument '%s'", argv[first]);
   size_t n = cli->out ? strlen(cli->out) : 0;
   if (cli->out && (n < 4 || strcmp(cli->out + n - 3, ".h5") != 0))
     CPLAB_FAIL(d, CPLAB_EUSAGE, "-o %s: the trace must be named NAME.h5", cli->out);

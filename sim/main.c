@@ -63,10 +63,8 @@ static int parse_args(int argc, char **argv, cplab_cli *cli, sim_args *a, cplab_
                                            {"numeric", no_argument, NULL, OPT_NUMERIC},
                                            {"layers", required_argument, NULL, OPT_LAYERS},
                                            {NULL, 0, NULL, 0}};
-  int first_arg;
-  int rc = cplab_cli_parse(argc, argv, CPLAB_CLI_COMMON_SHORTOPTS, longopts, cli, sim_option, a, &first_arg, d);
+  int rc = cplab_cli_parse(argc, argv, CPLAB_CLI_COMMON_SHORTOPTS, longopts, cli, sim_option, a, NULL, d);
   if (rc) return rc;
-  if (first_arg < argc) CPLAB_FAIL(d, CPLAB_EUSAGE, "unexpected argument '%s'", argv[first_arg]);
   if (a->layers && !a->numeric.enabled) CPLAB_FAIL(d, CPLAB_EUSAGE, "--layers needs --numeric");
   /* Syntax now (usage errors come before any work); range once the model is known. */
   return cplab_cli_parse_layers(a->layers, INT32_MAX, &a->numeric.layers, d);

@@ -71,7 +71,8 @@ typedef int (*cplab_cli_option_fn)(void *ctx, int opt, const char *arg, cplab_di
 
 /* The whole getopt_long loop: common options into cli, the others to
  * program_opt (may be NULL when there are none). Positional arguments are
- * left at argv[*first_arg..argc). shortopts must start with
+ * left at argv[*first_arg..argc); with first_arg NULL the program takes
+ * none and one is a usage error. shortopts must start with
  * CPLAB_CLI_COMMON_SHORTOPTS. Errors are CPLAB_EUSAGE with a message. */
 /* A --layers list: distinct layer indices, ascending. */
 #define CPLAB_MAX_LAYERS 64
@@ -103,6 +104,12 @@ void cplab_cli_usage_error(const char *prog, const cplab_diag *d);
 
 /* Strict decimal parse: digits only, no sign, no overflow. */
 int cplab_parse_u64(const char *text, uint64_t *out);
+/* An option's integer argument in [lo, hi] (lo >= 0): CPLAB_EUSAGE
+ * "NAME: expected an integer in [lo, hi], got 'ARG'" otherwise. */
+int cplab_cli_parse_int(const char *name, const char *arg, int64_t lo, int64_t hi, int64_t *out, cplab_diag *d);
+/* For programs with their own getopt_long loop (opterr = 0): the usage
+ * error of getopt's '?' (an unknown option, or one missing its argument). */
+int cplab_cli_getopt_error(char **argv, const char *shortopts, cplab_diag *d);
 
 /* Write len bytes to path atomically: a temporary file in the same
  * directory, flushed and renamed over path, so a crash never leaves a

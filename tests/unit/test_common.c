@@ -129,6 +129,27 @@ static void test_cli_parse(void **state) {
                    CPLAB_EUSAGE);
   assert_string_equal(d.msg, "option '--scenario' needs an argument");
   argv_free(missing, 2);
+  /* A program that takes no positional argument passes first_arg NULL. */
+  static const char *const extra_words[] = {"p", "-q", "stray"};
+  char **extra = argv_of(extra_words, 3);
+  cplab_diag_clear(&d);
+  assert_int_equal(cplab_cli_parse(3, extra, CPLAB_CLI_COMMON_SHORTOPTS, longopts, &cli, NULL, NULL, NULL, &d),
+                   CPLAB_EUSAGE);
+  assert_string_equal(d.msg, "unexpected argument 'stray'");
+  assert_int_equal(cplab_cli_parse(2, extra, CPLAB_CLI_COMMON_SHORTOPTS, longopts, &cli, NULL, NULL, NULL, &d), 0);
+  argv_free(extra, 3);
+  /* Integer option arguments. */
+  int64_t v = -1;
+  cplab_diag_clear(&d);
+  assert_int_equal(cplab_cli_parse_int("--reps", "20", 1, 100, &v, &d), 0);
+  assert_true(v == 20);
+  const char *bad_ints[] = {"0", "101", "-3", "1e2", "", "99999999999999999999"};
+  for (size_t i = 0; i < sizeof bad_ints / sizeof bad_ints[0]; i++) {
+    cplab_diag e = {0};
+    assert_int_equal(cplab_cli_parse_int("--reps", bad_ints[i], 1, 100, &v, &e), CPLAB_EUSAGE);
+    assert_non_null(strstr(e.msg, "--reps: expected an integer in [1, 100], got '"));
+  }
+  assert_true(v == 20);
 }
 
 static void test_write_atomic(void **state) {

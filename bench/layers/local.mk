@@ -1,0 +1,29 @@
+# bench/layers/: cplab-bench, TTFT and TPOT per layout and graph mode of a
+# synthetic sparse-MLA decoder layer (README.md there).
+#   matrix.c    the configuration matrix and each configuration's scenario
+#   plancost.c  a rank's plan-derived work per layer (FLOP, pairs, bytes)
+#   dryrun.c    the walk over configurations and --dry-run
+#   report*.c   statistics, markdown, JSON, HDF5 and plots (report.mk)
+#   main.c      the command line
+# It is built with `make bench` and by `make check` (its tests run the
+# --dry-run and --report modes, which need no GPU). The measurement on the
+# GPU is not built yet (README.md there).
+noinst_LTLIBRARIES += libcplab_benchplan.la
+libcplab_benchplan_la_SOURCES = %reldir%/matrix.c %reldir%/matrix.h %reldir%/plancost.c %reldir%/plancost.h \
+	%reldir%/dryrun.c %reldir%/dryrun.h
+
+check_PROGRAMS += bench/cplab-bench
+bench_cplab_bench_SOURCES = %reldir%/main.c
+bench_cplab_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/%reldir% -I$(top_srcdir)/analysis
+bench_cplab_bench_LDADD = libcplab_benchplan.la libcplab_benchreport.la $(CPLAB_CORE_LIBS) $(HDF5_LIBS)
+EXTRA_DIST += %reldir%/README.md
+
+check_PROGRAMS += tests/unit/test_bench_plan tests/cli/bench_fixture
+TESTS += tests/unit/test_bench_plan tests/cli/bench_cli.sh
+EXTRA_DIST += tests/cli/bench_cli.sh
+tests_cli_bench_fixture_SOURCES = tests/cli/bench_fixture.c
+tests_cli_bench_fixture_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/%reldir% -I$(top_srcdir)/analysis
+tests_cli_bench_fixture_LDADD = libcplab_benchreport.la $(CPLAB_CORE_LIBS) $(HDF5_LIBS)
+tests_unit_test_bench_plan_SOURCES = tests/unit/test_bench_plan.c tests/unit/testutil.h
+tests_unit_test_bench_plan_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/%reldir%
+tests_unit_test_bench_plan_LDADD = libcplab_benchplan.la $(TEST_UNIT_LIBS)

@@ -1,0 +1,180 @@
+/* cplab-bench: TTFT and TPOT per layout and graph mode of a synthetic
+ * sparse-MLA decoder layer, with statistics, tables and plots (issue: layout
+ * benchmarks). The configuration matrix is matrix.h's, the plan-derived
+ * work dryrun.h's, the reports report.h's. The measurement on the GPU is not
+ * built yet (bench/layers/README.md): today the program derives every
+ * configuration's work from the plans (--dry-run) and renders results files
+ * (--report). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cplab/cli.h"
+#include "cplab/log.h"
+#include "cplab/model.h"
+#include "dryrun.h"
+#include "matrix.h"
+#include "report.h"
+
+#define PROG "cplab-bench"
+
+static void usage(FILE *out) {
+  fputs("Usage: " PROG " --dry-run [OPTIONS]\n"
+        "       " PROG " --report FILE.h5 [-o PREFIX]\n"
+        "TTFT (prefill N in / 1 out) and TPOT (decode 1 in / M out) of a synthetic sparse-MLA decoder\n"
+        "layer per parallel layout and CUDA-graph mode. --dry-run derives every configuration's\n"
+        "per-rank work from the plans (no GPU); --report renders a results file (median, p99,\n"
+        "bootstrap 95% intervals, ratios against the TP layout with the same GPUs, plots).\n"
+        "Measuring on the GPU is not built yet (bench/layers/README.md).\n\n",
+        out);
+  fputs("Configurations:\n"
+        "  --preset NAME         model shapes: glm-5 (default) or deepseek-v3.2\n"
+        "  --layouts LIST        e.g. tp4,pcp4,tp4dcp4,pcp4dcp4 (the default, the change's columns):\n"
+        "                        sizes above 1 in the order tp, pcp, dcp; GPUs = tp*pcp, DCP shards\n"
+        "                        inside them\n"
+        "  --prefill LIST        TTFT workloads: new tokens per request, e.g. 8192,32768\n"
+        "  --decode LIST         TPOT workloads: context lengths, e.g. 32768\n"
+        "  --mixed LIST          mixed batches PREFILL+ROWS@CONTEXT, e.g. 8192+16@32768\n"
+        "                        (no workload option: --prefill 32768 --decode 32768)\n"
+        "  --batch N             requests of a prefill, decode rows of a decode step (default 1)\n"
+        "  --out-tokens M        decode steps of a TPOT workload (default 16)\n"
+        "  --graphs LIST         eager, piecewise, full (default eager,full)\n"
+        "  --interleave I, --block-size B   KV layout (default 1 and 64)\n\n"
+        "Modes and output:\n"
+        "  --dry-run             per configuration and rank: tokens, GEMM FLOP, indexer pairs,\n"
+        "                        attention FLOP, collective bytes; --json for one JSON document\n"
+        "  --report FILE.h5      re-render a results file: markdown to stdout, or with -o PREFIX\n"
+        "                        PREFIX.h5, PREFIX.json, PREFIX.md and the plots PREFIX-*.png/svg\n"
+        "                        (gnuplot; without it PREFIX.gp renders them later)\n"
+        "  --no-plots            no plots\n\n",
+        out);
+  cplab_cli_help_common(out);
+  fputs("\nExit status: 0 done, 2 error.\n\n"
+        "Examples:\n"
+        "  " PROG " --dry-run --layouts tp4,pcp4 --prefill 32768\n"
+        "  " PROG " --dry-run --json --decode 32768 --batch 8 > plan-work.json\n",
+        out);
+}
+
+enum {
+  OPT_PRESET = CPLAB_OPT_PROGRAM, OPT_LAYOUTS, OPT_PREFILL, OPT_DECODE, OPT_MIXED, OPT_BATCH, OPT_OUT_TOKENS,
+  OPT_GRAPHS, OPT_INTERLEAVE, OPT_BLOCK_SIZE, OPT_DRY_RUN, OPT_REPORT, OPT_NO_PLOTS
+};
+
+typedef struct bench_args {
+  const char *preset, *layouts, *prefill, *decode, *mixed, *graphs, *report;
+  int64_t batch, out_tokens, interleave, block_size;
+  int dry_run, no_plots;
+} bench_args;
+
+static int bench_option(void *ctx, int opt, const char *arg, cplab_diag *d) {
+  bench_args *a = ctx;
+  switch (opt) {
+  case OPT_PRESET: a->preset = arg; return 0;
+  case OPT_LAYOUTS: a->layouts = arg; return 0;
+  case OPT_PREFILL: a->prefill = arg; return 0;
+  case OPT_DECODE: a->decode = arg; return 0;
+  case OPT_MIXED: a->mixed = arg; return 0;
+  case OPT_GRAPHS: a->graphs = arg; return 0;
+  case OPT_REPORT: a->report = arg; return 0;
+  case OPT_DRY_RUN: a->dry_run = 1; return 0;
+  case OPT_NO_PLOTS: a->no_plots = 1; return 0;
+  case OPT_BATCH: return cplab_cli_parse_int("--batch", arg, 1, 4096, &a->batch, d);
+  case OPT_OUT_TOKENS: return cplab_cli_parse_int("--out-tokens", arg, 1, 4096, &a->out_tokens, d);
+  case OPT_INTERLEAVE: return cplab_cli_parse_int("--interleave", arg, 1, 4096, &a->interleave, d);
+  case OPT_BLOCK_SIZE: return cplab_cli_parse_int("--block-size", arg, 1, 4096, &a->block_size, d);
+  default: CPLAB_FAIL(d, CPLAB_EINTERNAL, "option code %d has no handler", opt);
+  }
+}
+
+static int parse_args(int argc, char **argv, cplab_cli *cli, bench_args *a, cplab_diag *d) {
+  static const struct option longopts[] = {
+      CPLAB_CLI_COMMON_LONGOPTS,
+      {"preset", required_argument, NULL, OPT_PRESET},         {"layouts", required_argument, NULL, OPT_LAYOUTS},
+      {"prefill", required_argument, NULL, OPT_PREFILL},       {"decode", required_argument, NULL, OPT_DECODE},
+      {"mixed", required_argument, NULL, OPT_MIXED},           {"batch", required_argument, NULL, OPT_BATCH},
+      {"out-tokens", required_argument, NULL, OPT_OUT_TOKENS}, {"graphs", required_argument, NULL, OPT_GRAPHS},
+      {"interleave", required_argument, NULL, OPT_INTERLEAVE}, {"block-size", required_argument, NULL, OPT_BLOCK_SIZE},
+      {"dry-run", no_argument, NULL, OPT_DRY_RUN},             {"report", required_argument, NULL, OPT_REPORT},
+      {"no-plots", no_argument, NULL, OPT_NO_PLOTS},           {NULL, 0, NULL, 0}};
+  int rc = cplab_cli_parse(argc, argv, CPLAB_CLI_COMMON_SHORTOPTS, longopts, cli, bench_option, a, NULL, d);
+  if (rc) return rc;
+  if (cli->help || cli->version) return 0;
+  if (cli->scenario || cli->layout)
+    CPLAB_FAIL(d, CPLAB_EUSAGE, "%s: cplab-bench builds its scenarios from --preset, --layouts and the workload "
+               "options", cli->scenario ? "--scenario" : "--layout");
+  if (cli->list_layouts || cli->list_scenarios)
+    CPLAB_FAIL(d, CPLAB_EUSAGE, "cplab-bench runs the vllm layout on the sizes --layouts gives; it lists nothing");
+  if (a->dry_run == !!a->report)
+    CPLAB_FAIL(d, CPLAB_EUSAGE, "choose --dry-run (the plans' work, no GPU) or --report FILE.h5 (render results); "
+               "measuring on the GPU is not built yet");
+  if (a->dry_run && cli->out) CPLAB_FAIL(d, CPLAB_EUSAGE, "--dry-run writes to standard output; drop -o");
+  if (cli->json && !a->dry_run) CPLAB_FAIL(d, CPLAB_EUSAGE, "--json goes with --dry-run (-o writes PREFIX.json)");
+  cplab_model m;
+  if (cplab_model_preset(a->preset, &m) != 0) CPLAB_FAIL(d, CPLAB_EUSAGE, "--preset %s: unknown preset", a->preset);
+  return 0;
+}
+
+/* The matrix from the arguments (defaults filled in). */
+static int build_matrix(const bench_args *a, const cplab_cli *cli, cplab_bench_matrix *m, cplab_diag *d) {
+  memset(m, 0, sizeof *m);
+  snprintf(m->preset, sizeof m->preset, "%s", a->preset);
+  m->seed = cli->has_seed ? cli->seed : 20261129;
+  m->interleave = (int)a->interleave, m->block_size = (int)a->block_size;
+  int rc = cplab_bench_parse_layouts(m, a->layouts, d);
+  if (!rc) rc = cplab_bench_parse_graphs(m, a->graphs, d);
+  int none = !a->prefill && !a->decode && !a->mixed;
+  const char *prefill = none ? "32768" : a->prefill, *decode = none ? "32768" : a->decode;
+  if (!rc && prefill) rc = cplab_bench_add_workloads(m, CPLAB_BENCH_PREFILL, prefill, a->batch, a->out_tokens, d);
+  if (!rc && decode) rc = cplab_bench_add_workloads(m, CPLAB_BENCH_DECODE, decode, a->batch, a->out_tokens, d);
+  if (!rc && a->mixed) rc = cplab_bench_add_workloads(m, CPLAB_BENCH_MIXED, a->mixed, a->batch, a->out_tokens, d);
+  return rc;
+}
+
+/* PREFIX.h5, PREFIX.json, PREFIX.md and the plots, each written atomically. */
+static int write_outputs(const cplab_bench_results *r, const char *prefix, int plots, cplab_diag *d) {
+  size_t n = strlen(prefix) + 16;
+  char *path = malloc(n);
+  if (!path) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
+  snprintf(path, n, "%s.h5", prefix);
+  int rc = cplab_bench_write_h5(r, path, d);
+  if (!rc) snprintf(path, n, "%s.json", prefix), rc = cplab_bench_write_json(r, path, d);
+  if (!rc) snprintf(path, n, "%s.md", prefix), rc = cplab_bench_write_markdown_file(r, path, d);
+  free(path);
+  if (!rc && plots) {
+    rc = cplab_bench_write_plots(r, prefix, 1, d);
+    if (rc == CPLAB_ENOTFOUND) { /* no gnuplot: the script is there to render later */
+      fprintf(stderr, PROG ": note: %s\n", d->msg);
+      cplab_diag_clear(d);
+      rc = 0;
+    }
+  }
+  return rc;
+}
+
+static int re_render(const bench_args *a, const cplab_cli *cli, cplab_diag *d) {
+  cplab_bench_results r;
+  cplab_bench_results_init(&r);
+  int rc = cplab_bench_read_h5(a->report, &r, d); /* checked, statistics included */
+  if (!rc) rc = cli->out ? write_outputs(&r, cli->out, !a->no_plots, d) : cplab_bench_write_markdown(&r, stdout, d);
+  cplab_bench_results_free(&r);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  cplab_cli cli;
+  cplab_diag d = {0};
+  bench_args a = {"glm-5", "tp4,pcp4,tp4dcp4,pcp4dcp4", NULL, NULL, NULL, "eager,full", NULL, 1, 16, 1, 64, 0, 0};
+  cplab_cli_init(&cli, NULL);
+  int rc = parse_args(argc, argv, &cli, &a, &d);
+  if (rc) {
+    cplab_cli_usage_error(PROG, &d);
+    return CPLAB_EXIT_ERROR;
+  }
+  if (cplab_cli_answer_info(&cli, PROG, usage)) return CPLAB_EXIT_OK;
+  cplab_bench_matrix m;
+  if (a.report) rc = re_render(&a, &cli, &d);
+  else if (!(rc = build_matrix(&a, &cli, &m, &d))) rc = cplab_bench_dry_run(&m, stdout, cli.json, &d);
+  if (rc) cplab_diag_report(stderr, PROG, &d);
+  return rc ? CPLAB_EXIT_ERROR : CPLAB_EXIT_OK;
+}

@@ -1,0 +1,193 @@
+/* The configuration matrix of cplab-bench and the scenario of each
+ * configuration: see matrix.h. */
+#include "matrix.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cplab/cli.h"
+
+const char *cplab_bench_kind_name(cplab_bench_kind k) {
+  return k == CPLAB_BENCH_PREFILL ? "prefill" : k == CPLAB_BENCH_DECODE ? "decode" : "mixed";
+}
+
+const char *cplab_bench_graph_name(cplab_bench_graph g) {
+  return g == CPLAB_BENCH_EAGER ? "eager" : g == CPLAB_BENCH_PIECEWISE ? "piecewise" : "full";
+}
+
+/* A positive decimal size at *p (advanced past it); 0 when there is none. */
+static int64_t take_size(const char **p) {
+  char buf[24];
+  size_t n = strspn(*p, "0123456789");
+  uint64_t v;
+  if (n == 0 || n >= sizeof buf) return 0;
+  memcpy(buf, *p, n), buf[n] = 0;
+  *p += n;
+  return cplab_parse_u64(buf, &v) == 0 && v <= (1u << 20) ? (int64_t)v : 0;
+}
+
+int cplab_bench_layout_parse(const char *text, cplab_bench_layout *out, cplab_diag *d) {
+  static const char *const parts[3] = {"tp", "pcp", "dcp"};
+  int size[3] = {1, 1, 1}, next = 0;
+  const char *p = text;
+  if (!*p) CPLAB_FAIL(d, CPLAB_EUSAGE, "layout '': empty (e.g. tp4, pcp4, dcp4, pcp4dcp4)");
+  while (*p) {
+    int k = next;
+    while (k < 3 && strncmp(p, parts[k], strlen(parts[k])) != 0) k++;
+    if (k == 3)
+      CPLAB_FAIL(d, CPLAB_EUSAGE, "layout '%s': expected tp, pcp and dcp sizes in that order, each once (e.g. pcp4dcp4)",
+                 text);
+    p += strlen(parts[k]);
+    int64_t v = take_size(&p);
+    if (v < 1) CPLAB_FAIL(d, CPLAB_EUSAGE, "layout '%s': %s needs a positive size", text, parts[k]);
+    size[k] = (int)v;
+    next = k + 1;
+  }
+  out->tp = size[0], out->pcp = size[1], out->dcp = size[2];
+  int n = 0;
+  out->label[0] = 0;
+  for (int k = 0; k < 3; k++)
+    if (size[k] > 1) n += snprintf(out->label + n, sizeof out->label - (size_t)n, "%s%d", parts[k], size[k]);
+  if (n == 0) snprintf(out->label, sizeof out->label, "tp1");
+  return 0;
+}
+
+/* Split a comma-separated list; fn handles each item. */
+static int for_each_item(const char *text, const char *what, int (*fn)(void *ctx, const char *item, cplab_diag *d),
+                         void *ctx, cplab_diag *d) {
+  char item[128];
+  const char *p = text;
+  if (!*p) CPLAB_FAIL(d, CPLAB_EUSAGE, "%s: empty list", what);
+  for (;;) {
+    size_t n = strcspn(p, ",");
+    if (n == 0 || n >= sizeof item) CPLAB_FAIL(d, CPLAB_EUSAGE, "%s '%s': an empty or overlong item", what, text);
+    memcpy(item, p, n), item[n] = 0;
+    int rc = fn(ctx, item, d);
+    if (rc) return rc;
+    if (!p[n]) return 0;
+    p += n + 1;
+  }
+}
+
+static int add_layout(void *ctx, const char *item, cplab_diag *d) {
+  cplab_bench_matrix *m = ctx;
+  cplab_bench_layout l;
+  int rc = cplab_bench_layout_parse(item, &l, d);
+  if (rc) return rc;
+  for (int i = 0; i < m->num_layouts; i++)
+    if (strcmp(m->layouts[i].label, l.label) == 0) CPLAB_FAIL(d, CPLAB_EUSAGE, "layouts: %s given twice", l.label);
+  if (m->num_layouts == CPLAB_BENCH_MAX_ITEMS) CPLAB_FAIL(d, CPLAB_EUSAGE, "layouts: more than %d", CPLAB_BENCH_MAX_ITEMS);
+  m->layouts[m->num_layouts++] = l;
+  return 0;
+}
+
+int cplab_bench_parse_layouts(cplab_bench_matrix *m, const char *text, cplab_diag *d) {
+  m->num_layouts = 0;
+  return for_each_item(text, "layouts", add_layout, m, d);
+}
+
+static int add_graph(void *ctx, const char *item, cplab_diag *d) {
+  cplab_bench_matrix *m = ctx;
+  for (int g = CPLAB_BENCH_EAGER; g <= CPLAB_BENCH_FULL; g++) {
+    if (strcmp(item, cplab_bench_graph_name((cplab_bench_graph)g)) != 0) continue;
+    for (int i = 0; i < m->num_graphs; i++)
+      if (m->graphs[i] == (cplab_bench_graph)g) CPLAB_FAIL(d, CPLAB_EUSAGE, "graphs: %s given twice", item);
+    m->graphs[m->num_graphs++] = (cplab_bench_graph)g;
+    return 0;
+  }
+  CPLAB_FAIL(d, CPLAB_EUSAGE, "graphs: unknown mode '%s' (eager, piecewise, full)", item);
+}
+
+int cplab_bench_parse_graphs(cplab_bench_matrix *m, const char *text, cplab_diag *d) {
+  m->num_graphs = 0;
+  return for_each_item(text, "graphs", add_graph, m, d);
+}
+
+typedef struct workload_ctx {
+  cplab_bench_matrix *m;
+  cplab_bench_workload proto;
+} workload_ctx;
+
+static int add_workload(void *ctx, const char *item, cplab_diag *d) {
+  workload_ctx *c = ctx;
+  cplab_bench_workload w = c->proto;
+  const char *p = item, *what = cplab_bench_kind_name(w.kind);
+  w.tokens = take_size(&p);
+  if (w.kind == CPLAB_BENCH_MIXED) { /* N+B@L */
+    if (*p++ != '+' || (w.batch = take_size(&p)) < 1 || *p++ != '@' || (w.context = take_size(&p)) < 1)
+      CPLAB_FAIL(d, CPLAB_EUSAGE, "mixed '%s': expected PREFILL+ROWS@CONTEXT (e.g. 8192+16@32768)", item);
+  }
+  if (w.tokens < 1 || *p) CPLAB_FAIL(d, CPLAB_EUSAGE, "%s '%s': expected a positive token count", what, item);
+  if (c->m->num_workloads == CPLAB_BENCH_MAX_ITEMS)
+    CPLAB_FAIL(d, CPLAB_EUSAGE, "workloads: more than %d", CPLAB_BENCH_MAX_ITEMS);
+  c->m->workloads[c->m->num_workloads++] = w;
+  return 0;
+}
+
+int cplab_bench_add_workloads(cplab_bench_matrix *m, cplab_bench_kind kind, const char *text, int64_t batch,
+                              int64_t out_tokens, cplab_diag *d) {
+  if (batch < 1 || batch > 4096) CPLAB_FAIL(d, CPLAB_EUSAGE, "batch: must be in [1, 4096], got %lld", (long long)batch);
+  if (out_tokens < 1 || out_tokens > 4096)
+    CPLAB_FAIL(d, CPLAB_EUSAGE, "out-tokens: must be in [1, 4096], got %lld", (long long)out_tokens);
+  workload_ctx c = {m, {kind, 0, batch, 0, kind == CPLAB_BENCH_DECODE ? out_tokens : 1}};
+  return for_each_item(text, cplab_bench_kind_name(kind), add_workload, &c, d);
+}
+
+void cplab_bench_workload_label(const cplab_bench_workload *w, char *buf, size_t len) {
+  long long n = (long long)w->tokens, b = (long long)w->batch;
+  if (w->kind == CPLAB_BENCH_PREFILL)
+    snprintf(buf, len, b > 1 ? "prefill %lld in / 1 out, batch %lld" : "prefill %lld in / 1 out", n, b);
+  else if (w->kind == CPLAB_BENCH_DECODE)
+    snprintf(buf, len, "decode 1 in / %lld out @ %lld, batch %lld", (long long)w->out_tokens, n, b);
+  else
+    snprintf(buf, len, "mixed %lld + %lld decode @ %lld", n, b, (long long)w->context);
+}
+
+static json_t *request(int64_t id, int64_t computed, int64_t tokens, const char *phase) {
+  return json_pack("{s:I, s:I, s:I, s:s}", "id", (json_int_t)id, "num_computed", (json_int_t)computed, "new_tokens",
+                   (json_int_t)tokens, "phase", phase);
+}
+
+/* The workload's steps and the longest context they reach. */
+static json_t *steps_of(const cplab_bench_workload *w, int64_t *longest) {
+  json_t *steps = json_array();
+  int64_t nsteps = w->kind == CPLAB_BENCH_DECODE ? w->out_tokens : 1;
+  for (int64_t s = 0; steps && s < nsteps; s++) {
+    json_t *reqs = json_array();
+    for (int64_t r = 0; reqs && r < w->batch; r++) {
+      if (w->kind == CPLAB_BENCH_PREFILL) json_array_append_new(reqs, request(r, 0, w->tokens, "prefill"));
+      else if (w->kind == CPLAB_BENCH_DECODE) json_array_append_new(reqs, request(r, w->tokens + s, 1, "decode"));
+      else json_array_append_new(reqs, request(r, w->context, 1, "decode"));
+    }
+    if (reqs && w->kind == CPLAB_BENCH_MIXED) json_array_append_new(reqs, request(w->batch, 0, w->tokens, "prefill"));
+    json_array_append_new(steps, json_pack("{s:o}", "requests", reqs));
+  }
+  *longest = w->kind == CPLAB_BENCH_DECODE ? w->tokens + nsteps
+             : w->kind == CPLAB_BENCH_MIXED && w->context + 1 > w->tokens ? w->context + 1 : w->tokens;
+  return steps;
+}
+
+int cplab_bench_scenario(const cplab_bench_matrix *m, const cplab_bench_layout *l, const cplab_bench_workload *w,
+                         cplab_bench_graph g, cplab_scenario **out, cplab_diag *d) {
+  static const char *const modes[3] = {"NONE", "PIECEWISE", "FULL_AND_PIECEWISE"};
+  int64_t longest = 0;
+  json_t *steps = steps_of(w, &longest);
+  int64_t block = (int64_t)m->block_size * l->dcp, max_len = (longest + block - 1) / block * block;
+  json_t *root = json_pack("{s:i, s:s, s:s, s:s, s:{s:i, s:i, s:i, s:i, s:i, s:I, s:s}, s:s, s:I, s:{s:o}}",
+                           "cplab_scenario", 1, "name", "bench", "description", "cplab-bench configuration", "model",
+                           m->preset, "parallel", "tp", l->tp, "pcp", l->pcp, "dcp", l->dcp, "interleave",
+                           m->interleave, "block_size", m->block_size, "max_model_len", (json_int_t)max_len,
+                           "cudagraph_mode", modes[g], "layout", "vllm", "seed", (json_int_t)m->seed, "workload",
+                           "steps", steps);
+  char *text = root ? json_dumps(root, JSON_COMPACT) : NULL;
+  json_decref(root);
+  if (!text) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory building the %s scenario", l->label);
+  char origin[160], wl[96];
+  cplab_bench_workload_label(w, wl, sizeof wl);
+  snprintf(origin, sizeof origin, "%s, %s", l->label, wl);
+  int rc = cplab_scenario_parse(text, strlen(text), origin, NULL, out, d);
+  free(text);
+  return rc;
+}

@@ -1,0 +1,82 @@
+/* bench/layers/matrix.h: the configurations cplab-bench measures (layout ×
+ * workload × graph mode) and the scenario each one runs, built as scenario
+ * JSON and read by the one scenario parser, so a benchmark obeys every rule
+ * a scenario file does.
+ *
+ * Layout labels: the sizes above 1 in the order tp, pcp, dcp ("tp4",
+ * "pcp4", "tp4dcp4", "pcp4dcp4", "tp2pcp2dcp4"); "tp1" is one rank. A label
+ * without tp has tp 1; DCP shards inside the TP×PCP world (GPUs = tp·pcp),
+ * so the change's "dcp4" column is tp4dcp4 here.
+ * Workloads (the change's tables):
+ *   prefill N, batch B: one step of B requests with N new tokens each
+ *                       (N in / 1 out: the step's time is the TTFT);
+ *   decode L, batch B, M out: M steps of B one-token decode rows at
+ *                       contexts L .. L+M-1 (1 in / M out: TPOT is the mean
+ *                       step time);
+ *   mixed N+B@L: one step holding a prefill of N tokens and B decode rows at
+ *                       context L (the step time).
+ * Graph modes: eager (no graphs), piecewise (graphs around attention),
+ * full (vLLM's FULL_AND_PIECEWISE: full graphs for uniform decode batches,
+ * piecewise otherwise; PCP rejects FULL over mixed batches). */
+#ifndef CPLAB_BENCH_MATRIX_H
+#define CPLAB_BENCH_MATRIX_H
+
+#include <stdint.h>
+
+#include "cplab/error.h"
+#include "cplab/scenario.h"
+
+#define CPLAB_BENCH_MAX_ITEMS 32
+
+typedef struct cplab_bench_layout {
+  int tp, pcp, dcp;
+  char label[32];
+} cplab_bench_layout;
+
+typedef enum cplab_bench_kind { CPLAB_BENCH_PREFILL = 0, CPLAB_BENCH_DECODE, CPLAB_BENCH_MIXED } cplab_bench_kind;
+
+typedef struct cplab_bench_workload {
+  cplab_bench_kind kind;
+  int64_t tokens;     /* prefill / mixed: new tokens of the prefill; decode: context length */
+  int64_t batch;      /* prefill: requests; decode and mixed: decode rows */
+  int64_t context;    /* mixed: context of the decode rows */
+  int64_t out_tokens; /* decode: steps M; otherwise 1 */
+} cplab_bench_workload;
+
+typedef enum cplab_bench_graph { CPLAB_BENCH_EAGER = 0, CPLAB_BENCH_PIECEWISE, CPLAB_BENCH_FULL } cplab_bench_graph;
+
+typedef struct cplab_bench_matrix {
+  char preset[32];
+  uint64_t seed;
+  int interleave, block_size;
+  int num_layouts, num_workloads, num_graphs;
+  cplab_bench_layout layouts[CPLAB_BENCH_MAX_ITEMS];
+  cplab_bench_workload workloads[CPLAB_BENCH_MAX_ITEMS];
+  cplab_bench_graph graphs[3];
+} cplab_bench_matrix;
+
+const char *cplab_bench_kind_name(cplab_bench_kind k);   /* "prefill", "decode", "mixed" */
+const char *cplab_bench_graph_name(cplab_bench_graph g); /* "eager", "piecewise", "full" */
+
+/* One layout label ("pcp4dcp4") into out; CPLAB_EUSAGE naming the problem. */
+int cplab_bench_layout_parse(const char *text, cplab_bench_layout *out, cplab_diag *d);
+/* Comma-separated lists into the matrix (each replaces the matrix's list):
+ *   layouts "tp4,pcp4"; graphs "eager,full";
+ *   prefill "4096,32768" with batch B; decode "32768" with batch B and M out;
+ *   mixed "8192+16@32768" (prefill tokens + decode rows @ their context). */
+int cplab_bench_parse_layouts(cplab_bench_matrix *m, const char *text, cplab_diag *d);
+int cplab_bench_parse_graphs(cplab_bench_matrix *m, const char *text, cplab_diag *d);
+int cplab_bench_add_workloads(cplab_bench_matrix *m, cplab_bench_kind kind, const char *text, int64_t batch,
+                              int64_t out_tokens, cplab_diag *d);
+
+/* The scenario of one configuration (free with cplab_scenario_free):
+ * model preset, the layout's sizes, layout "vllm", the graph mode, the
+ * workload's steps and a max_model_len that holds them. */
+int cplab_bench_scenario(const cplab_bench_matrix *m, const cplab_bench_layout *l, const cplab_bench_workload *w,
+                         cplab_bench_graph g, cplab_scenario **out, cplab_diag *d);
+
+/* "prefill 32768 in / 1 out", "decode 1 in / 16 out @ 32768, batch 4",
+ * "mixed 8192 + 16 decode @ 32768". */
+void cplab_bench_workload_label(const cplab_bench_workload *w, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,85 @@
+#!/bin/sh
+# cplab-bench end to end, in the modes that need no GPU: --dry-run (every
+# configuration's per-rank work from the plans, text and JSON) and --report
+# (a results file rendered again); bad command lines exit 2 naming the problem.
+. "$top_srcdir/tests/lib.sh"
+BENCH="$top_builddir/bench/cplab-bench"
+
+expect_exit 0 "--help" "$BENCH" --help
+expect_grep "$WORK/out" "^Usage: cplab-bench --dry-run" "usage names the modes"
+
+# The change's table on 4 GPUs: every column's configurations, ranks and the MoE path.
+expect_exit 0 "dry run of the default matrix" "$BENCH" --dry-run
+for l in tp4 pcp4 tp4dcp4 pcp4dcp4; do
+  expect_grep "$WORK/out" "^$l, prefill 32768 in / 1 out, eager" "$l prefill listed"
+done
+expect_grep "$WORK/out" "^pcp4, decode 1 in / 16 out @ 32768, batch 1, full" "decode under full graphs listed"
+expect_grep "$WORK/out" "^pcp4, prefill 32768 in / 1 out, full" "with eager,full a prefill is listed under full"
+expect_grep "$WORK/out" "runtime graph mode FULL, MoE PCP fast path (all-reduce)" "PCP decode under full graphs takes the fast path"
+expect_grep "$WORK/out" "runtime graph mode NONE, MoE PCP general path" "PCP prefill takes the general path"
+expect_grep "$WORK/out" "MoE experts over TP, no PCP path" "TP layouts have no PCP MoE path"
+# pcp4's four ranks split the 32768-token prefill evenly (DualChunkSwap).
+awk '/^pcp4, prefill 32768 in \/ 1 out, eager/ {on = 1; next} on && /^ +[0-3] / {print $2} on && /max\/mean/ {exit}' \
+  "$WORK/out" >"$WORK/tokens"
+if [ "$(sort -u "$WORK/tokens")" = 8192 ] && [ "$(wc -l <"$WORK/tokens")" -eq 4 ]; then
+  pass "pcp4 ranks hold 8192 tokens each"
+else fail "pcp4 ranks' tokens: $(tr '\n' ' ' <"$WORK/tokens")"; fi
+
+# With piecewise listed too, a prefill under full would run piecewise again: listed once.
+expect_exit 0 "dry run over three graph modes" "$BENCH" --dry-run --layouts pcp2 --prefill 1024 --decode 1024 \
+  --graphs eager,piecewise,full
+if grep -q "^pcp2, prefill 1024 in / 1 out, full" "$WORK/out"; then
+  fail "a prefill under full graphs runs piecewise and must not be listed twice"
+else pass "a prefill under full graphs is not measured twice"; fi
+expect_grep "$WORK/out" "^pcp2, decode 1 in / 16 out @ 1024, batch 1, full" "a decode under full graphs is listed"
+
+expect_exit 0 "dry run as JSON" "$BENCH" --dry-run --json --layouts tp2,pcp2dcp2 --decode 4096 --batch 4 --out-tokens 2
+expect_grep "$WORK/out" '"cplab_bench_dry_run": "1.0.0"' "JSON names its format"
+expect_grep "$WORK/out" '"layout": "pcp2dcp2"' "JSON holds each layout"
+if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["configurations"]) == 4; \
+assert all(len(c["ranks"]) == 2 for c in d["configurations"])' "$WORK/out" 2>/dev/null; then
+  pass "JSON parses: 2 layouts x 2 graph modes, 2 ranks each"
+else fail "JSON does not parse into 4 configurations of 2 ranks"; fi
+
+# --report: a results file (a fixture: no GPU makes one here) rendered again.
+FIXTURE="$top_builddir/tests/cli/bench_fixture"
+expect_exit 0 "fixture results written" "$FIXTURE" "$WORK/fx.h5"
+expect_exit 0 "--report to standard output" "$BENCH" --report "$WORK/fx.h5"
+expect_grep "$WORK/out" "^| workload | tp4 | pcp4 | tp4dcp4 | pcp4dcp4 |$" "the table has the change's columns"
+expect_grep "$WORK/out" "^| prefill 32768 in / 1 out, TTFT ms | [0-9.]* | [0-9.]* (0.6[0-9]*×)" "prefill row with pcp4's ratio"
+expect_grep "$WORK/out" "Communication was device copies" "the single-device note is said plainly"
+cp "$WORK/out" "$WORK/first.md"
+expect_exit 0 "--report -o writes every output" "$BENCH" --report "$WORK/fx.h5" -o "$WORK/again"
+for f in again.h5 again.json again.md again.gp again.dat; do
+  if [ -s "$WORK/$f" ]; then pass "$f written"; else fail "$f missing"; fi
+done
+if cmp -s "$WORK/first.md" "$WORK/again.md"; then pass "the markdown file equals standard output"
+else fail "again.md differs from the standard output rendering"; fi
+expect_exit 0 "the written results render again" "$BENCH" --report "$WORK/again.h5"
+if cmp -s "$WORK/first.md" "$WORK/out"; then pass "a results file survives a round trip through --report -o"
+else fail "rendering again.h5 differs from rendering the fixture"; fi
+if command -v gnuplot >/dev/null 2>&1; then
+  set -- "$WORK"/again-*.png
+  if [ -s "$1" ]; then pass "gnuplot drew the plots"; else fail "gnuplot is here but no PNG was drawn"; fi
+fi
+expect_exit 0 "--report -o --no-plots" "$BENCH" --report "$WORK/fx.h5" -o "$WORK/plain" --no-plots
+if [ ! -e "$WORK/plain.gp" ]; then pass "--no-plots writes no plot script"; else fail "--no-plots wrote plain.gp"; fi
+
+# Bad command lines.
+expect_exit 2 "no mode" "$BENCH" --prefill 1024
+expect_grep "$WORK/err" "choose --dry-run" "no mode: the message names the modes"
+expect_exit 2 "both modes" "$BENCH" --dry-run --report x.h5
+expect_exit 2 "bad layout" "$BENCH" --dry-run --layouts pcp4tp2
+expect_grep "$WORK/err" "expected tp, pcp and dcp sizes in that order" "bad layout named"
+expect_exit 2 "layout the rules reject" "$BENCH" --dry-run --layouts tp2dcp4 --prefill 64
+expect_grep "$WORK/err" "tp2dcp4, prefill 64 in / 1 out" "the rejected configuration is named"
+expect_exit 2 "unknown graph mode" "$BENCH" --dry-run --graphs fast
+expect_exit 2 "unknown preset" "$BENCH" --dry-run --preset llama
+expect_exit 2 "bad batch" "$BENCH" --dry-run --batch 0
+expect_exit 2 "--scenario is not taken" "$BENCH" --dry-run --scenario smoke
+expect_exit 2 "--dry-run with -o" "$BENCH" --dry-run -o x
+expect_exit 2 "missing results file" "$BENCH" --report "$WORK/none.h5"
+expect_grep "$WORK/err" "none.h5" "the missing results file is named"
+printf 'not hdf5\n' >"$WORK/junk.h5"
+expect_exit 2 "a results file that is not HDF5" "$BENCH" --report "$WORK/junk.h5"
+finish
