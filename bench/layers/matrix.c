@@ -172,6 +172,13 @@ static json_t *steps_of(const cplab_bench_workload *w, int64_t *longest) {
 int cplab_bench_scenario(const cplab_bench_matrix *m, const cplab_bench_layout *l, const cplab_bench_workload *w,
                          cplab_bench_graph g, cplab_scenario **out, cplab_diag *d) {
   static const char *const modes[3] = {"NONE", "PIECEWISE", "FULL_AND_PIECEWISE"};
+  *out = NULL;
+  /* The steps become JSON request objects before the parser sees them: bound them first. */
+  int64_t entries = (w->kind == CPLAB_BENCH_DECODE ? w->out_tokens : 1) * (w->batch + 1);
+  if (entries > CPLAB_BENCH_MAX_REQUEST_ENTRIES)
+    CPLAB_FAIL(d, CPLAB_EUSAGE, "%s: %lld steps x %lld requests exceed %d requests in all; lower --batch or --out-tokens",
+               l->label, (long long)(w->kind == CPLAB_BENCH_DECODE ? w->out_tokens : 1), (long long)w->batch,
+               CPLAB_BENCH_MAX_REQUEST_ENTRIES);
   int64_t longest = 0;
   json_t *steps = steps_of(w, &longest);
   int64_t block = (int64_t)m->block_size * l->dcp, max_len = (longest + block - 1) / block * block;

@@ -27,6 +27,8 @@
 #include "cplab/scenario.h"
 
 #define CPLAB_BENCH_MAX_ITEMS 32
+/* Requests summed over a configuration's steps (steps x requests per step). */
+#define CPLAB_BENCH_MAX_REQUEST_ENTRIES (1 << 20)
 
 typedef struct cplab_bench_layout {
   int tp, pcp, dcp;

@@ -134,6 +134,13 @@ static void test_scenarios_hold_the_workload(void **state) {
   assert_true(s->steps[0].requests[0].phase == CPLAB_PHASE_DECODE && s->steps[0].requests[0].num_computed == 5000);
   assert_true(s->steps[0].requests[2].phase == CPLAB_PHASE_PREFILL && s->steps[0].requests[2].new_tokens == 300);
   cplab_scenario_free(s);
+  /* A workload too large to spell out as steps is refused before it is built. */
+  cplab_bench_matrix huge = matrix("tp1", CPLAB_BENCH_DECODE, "1000", 4096, 4096);
+  cplab_diag e = {0};
+  assert_int_equal(cplab_bench_scenario(&huge, &huge.layouts[0], &huge.workloads[0], CPLAB_BENCH_EAGER, &s, &e),
+                   CPLAB_EUSAGE);
+  assert_non_null(strstr(e.msg, "4096 steps x 4096 requests exceed 1048576 requests in all"));
+  assert_null(s);
   /* A layout the scenario rules reject is named with the configuration. */
   cplab_bench_matrix bad = matrix("tp2dcp4", CPLAB_BENCH_PREFILL, "64", 1, 1);
   assert_int_not_equal(cplab_bench_scenario(&bad, &bad.layouts[0], &bad.workloads[0], CPLAB_BENCH_EAGER, &s, &d), 0);
