@@ -13,13 +13,16 @@
 #   combine.cu    DCP LSE combine
 #   restore.cu    PCP output rows back to global token order
 #   gemm.cu       cuBLASLt GEMMs (bf16, fp8 with per-tensor scales), bf16 out
+#   moe.cu        the MoE block, one TP×PCP shard (cplab_moe.h): generated
+#                 weights, router top-k, permutation, grouped GEMMs, SwiGLU,
+#                 un-permute; the partials' reduction
 #   check.cuh     CUDA error checks shared by the launchers
 #   kformat.cuh   the cache formats on the device
 # GPU tests: tests/gpu/local.mk.
 KERNEL_SOURCES = %reldir%/probe.cu %reldir%/devmem.cu %reldir%/poison.cu %reldir%/gen.cu %reldir%/gather.cu \
 	%reldir%/indexer.cu %reldir%/topk.cu %reldir%/convert.cu %reldir%/attention.cu %reldir%/combine.cu %reldir%/restore.cu \
-	%reldir%/gemm.cu
-KERNEL_INCLUDES = %reldir%/cplab_kernels.h %reldir%/check.cuh %reldir%/kformat.cuh
+	%reldir%/gemm.cu %reldir%/moe.cu
+KERNEL_INCLUDES = %reldir%/cplab_kernels.h %reldir%/check.cuh %reldir%/kformat.cuh %reldir%/cplab_moe.h
 EXTRA_DIST += $(KERNEL_SOURCES) $(KERNEL_INCLUDES)
 
 if HAVE_CUDA
@@ -27,7 +30,8 @@ noinst_LIBRARIES += kernels/libcplab_kernels.a
 kernels_libcplab_kernels_a_SOURCES = $(KERNEL_SOURCES) $(KERNEL_INCLUDES)
 # automake's default "cru": binutils warns that 'u' is ignored.
 kernels_libcplab_kernels_a_AR = $(AR) cr
-# cuBLASLt (shared) after the archive that uses it: gemm.cu is its only user.
+# cuBLASLt (shared) after the archive that uses it: gemm.cu is its only user
+# (moe.cu calls it through cplab_gemm_bf16).
 CPLAB_KERNEL_LIBS = kernels/libcplab_kernels.a $(CUBLASLT_LIBS) $(CUDA_LIBS)
 endif
 
@@ -44,3 +48,4 @@ KERNEL_FORMAT_DEPS = $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/kformat.cuh $(top_s
 	%reldir%/gemm.o: $(KERNEL_CHECK_DEPS)
 %reldir%/gather.o %reldir%/indexer.o %reldir%/attention.o: $(KERNEL_FORMAT_DEPS)
 %reldir%/gen.o: $(KERNEL_FORMAT_DEPS) $(top_srcdir)/include/cplab/philox.h
+%reldir%/moe.o: $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/cplab_moe.h
