@@ -340,16 +340,25 @@ static int read_rows(reader *r, cplab_rank_plan *p) {
   return 0;
 }
 
+/* sub = r's group `name`, opened (close sub->g after use). */
+static int open_group(reader *r, const char *name, reader *sub) {
+  *sub = *r;
+  if (snprintf(sub->where, sizeof sub->where, "%s/%s", r->where, name) >= (int)sizeof sub->where)
+    BAD(r, "%s: path too long", r->where);
+  if (!h5u_has(r->g, name)) BAD(r, "%s: missing group '%s'", r->where, name);
+  sub->g = H5Gopen2(r->g, name, H5P_DEFAULT);
+  if (sub->g < 0) return h5u_fail(r->d, "%s: '%s' is not a group", r->where, name);
+  return 0;
+}
+
 static int read_prefill(reader *r, cplab_rank_plan *p) {
-  reader sub = *r;
-  snprintf(sub.where, sizeof sub.where, "%s/prefill", r->where);
-  if (!h5u_has(r->g, "prefill")) BAD(r, "%s: missing group 'prefill'", r->where);
-  sub.g = H5Gopen2(r->g, "prefill", H5P_DEFAULT);
-  if (sub.g < 0) return h5u_fail(r->d, "%s: 'prefill' is not a group", r->where);
+  reader sub;
+  int rc = open_group(r, "prefill", &sub);
+  if (rc) return rc;
   cplab_prefill_plan *f = &p->prefill;
   int64_t active, W, budget, *t = NULL;
   uint64_t K, K2, K3, K4, K5, K6, C = 0;
-  int rc = h5u_read_attr_i64(sub.g, sub.where, "active", &active, r->d);
+  rc = h5u_read_attr_i64(sub.g, sub.where, "active", &active, r->d);
   if (!rc) rc = h5u_read_attr_i64(sub.g, sub.where, "W", &W, r->d);
   if (!rc) rc = h5u_read_attr_i64(sub.g, sub.where, "budget", &budget, r->d);
   if (!rc) rc = read_vec(&sub, "region_req", H5U_I32, -1, (void **)&f->region_req, &K);
@@ -381,15 +390,13 @@ static int read_prefill(reader *r, cplab_rank_plan *p) {
 }
 
 static int read_indexer(reader *r, cplab_rank_plan *p) {
-  reader sub = *r;
-  snprintf(sub.where, sizeof sub.where, "%s/indexer", r->where);
-  if (!h5u_has(r->g, "indexer")) BAD(r, "%s: missing group 'indexer'", r->where);
-  sub.g = H5Gopen2(r->g, "indexer", H5P_DEFAULT);
-  if (sub.g < 0) return h5u_fail(r->d, "%s: 'indexer' is not a group", r->where);
+  reader sub;
+  int rc = open_group(r, "indexer", &sub);
+  if (rc) return rc;
   cplab_indexer_plan *x = &p->indexer;
   int64_t active, *t = NULL;
   uint64_t K, n, C = 0;
-  int rc = h5u_read_attr_i64(sub.g, sub.where, "active", &active, r->d);
+  rc = h5u_read_attr_i64(sub.g, sub.where, "active", &active, r->d);
   if (!rc) rc = read_vec(&sub, "region_req", H5U_I32, -1, (void **)&x->region_req, &K);
   if (!rc) rc = read_vec(&sub, "region_chunk", H5U_I32, (int64_t)K, (void **)&x->region_chunk, &n);
   if (!rc) rc = read_vec(&sub, "extent", H5U_I64, (int64_t)K, (void **)&x->extent, &n);
