@@ -73,3 +73,4 @@ tests_unit_test_plan_LDADD = $(TEST_UNIT_LIBS)
 tests_unit_test_invariants_SOURCES = tests/unit/test_invariants.c tests/unit/sweep.h tests/unit/testutil.h
 tests_unit_test_invariants_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
 tests_unit_test_invariants_LDADD = libcplab_sim.la $(TEST_UNIT_LIBS)
+include tests/emu/local.mk

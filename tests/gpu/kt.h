@@ -17,6 +17,11 @@
 
 /* Print the device; exit 77 when there is none. Seeds *rng. */
 void kt_begin(const char *prog, uint64_t *rng);
+/* 1 unless CPLAB_KT_SMALL=1: the cases at a model's real size (tens of GB
+ * of generated weights) run only then. The CPU emulation of the kernels
+ * (tests/emu) sets it; a GPU run leaves it unset. The skip is printed. */
+int kt_model_size(const char *what);
+
 /* Exit status of the program: 0 if every check passed, else 1. */
 int kt_end(void);
 

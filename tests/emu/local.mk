@@ -1,0 +1,186 @@
+# tests/emu/: the GPU kernel tests run on the CPU, through an emulation of the
+# CUDA execution model (tests/emu/cuda_emu.h: what it emulates, its limits),
+# so that the kernels' logic is checked by every `make check`, GPU or not.
+#   1. tools/cuda-emu/cu2emu.py rewrites each kernels/X.cu into
+#      tests/emu/gen/X.emu.cpp (launches and extern __shared__ only);
+#   2. $(EMU_CXX) (g++, C++20) compiles it against the fake CUDA headers of
+#      tests/emu/include/, ahead of every other include path;
+#   3. the objects, the runtime (cuda_emu.cpp) and a host stand-in for the
+#      cuBLASLt GEMMs (gemm_host.cpp; gemm.cu itself needs cuBLASLt) form
+#      tests/emu/libcplab_emu.a;
+#   4. tests/emu/test_emu_X links the unchanged tests/gpu/test_gpu_X.c (or
+#      tests/gpu/gpu_probe.c) and kt.c against it; tests/emu/emu_X.sh runs it;
+#      test_emu_numeric_fp8 is tests/numeric/fp8_on_device.c with
+#      tests/numeric/fp8_device.cu through the same pipeline;
+#      test_emu_restore (tests/emu/test_emu_restore.c) tests restore.cu, which
+#      no test of tests/gpu covers (plain C: it would run on a GPU as well).
+# test_emu_self checks the emulator itself (conversions against cplab/fp8.h,
+# barriers, warp collectives, shared memory, launch errors, deadlocks).
+# test_emu_moe runs test_gpu_moe with CPLAB_KT_SMALL=1: its DeepSeek-size
+# cases (about 22.5 GB of generated weights, more than a CI machine holds)
+# run on GPUs only.
+# Built whenever the rest is: no configure test; g++ comes with the build
+# tools (Debian build-essential). Override with `make EMU_CXX=...`.
+EMU_CXX = g++
+EMU_PY = python3
+# Sanitizer builds instrument the emulated kernels too (the fibers tell ASan
+# about their stacks), so an out-of-bounds kernel access is reported.
+EMU_CXXFLAGS = -std=c++20 -O1 -g -Wall -Wno-unknown-pragmas $(CPLAB_SAN_FLAGS)
+EMU_CPPFLAGS = -I$(top_srcdir)/tests/emu/include -I$(top_srcdir)/include -I$(top_srcdir)/kernels \
+	-I$(top_srcdir)/tests/gpu -I$(top_builddir)
+EMU_COMPILE = $(EMU_CXX) $(EMU_CPPFLAGS) $(EMU_CXXFLAGS)
+EMU_CU2EMU = $(EMU_PY) $(top_srcdir)/tools/cuda-emu/cu2emu.py
+AM_V_EMU = $(am__v_EMU_@AM_V@)
+am__v_EMU_ = $(am__v_EMU_@AM_DEFAULT_V@)
+am__v_EMU_0 = @echo "  EMUCXX  " $@;
+am__v_EMU_1 =
+
+# Every emulated object depends on all of these (a static list, like the
+# nvcc objects' in kernels/local.mk).
+EMU_HDRS = $(top_srcdir)/tests/emu/cuda_emu.h $(top_srcdir)/tests/emu/include/cuda_runtime.h \
+	$(top_srcdir)/tests/emu/include/cuda_bf16.h $(top_srcdir)/tests/emu/include/cuda_fp8.h
+EMU_DEPS = $(EMU_HDRS) $(top_srcdir)/tools/cuda-emu/cu2emu.py $(top_srcdir)/kernels/cplab_kernels.h \
+	$(top_srcdir)/kernels/check.cuh $(top_srcdir)/kernels/kformat.cuh $(top_srcdir)/kernels/cplab_moe.h \
+	$(top_srcdir)/include/cplab/error.h $(top_srcdir)/include/cplab/kvformat.h $(top_srcdir)/include/cplab/philox.h
+
+EMU_KERNEL_OBJECTS = tests/emu/gen/probe.emu.o tests/emu/gen/devmem.emu.o tests/emu/gen/poison.emu.o \
+	tests/emu/gen/gen.emu.o tests/emu/gen/gather.emu.o tests/emu/gen/indexer.emu.o tests/emu/gen/topk.emu.o \
+	tests/emu/gen/convert.emu.o tests/emu/gen/attention.emu.o tests/emu/gen/combine.emu.o \
+	tests/emu/gen/restore.emu.o tests/emu/gen/moe.emu.o
+EMU_OBJECTS = $(EMU_KERNEL_OBJECTS) tests/emu/cuda_emu.o tests/emu/gemm_host.o
+EMU_GENERATED = tests/emu/gen/probe.emu.cpp tests/emu/gen/devmem.emu.cpp tests/emu/gen/poison.emu.cpp \
+	tests/emu/gen/gen.emu.cpp tests/emu/gen/gather.emu.cpp tests/emu/gen/indexer.emu.cpp \
+	tests/emu/gen/topk.emu.cpp tests/emu/gen/convert.emu.cpp tests/emu/gen/attention.emu.cpp \
+	tests/emu/gen/combine.emu.cpp tests/emu/gen/restore.emu.cpp tests/emu/gen/moe.emu.cpp \
+	tests/emu/gen/test_emu_self.emu.cpp tests/emu/gen/fp8_device.emu.cpp
+CLEANFILES += $(EMU_GENERATED) $(EMU_OBJECTS) tests/emu/gen/test_emu_self.emu.o tests/emu/gen/fp8_device.emu.o \
+	tests/emu/libcplab_emu.a
+
+# One rule per file: pattern rules are GNU make only. The generated C++
+# starts with #line "kernels/X.cu", so messages name the kernel source.
+tests/emu/gen/probe.emu.cpp: $(top_srcdir)/kernels/probe.cu $(top_srcdir)/tools/cuda-emu/cu2emu.py
+	@$(MKDIR_P) tests/emu/gen
+	$(AM_V_GEN)$(EMU_CU2EMU) $(top_srcdir)/kernels/probe.cu $@
+tests/emu/gen/devmem.emu.cpp: $(top_srcdir)/kernels/devmem.cu $(top_srcdir)/tools/cuda-emu/cu2emu.py
+	@$(MKDIR_P) tests/emu/gen
+	$(AM_V_GEN)$(EMU_CU2EMU) $(top_srcdir)/kernels/devmem.cu $@
+tests/emu/gen/poison.emu.cpp: $(top_srcdir)/kernels/poison.cu $(top_srcdir)/tools/cuda-emu/cu2emu.py
+	@$(MKDIR_P) tests/emu/gen
+	$(AM_V_GEN)$(EMU_CU2EMU) $(top_srcdir)/kernels/poison.cu $@
+tests/emu/gen/gen.emu.cpp: $(top_srcdir)/kernels/gen.cu $(top_srcdir)/tools/cuda-emu/cu2emu.py
+	@$(MKDIR_P) tests/emu/gen
+	$(AM_V_GEN)$(EMU_CU2EMU) $(top_srcdir)/kernels/gen.cu $@
+tests/emu/gen/gather.emu.cpp: $(top_srcdir)/kernels/gather.cu $(top_srcdir)/tools/cuda-emu/cu2emu.py
+	@$(MKDIR_P) tests/emu/gen
+	$(AM_V_GEN)$(EMU_CU2EMU) $(top_srcdir)/kernels/gather.cu $@
+tests/emu/gen/indexer.emu.cpp: $(top_srcdir)/kernels/indexer.cu $(top_srcdir)/tools/cuda-emu/cu2emu.py
+	@$(MKDIR_P) tests/emu/gen
+	$(AM_V_GEN)$(EMU_CU2EMU) $(top_srcdir)/kernels/indexer.cu $@
+tests/emu/gen/topk.emu.cpp: $(top_srcdir)/kernels/topk.cu $(top_srcdir)/tools/cuda-emu/cu2emu.py
+	@$(MKDIR_P) tests/emu/gen
+	$(AM_V_GEN)$(EMU_CU2EMU) $(top_srcdir)/kernels/topk.cu $@
+tests/emu/gen/convert.emu.cpp: $(top_srcdir)/kernels/convert.cu $(top_srcdir)/tools/cuda-emu/cu2emu.py
+	@$(MKDIR_P) tests/emu/gen
+	$(AM_V_GEN)$(EMU_CU2EMU) $(top_srcdir)/kernels/convert.cu $@
+tests/emu/gen/attention.emu.cpp: $(top_srcdir)/kernels/attention.cu $(top_srcdir)/tools/cuda-emu/cu2emu.py
+	@$(MKDIR_P) tests/emu/gen
+	$(AM_V_GEN)$(EMU_CU2EMU) $(top_srcdir)/kernels/attention.cu $@
+tests/emu/gen/combine.emu.cpp: $(top_srcdir)/kernels/combine.cu $(top_srcdir)/tools/cuda-emu/cu2emu.py
+	@$(MKDIR_P) tests/emu/gen
+	$(AM_V_GEN)$(EMU_CU2EMU) $(top_srcdir)/kernels/combine.cu $@
+tests/emu/gen/restore.emu.cpp: $(top_srcdir)/kernels/restore.cu $(top_srcdir)/tools/cuda-emu/cu2emu.py
+	@$(MKDIR_P) tests/emu/gen
+	$(AM_V_GEN)$(EMU_CU2EMU) $(top_srcdir)/kernels/restore.cu $@
+tests/emu/gen/moe.emu.cpp: $(top_srcdir)/kernels/moe.cu $(top_srcdir)/tools/cuda-emu/cu2emu.py
+	@$(MKDIR_P) tests/emu/gen
+	$(AM_V_GEN)$(EMU_CU2EMU) $(top_srcdir)/kernels/moe.cu $@
+tests/emu/gen/fp8_device.emu.cpp: $(top_srcdir)/tests/numeric/fp8_device.cu $(top_srcdir)/tools/cuda-emu/cu2emu.py
+	@$(MKDIR_P) tests/emu/gen
+	$(AM_V_GEN)$(EMU_CU2EMU) $(top_srcdir)/tests/numeric/fp8_device.cu $@
+tests/emu/gen/test_emu_self.emu.cpp: $(top_srcdir)/tests/emu/test_emu_self.cu $(top_srcdir)/tools/cuda-emu/cu2emu.py
+	@$(MKDIR_P) tests/emu/gen
+	$(AM_V_GEN)$(EMU_CU2EMU) $(top_srcdir)/tests/emu/test_emu_self.cu $@
+
+tests/emu/gen/probe.emu.o: tests/emu/gen/probe.emu.cpp $(EMU_DEPS)
+	$(AM_V_EMU)$(EMU_COMPILE) -c -o $@ tests/emu/gen/probe.emu.cpp
+tests/emu/gen/devmem.emu.o: tests/emu/gen/devmem.emu.cpp $(EMU_DEPS)
+	$(AM_V_EMU)$(EMU_COMPILE) -c -o $@ tests/emu/gen/devmem.emu.cpp
+tests/emu/gen/poison.emu.o: tests/emu/gen/poison.emu.cpp $(EMU_DEPS)
+	$(AM_V_EMU)$(EMU_COMPILE) -c -o $@ tests/emu/gen/poison.emu.cpp
+tests/emu/gen/gen.emu.o: tests/emu/gen/gen.emu.cpp $(EMU_DEPS)
+	$(AM_V_EMU)$(EMU_COMPILE) -c -o $@ tests/emu/gen/gen.emu.cpp
+tests/emu/gen/gather.emu.o: tests/emu/gen/gather.emu.cpp $(EMU_DEPS)
+	$(AM_V_EMU)$(EMU_COMPILE) -c -o $@ tests/emu/gen/gather.emu.cpp
+tests/emu/gen/indexer.emu.o: tests/emu/gen/indexer.emu.cpp $(EMU_DEPS)
+	$(AM_V_EMU)$(EMU_COMPILE) -c -o $@ tests/emu/gen/indexer.emu.cpp
+tests/emu/gen/topk.emu.o: tests/emu/gen/topk.emu.cpp $(EMU_DEPS)
+	$(AM_V_EMU)$(EMU_COMPILE) -c -o $@ tests/emu/gen/topk.emu.cpp
+tests/emu/gen/convert.emu.o: tests/emu/gen/convert.emu.cpp $(EMU_DEPS)
+	$(AM_V_EMU)$(EMU_COMPILE) -c -o $@ tests/emu/gen/convert.emu.cpp
+tests/emu/gen/attention.emu.o: tests/emu/gen/attention.emu.cpp $(EMU_DEPS)
+	$(AM_V_EMU)$(EMU_COMPILE) -c -o $@ tests/emu/gen/attention.emu.cpp
+tests/emu/gen/combine.emu.o: tests/emu/gen/combine.emu.cpp $(EMU_DEPS)
+	$(AM_V_EMU)$(EMU_COMPILE) -c -o $@ tests/emu/gen/combine.emu.cpp
+tests/emu/gen/restore.emu.o: tests/emu/gen/restore.emu.cpp $(EMU_DEPS)
+	$(AM_V_EMU)$(EMU_COMPILE) -c -o $@ tests/emu/gen/restore.emu.cpp
+tests/emu/gen/moe.emu.o: tests/emu/gen/moe.emu.cpp $(EMU_DEPS)
+	$(AM_V_EMU)$(EMU_COMPILE) -c -o $@ tests/emu/gen/moe.emu.cpp
+tests/emu/gen/test_emu_self.emu.o: tests/emu/gen/test_emu_self.emu.cpp $(EMU_DEPS) $(top_srcdir)/tests/gpu/kt.h \
+	$(top_srcdir)/include/cplab/fp8.h
+	$(AM_V_EMU)$(EMU_COMPILE) -c -o $@ tests/emu/gen/test_emu_self.emu.cpp
+tests/emu/gen/fp8_device.emu.o: tests/emu/gen/fp8_device.emu.cpp $(EMU_DEPS) $(top_srcdir)/tests/numeric/fp8_device.h
+	$(AM_V_EMU)$(EMU_COMPILE) -I$(top_srcdir)/tests/numeric -c -o $@ tests/emu/gen/fp8_device.emu.cpp
+tests/emu/cuda_emu.o: $(top_srcdir)/tests/emu/cuda_emu.cpp $(EMU_HDRS)
+	@$(MKDIR_P) tests/emu
+	$(AM_V_EMU)$(EMU_COMPILE) -c -o $@ $(top_srcdir)/tests/emu/cuda_emu.cpp
+tests/emu/gemm_host.o: $(top_srcdir)/tests/emu/gemm_host.cpp $(EMU_DEPS)
+	@$(MKDIR_P) tests/emu
+	$(AM_V_EMU)$(EMU_COMPILE) -c -o $@ $(top_srcdir)/tests/emu/gemm_host.cpp
+
+tests/emu/libcplab_emu.a: $(EMU_OBJECTS)
+	$(AM_V_AR)rm -f $@ && $(AR) cr $@ $(EMU_OBJECTS) && $(RANLIB) $@
+
+# The tests: the GPU tests' own sources, linked against the emulation.
+EMU_TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/kernels -I$(top_srcdir)/sim
+EMU_TEST_LIBS = tests/emu/libcplab_emu.a libcplab_sim.la $(CPLAB_CORE_LIBS) -lstdc++
+EMU_TESTS = tests/emu/emu_self.sh tests/emu/emu_probe.sh tests/emu/emu_gen.sh tests/emu/emu_convert.sh \
+	tests/emu/emu_indexer.sh tests/emu/emu_attention.sh tests/emu/emu_gemm.sh tests/emu/emu_numeric_fp8.sh \
+	tests/emu/emu_restore.sh tests/emu/emu_moe.sh
+TESTS += $(EMU_TESTS)
+EXTRA_DIST += $(EMU_TESTS) tests/emu/local.mk tests/emu/cuda_emu.h tests/emu/cuda_emu.cpp tests/emu/gemm_host.cpp \
+	tests/emu/test_emu_self.cu tests/emu/include/cuda_runtime.h tests/emu/include/cuda_bf16.h \
+	tests/emu/include/cuda_fp8.h
+
+check_PROGRAMS += tests/emu/test_emu_self tests/emu/test_emu_probe tests/emu/test_emu_gen tests/emu/test_emu_convert \
+	tests/emu/test_emu_indexer tests/emu/test_emu_attention tests/emu/test_emu_gemm tests/emu/test_emu_numeric_fp8 \
+	tests/emu/test_emu_restore tests/emu/test_emu_moe
+tests_emu_test_emu_self_SOURCES = tests/gpu/kt.c tests/gpu/kt.h
+tests_emu_test_emu_self_CPPFLAGS = $(EMU_TEST_CPPFLAGS)
+tests_emu_test_emu_self_LDADD = tests/emu/gen/test_emu_self.emu.o $(EMU_TEST_LIBS)
+tests_emu_test_emu_probe_SOURCES = tests/gpu/gpu_probe.c
+tests_emu_test_emu_probe_CPPFLAGS = $(EMU_TEST_CPPFLAGS)
+tests_emu_test_emu_probe_LDADD = $(EMU_TEST_LIBS)
+tests_emu_test_emu_gen_SOURCES = tests/gpu/test_gpu_gen.c tests/gpu/kt.c tests/gpu/kt.h
+tests_emu_test_emu_gen_CPPFLAGS = $(EMU_TEST_CPPFLAGS)
+tests_emu_test_emu_gen_LDADD = $(EMU_TEST_LIBS)
+tests_emu_test_emu_convert_SOURCES = tests/gpu/test_gpu_convert.c tests/gpu/kt.c tests/gpu/kt.h
+tests_emu_test_emu_convert_CPPFLAGS = $(EMU_TEST_CPPFLAGS)
+tests_emu_test_emu_convert_LDADD = $(EMU_TEST_LIBS)
+tests_emu_test_emu_indexer_SOURCES = tests/gpu/test_gpu_indexer.c tests/gpu/kt.c tests/gpu/kt.h
+tests_emu_test_emu_indexer_CPPFLAGS = $(EMU_TEST_CPPFLAGS)
+tests_emu_test_emu_indexer_LDADD = $(EMU_TEST_LIBS)
+tests_emu_test_emu_attention_SOURCES = tests/gpu/test_gpu_attention.c tests/gpu/kt.c tests/gpu/kt.h
+tests_emu_test_emu_attention_CPPFLAGS = $(EMU_TEST_CPPFLAGS)
+tests_emu_test_emu_attention_LDADD = $(EMU_TEST_LIBS)
+tests_emu_test_emu_gemm_SOURCES = tests/gpu/test_gpu_gemm.c tests/gpu/kt.c tests/gpu/kt.h
+tests_emu_test_emu_gemm_CPPFLAGS = $(EMU_TEST_CPPFLAGS)
+tests_emu_test_emu_gemm_LDADD = $(EMU_TEST_LIBS)
+tests_emu_test_emu_numeric_fp8_SOURCES = tests/numeric/fp8_on_device.c tests/numeric/fp8_device.h
+tests_emu_test_emu_numeric_fp8_CPPFLAGS = $(EMU_TEST_CPPFLAGS)
+tests_emu_test_emu_numeric_fp8_LDADD = tests/emu/gen/fp8_device.emu.o $(EMU_TEST_LIBS)
+tests_emu_test_emu_restore_SOURCES = tests/emu/test_emu_restore.c tests/gpu/kt.c tests/gpu/kt.h
+tests_emu_test_emu_restore_CPPFLAGS = $(EMU_TEST_CPPFLAGS) -I$(top_srcdir)/tests/gpu
+tests_emu_test_emu_restore_LDADD = $(EMU_TEST_LIBS)
+tests_emu_test_emu_moe_SOURCES = tests/gpu/test_gpu_moe.c tests/gpu/kt.c tests/gpu/kt.h
+tests_emu_test_emu_moe_CPPFLAGS = $(EMU_TEST_CPPFLAGS)
+tests_emu_test_emu_moe_LDADD = $(EMU_TEST_LIBS)

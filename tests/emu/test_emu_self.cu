@@ -1,0 +1,311 @@
+// tests/emu/test_emu_self.cu: tests of the CPU emulation itself (cuda_emu.h),
+// built through the same pipeline as the kernels (tools/cuda-emu/cu2emu.py,
+// then g++ against tests/emu/include). Without these, a kernel test that
+// passes under emulation might only show an emulator that agrees with itself.
+//   - conversions: __float2bfloat16_rn and __nv_cvt_float_to_fp8(SATFINITE,
+//     E4M3) against cplab/fp8.h (bit-exact with CUDA's, proved on a GPU by
+//     tests/numeric) over every bf16 pattern, every e4m3 byte, every float
+//     of the e4m3 rounding region's mantissa patterns and a strided sweep of
+//     all 2^32 float patterns;
+//   - indices: multi-dimensional grids and blocks;
+//   - barriers and warp collectives against host-computed results;
+//   - shared memory: static and dynamic, poisoned before each block;
+//   - by-value parameters, launch errors, memory range checks;
+//   - a warp collective a lane never reaches aborts (deadlock), in a child.
+#include <cuda_bf16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <vector>
+
+#include "cplab/fp8.h"
+extern "C" {
+#include "kt.h"
+}
+
+// ---- conversions --------------------------------------------------------------------
+
+static void check_conversions(void) {
+  long bad_bf16 = 0, bad_e4m3 = 0, n_bf16 = 0, n_e4m3 = 0;
+  auto one = [&](uint32_t u) {
+    float f = __uint_as_float(u);
+    n_bf16++, n_e4m3++;
+    if (__bfloat16_as_ushort(__float2bfloat16_rn(f)) != cplab_bf16_from_f32(f)) {
+      if (bad_bf16++ < 3) printf("# bf16 of 0x%08x: 0x%04x, cplab 0x%04x\n", u, __bfloat16_as_ushort(__float2bfloat16_rn(f)), cplab_bf16_from_f32(f));
+    }
+    if (__nv_cvt_float_to_fp8(f, __NV_SATFINITE, __NV_E4M3) != cplab_e4m3_from_f32(f)) {
+      if (bad_e4m3++ < 3)
+        printf("# e4m3 of 0x%08x: 0x%02x, cplab 0x%02x\n", u, __nv_cvt_float_to_fp8(f, __NV_SATFINITE, __NV_E4M3),
+               cplab_e4m3_from_f32(f));
+    }
+  };
+  for (uint32_t h = 0; h < 0x10000u; h++) one(h << 16);                       // every bf16 value
+  for (uint64_t u = 0; u < 0x100000000ull; u += 251) one((uint32_t)u);        // a sweep of all floats
+  // Every sign and exponent with the mantissas at the rounding boundaries
+  // e4m3 looks at (the bits below 3, 4, ..., 9 kept bits: shifts 20..26).
+  static const uint32_t low[] = {0, 1, 2, 0x3FFFF, 0x40000, 0x40001, 0x7FFFF, 0x80000, 0x80001, 0xFFFFF, 0x100000,
+                                 0x100001, 0x17FFFF, 0x180000, 0x180001, 0x1FFFFF, 0x200000, 0x200001, 0x3FFFFF,
+                                 0x400000, 0x400001, 0x5FFFFF, 0x600000, 0x600001, 0x7FFFFF};
+  for (uint32_t se = 0; se < 512; se++)
+    for (uint32_t l : low) one((se << 23) | l);
+  // Around e4m3's range (2^-27 .. 2^13, both signs): every pattern of the
+  // top 19 mantissa bits, the low 4 bits varied with them.
+  for (uint32_t e = 100; e < 140; e++)
+    for (uint32_t m = 0; m < (1u << 19); m++) one(((m & 1u) << 31) | (e << 23) | (m << 4) | ((m * 7u) & 0xFu));
+  kt_check(bad_bf16 == 0, "__float2bfloat16_rn vs cplab_bf16_from_f32: %ld floats, %ld differ", n_bf16, bad_bf16);
+  kt_check(bad_e4m3 == 0, "__nv_cvt_float_to_fp8(SATFINITE, E4M3) vs cplab_e4m3_from_f32: %ld floats, %ld differ",
+           n_e4m3, bad_e4m3);
+  long bad_back = 0;
+  for (int b = 0; b < 256; b++) {
+    __nv_fp8_e4m3 e;
+    e.__x = (__nv_fp8_storage_t)b;
+    bad_back += __float_as_uint(static_cast<float>(e)) != cplab_f32_bits(cplab_e4m3_to_f32((uint8_t)b));
+  }
+  kt_check(bad_back == 0, "float(__nv_fp8_e4m3) vs cplab_e4m3_to_f32: 256 bytes, %ld differ", bad_back);
+}
+
+// ---- indices ----------------------------------------------------------------------------
+
+__global__ void index_kernel(uint32_t *out) {
+  unsigned bx = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  unsigned tx = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  unsigned nthreads = blockDim.x * blockDim.y * blockDim.z;
+  out[bx * nthreads + tx] = (blockIdx.z << 24) | (blockIdx.y << 16) | (blockIdx.x << 12) | (threadIdx.z << 8) |
+                            (threadIdx.y << 4) | threadIdx.x;
+}
+
+static void check_indices(void) {
+  dim3 grid(3, 2, 2), block(8, 4, 2);
+  size_t n = 12 * 64;
+  uint32_t *d = (uint32_t *)kt_dev(n * 4);
+  index_kernel<<<grid, block>>>(d);
+  cudaError_t err = cudaGetLastError();
+  std::vector<uint32_t> h(n);
+  kt_down(h.data(), d, n * 4);
+  long bad = 0;
+  for (unsigned bz = 0; bz < 2; bz++)
+    for (unsigned by = 0; by < 2; by++)
+      for (unsigned bx = 0; bx < 3; bx++)
+        for (unsigned tz = 0; tz < 2; tz++)
+          for (unsigned ty = 0; ty < 4; ty++)
+            for (unsigned tx = 0; tx < 8; tx++) {
+              size_t i = ((bz * 2 + by) * 3 + bx) * 64 + (tz * 4 + ty) * 8 + tx;
+              bad += h[i] != ((bz << 24) | (by << 16) | (bx << 12) | (tz << 8) | (ty << 4) | tx);
+            }
+  kt_check(err == cudaSuccess && bad == 0, "grid (3,2,2) x block (8,4,2): every thread's indices, %ld wrong", bad);
+  kt_free(d);
+}
+
+// ---- barriers and warp collectives ---------------------------------------------------
+
+#define COLL_THREADS 128
+
+__global__ void collective_kernel(const uint32_t *in, uint32_t *out) {
+  __shared__ uint32_t s[COLL_THREADS];
+  unsigned t = threadIdx.x, lane = t % 32;
+  uint32_t v = in[blockIdx.x * COLL_THREADS + t];
+  uint32_t *o = out + (blockIdx.x * COLL_THREADS + t) * 10;
+  s[t] = v;
+  __syncthreads();
+  o[0] = s[(t + 1) % COLL_THREADS]; // a neighbour's value: needs the barrier
+  o[1] = __shfl_xor_sync(0xFFFFFFFFu, v, 5);
+  o[2] = __shfl_sync(0xFFFFFFFFu, v, 7);
+  o[3] = __shfl_up_sync(0xFFFFFFFFu, v, 3);
+  o[4] = __shfl_down_sync(0xFFFFFFFFu, v, 3);
+  o[5] = __ballot_sync(0xFFFFFFFFu, v & 1u);
+  o[6] = (uint32_t)__syncthreads_count(v & 1u);
+  o[7] = (uint32_t)__syncthreads_or(v == 12345u);
+  o[8] = (uint32_t)__syncthreads_and(v != 12345u);
+  uint64_t w = ((uint64_t)v << 32) | lane; // 64-bit shuffle (as moe.cu's keys)
+  o[9] = (uint32_t)(__shfl_xor_sync(0xFFFFFFFFu, w, 16) >> 32);
+}
+
+static void check_collectives(uint64_t *rng) {
+  const int blocks = 3, n = blocks * COLL_THREADS;
+  std::vector<uint32_t> in(n), out((size_t)n * 10);
+  for (int i = 0; i < n; i++) in[i] = (uint32_t)kt_next(rng);
+  in[COLL_THREADS + 77] = 12345u; // block 1 only
+  uint32_t *d_in = (uint32_t *)kt_dev_from(in.data(), (size_t)n * 4), *d_out = (uint32_t *)kt_dev((size_t)n * 40);
+  collective_kernel<<<blocks, COLL_THREADS>>>(d_in, d_out);
+  cudaError_t err = cudaGetLastError();
+  kt_down(out.data(), d_out, (size_t)n * 40);
+  long bad[10] = {0};
+  for (int b = 0; b < blocks; b++) {
+    const uint32_t *x = in.data() + b * COLL_THREADS;
+    int count = 0, any = 0;
+    for (int t = 0; t < COLL_THREADS; t++) count += x[t] & 1u, any |= x[t] == 12345u;
+    for (int t = 0; t < COLL_THREADS; t++) {
+      const uint32_t *o = out.data() + ((size_t)b * COLL_THREADS + t) * 10;
+      int lane = t % 32, w0 = t - lane;
+      uint32_t ballot = 0;
+      for (int l = 0; l < 32; l++) ballot |= (x[w0 + l] & 1u) << l;
+      uint32_t want[10] = {x[(t + 1) % COLL_THREADS], x[w0 + (lane ^ 5)], x[w0 + 7],
+                           x[lane >= 3 ? t - 3 : t], x[lane + 3 < 32 ? t + 3 : t], ballot, (uint32_t)count,
+                           (uint32_t)any, (uint32_t)!any, x[w0 + (lane ^ 16)]};
+      for (int i = 0; i < 10; i++) bad[i] += o[i] != want[i];
+    }
+  }
+  long total = 0;
+  for (int i = 0; i < 10; i++) total += bad[i];
+  kt_check(err == cudaSuccess && total == 0,
+           "barrier, shfl_xor/idx/up/down, ballot, syncthreads_count/or/and, 64-bit shuffle over %d threads: "
+           "%ld %ld %ld %ld %ld %ld %ld %ld %ld %ld wrong",
+           n, bad[0], bad[1], bad[2], bad[3], bad[4], bad[5], bad[6], bad[7], bad[8], bad[9]);
+  kt_free(d_in);
+  kt_free(d_out);
+}
+
+// Threads that exit count as arrived at a later __syncthreads.
+__global__ void early_exit_kernel(int *out) {
+  __shared__ int s;
+  if (threadIdx.x >= 64) return;
+  if (threadIdx.x == 0) s = 41;
+  __syncthreads();
+  out[threadIdx.x] = s + 1;
+}
+
+static void check_early_exit(void) {
+  int *d = (int *)kt_dev(64 * 4);
+  early_exit_kernel<<<2, 256>>>(d);
+  int h[64];
+  kt_down(h, d, sizeof h);
+  int bad = 0;
+  for (int i = 0; i < 64; i++) bad += h[i] != 42;
+  kt_check(cudaGetLastError() == cudaSuccess && bad == 0,
+           "__syncthreads after 192 of 256 threads exited: no deadlock, %d wrong", bad);
+  kt_free(d);
+}
+
+// ---- shared memory and parameters -------------------------------------------------------
+
+__global__ void shared_kernel(uint32_t *out, int words, int n) {
+  __shared__ uint32_t stat[4];
+  extern __shared__ uint32_t dyn[];
+  if (threadIdx.x == 0) {
+    // what a block finds before writing: the poison
+    out[blockIdx.x * 4 + 0] = stat[3];
+    out[blockIdx.x * 4 + 1] = dyn[words - 1];
+    stat[3] = 7;
+    dyn[words - 1] = 9;
+  }
+  n += (int)threadIdx.x; // a by-value parameter: this thread's copy only
+  __syncthreads();
+  if (threadIdx.x == 1) out[blockIdx.x * 4 + 2] = (uint32_t)n;
+  if (threadIdx.x == 0) out[blockIdx.x * 4 + 3] = stat[3] + dyn[words - 1];
+}
+
+static void check_shared(void) {
+  const int words = 60000 / 4;
+  uint32_t *d = (uint32_t *)kt_dev(2 * 4 * 4);
+  cudaError_t e0 = cudaFuncSetAttribute(shared_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 60000);
+  shared_kernel<<<2, 64, words * 4>>>(d, words, 100);
+  cudaError_t e1 = cudaGetLastError();
+  uint32_t h[8];
+  kt_down(h, d, sizeof h);
+  int ok = 1;
+  for (int b = 0; b < 2; b++)
+    ok &= h[4 * b] == 0xFFFFFFFFu && h[4 * b + 1] == 0xFFFFFFFFu && h[4 * b + 2] == 101 && h[4 * b + 3] == 16;
+  kt_check(e0 == cudaSuccess && e1 == cudaSuccess && ok,
+           "static and 60000-byte dynamic shared memory poisoned (0xFF) before each block, by-value parameters: "
+           "%08x %08x %u %u / %08x %08x %u %u",
+           h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7]);
+  kt_free(d);
+}
+
+// ---- launch errors and memory checks ----------------------------------------------------
+
+__global__ void mark_kernel(int *out) { out[0] = 1; }
+
+static void check_errors(void) {
+  int *d = (int *)kt_dev(4);
+  int h = 0;
+  cudaMemset(d, 0, 4);
+  mark_kernel<<<1, 1025>>>(d);
+  cudaError_t e_threads = cudaGetLastError(), e_cleared = cudaGetLastError();
+  mark_kernel<<<1, dim3(32, 32, 2)>>>(d);
+  cudaError_t e_dims = cudaGetLastError();
+  mark_kernel<<<0, 32>>>(d);
+  cudaError_t e_grid = cudaGetLastError();
+  mark_kernel<<<dim3(1, 65536), 32>>>(d);
+  cudaError_t e_grid_y = cudaGetLastError();
+  mark_kernel<<<1, 32, 49153>>>(d); // over 48 KiB without the attribute
+  cudaError_t e_smem = cudaGetLastError();
+  cudaError_t e_attr = cudaFuncSetAttribute(mark_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 232449);
+  cudaGetLastError();
+  kt_down(&h, d, 4);
+  kt_check(e_threads == cudaErrorInvalidConfiguration && e_cleared == cudaSuccess &&
+               e_dims == cudaErrorInvalidConfiguration && e_grid == cudaErrorInvalidConfiguration &&
+               e_grid_y == cudaErrorInvalidConfiguration && e_smem == cudaErrorInvalidValue &&
+               e_attr == cudaErrorInvalidValue && h == 0,
+           "launch errors: 1025 threads %s, (32,32,2) %s, grid 0 %s, grid.y 65536 %s, 49153 B dynamic shared %s, "
+           "attribute 232449 B %s; error cleared by cudaGetLastError; no kernel ran: %s",
+           cudaGetErrorName(e_threads), cudaGetErrorName(e_dims), cudaGetErrorName(e_grid),
+           cudaGetErrorName(e_grid_y), cudaGetErrorName(e_smem), cudaGetErrorName(e_attr), h == 0 ? "yes" : "no");
+  mark_kernel<<<1, 1024, 232448>>>(d);
+  cudaError_t e_big = cudaGetLastError();
+  cudaFuncSetAttribute(mark_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 232448);
+  mark_kernel<<<1, 1024, 232448>>>(d);
+  cudaError_t e_ok = cudaGetLastError();
+  kt_down(&h, d, 4);
+  kt_check(e_big == cudaErrorInvalidValue && e_ok == cudaSuccess && h == 1,
+           "232448 B dynamic shared: %s before the opt-in, %s after, kernel ran: %s", cudaGetErrorName(e_big),
+           cudaGetErrorName(e_ok), h == 1 ? "yes" : "no");
+  char host[16];
+  cudaError_t m1 = cudaMemcpy(host, d, 8, cudaMemcpyDeviceToHost); // 8 bytes of a 4-byte allocation
+  cudaError_t m2 = cudaMemset(d, 0, 5);
+  cudaError_t m3 = cudaFree(host);
+  cudaError_t m4 = cudaMemcpy(d, host, 4, cudaMemcpyHostToDevice);
+  cudaGetLastError();
+  kt_check(m1 == cudaErrorInvalidValue && m2 == cudaErrorInvalidValue && m3 == cudaErrorInvalidValue &&
+               m4 == cudaSuccess,
+           "memory checks: copy past an allocation %s, memset past it %s, cudaFree of host memory %s, a copy inside "
+           "%s",
+           cudaGetErrorName(m1), cudaGetErrorName(m2), cudaGetErrorName(m3), cudaGetErrorName(m4));
+  kt_free(d);
+}
+
+// ---- deadlock detection ---------------------------------------------------------------
+
+__global__ void deadlock_kernel(int *out) {
+  if (threadIdx.x == 3) return; // lane 3 never reaches the shuffle
+  out[threadIdx.x] = __shfl_xor_sync(0xFFFFFFFFu, (int)threadIdx.x, 1);
+}
+
+static void check_deadlock(void) {
+  int *d = (int *)kt_dev(32 * 4);
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open("/dev/null", O_WRONLY); // the child's report is expected: keep the log clean
+    if (fd >= 0) dup2(fd, 2);
+    deadlock_kernel<<<1, 32>>>(d);
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  kt_check(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT,
+           "a warp shuffle lane 3 never reaches: the emulator aborts (deadlock report) instead of hanging: %s",
+           WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "exited");
+  kt_free(d);
+}
+
+int main(void) {
+  uint64_t rng;
+  kt_begin("test_emu_self", &rng);
+  check_conversions();
+  check_indices();
+  check_collectives(&rng);
+  check_early_exit();
+  check_shared();
+  check_errors();
+  check_deadlock();
+  return kt_end();
+}
