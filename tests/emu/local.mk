@@ -184,3 +184,17 @@ tests_emu_test_emu_restore_LDADD = $(EMU_TEST_LIBS)
 tests_emu_test_emu_moe_SOURCES = tests/gpu/test_gpu_moe.c tests/gpu/kt.c tests/gpu/kt.h
 tests_emu_test_emu_moe_CPPFLAGS = $(EMU_TEST_CPPFLAGS)
 tests_emu_test_emu_moe_LDADD = $(EMU_TEST_LIBS)
+
+# The executor under emulation: cplab-exec's single-device backend (exec/
+# sources, unchanged) linked against the emulated kernels, so that its
+# agreement with cplab-sim --numeric (tests/emu/emu_exec_agree.sh) is
+# checked on every machine; the GPU form of that test is
+# tests/exec/exec_agree.sh.
+check_PROGRAMS += tests/emu/cplab-exec-emu
+tests_emu_cplab_exec_emu_SOURCES = exec/main.c exec/exec.h exec/consensus.c exec/consensus.h exec/rank.c exec/rank.h \
+	exec/output.c exec/single.c
+tests_emu_cplab_exec_emu_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/kernels
+tests_emu_cplab_exec_emu_LDADD = libcplab_trace.la tests/emu/libcplab_emu.a $(CPLAB_CORE_LIBS) $(HDF5_LIBS) \
+	$(MPI_LIBS) -lstdc++
+TESTS += tests/emu/emu_exec_agree.sh
+EXTRA_DIST += tests/emu/emu_exec_agree.sh
