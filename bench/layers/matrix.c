@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cplab/cli.h"
+#include "report.h"
 
 const char *cplab_bench_kind_name(cplab_bench_kind k) {
   return k == CPLAB_BENCH_PREFILL ? "prefill" : k == CPLAB_BENCH_DECODE ? "decode" : "mixed";
@@ -32,7 +33,7 @@ int cplab_bench_layout_parse(const char *text, cplab_bench_layout *out, cplab_di
   static const char *const parts[3] = {"tp", "pcp", "dcp"};
   int size[3] = {1, 1, 1}, next = 0;
   const char *p = text;
-  if (!*p) CPLAB_FAIL(d, CPLAB_EUSAGE, "layout '': empty (e.g. tp4, pcp4, dcp4, pcp4dcp4)");
+  if (!*p) CPLAB_FAIL(d, CPLAB_EUSAGE, "layout '': empty (e.g. tp4, pcp4, tp4dcp4, pcp4dcp4)");
   while (*p) {
     int k = next;
     while (k < 3 && strncmp(p, parts[k], strlen(parts[k])) != 0) k++;
@@ -46,11 +47,9 @@ int cplab_bench_layout_parse(const char *text, cplab_bench_layout *out, cplab_di
     next = k + 1;
   }
   out->tp = size[0], out->pcp = size[1], out->dcp = size[2];
-  int n = 0;
-  out->label[0] = 0;
-  for (int k = 0; k < 3; k++)
-    if (size[k] > 1) n += snprintf(out->label + n, sizeof out->label - (size_t)n, "%s%d", parts[k], size[k]);
-  if (n == 0) snprintf(out->label, sizeof out->label, "tp1");
+  /* The canonical label ("tp1pcp2" reads back as "pcp2"), the one results files check. */
+  if (cplab_bench_layout_label(out->tp, out->pcp, out->dcp, out->label, sizeof out->label) != 0)
+    CPLAB_FAIL(d, CPLAB_EUSAGE, "layout '%s': sizes too large", text);
   return 0;
 }
 
