@@ -21,6 +21,7 @@
 #define CPLAB_EXEC_H
 
 #include "cplab/error.h"
+#include "cplab/maps.h"
 #include "cplab/plan.h"
 #include "cplab/ranks.h"
 #include "cplab/trace.h"
@@ -51,6 +52,23 @@ void exec_single_free(exec_single *x);
  * out[world] receives what each rank computed (free with exec_layer_free). */
 int exec_single_layer(exec_single *x, const cplab_step_input *in, cplab_rank_plan *const *plans, int layer,
                       int64_t sampled_rows, exec_layer *out, cplab_diag *d);
+
+/* What cplab-bench's measurement engine (bench/layers/engine*.c) borrows
+ * from this backend, so that it runs on the same caches and index maps:
+ *   - the caches of every rank ([world][num_slots] entries, rank r's at
+ *     r·num_slots) and their generated contents for one layer;
+ *   - peer o of rank r's DCP group: its slot in those caches (-1: none);
+ *   - the slots of a row's keys 0 .. n-1 in logical order (-1: a zero key),
+ *     prefill rows through the layout's de-interleave of the gathered keys
+ *     (chunk_keys: cplab_maps_key_sources of every indexer chunk), other rows
+ *     from each key's owner. */
+void exec_single_caches(const exec_single *x, uint8_t **kv, uint8_t **idx, int64_t *num_slots);
+int exec_single_fill(exec_single *x, const cplab_step_input *in, cplab_rank_plan *const *plans, int layer,
+                     cplab_diag *d);
+int64_t exec_single_peer_slot(const exec_single *x, int r, int o, int64_t slot);
+int exec_single_key_slots(const exec_single *x, int r, const cplab_rank_plan *rp,
+                          const cplab_maps_sources *chunk_keys, const cplab_row *row, int64_t n, int64_t *slots,
+                          cplab_diag *d);
 
 /* The NCCL backend (nccl.c; built with NCCL): this process is global rank
  * `rank` on its own GPU (local rank mod devices); mpi = 0 only for world 1. */

@@ -46,12 +46,26 @@ void exec_single_free(exec_single *x) {
   free(x);
 }
 
-/* Peer o of rank c->r's DCP group: its slot in the all-ranks allocation. */
-static int64_t single_slot(const exec_rank *c, int o, int64_t slot) {
-  const exec_single *x = c->be;
+int64_t exec_single_peer_slot(const exec_single *x, int r, int o, int64_t slot) {
   if (o < 0 || slot < 0 || slot >= x->num_slots) return -1;
-  return (int64_t)cplab_rank_table_members(x->t, CPLAB_GROUP_DCP, c->r)[o] * x->num_slots + slot;
+  return (int64_t)cplab_rank_table_members(x->t, CPLAB_GROUP_DCP, r)[o] * x->num_slots + slot;
 }
+
+void exec_single_caches(const exec_single *x, uint8_t **kv, uint8_t **idx, int64_t *num_slots) {
+  *kv = x->kv, *idx = x->idx, *num_slots = x->num_slots;
+}
+
+int exec_single_fill(exec_single *x, const cplab_step_input *in, cplab_rank_plan *const *plans, int layer,
+                     cplab_diag *d) {
+  int rc = 0;
+  for (int r = 0; r < x->world && !rc; r++) /* every rank's cache before any rank reads a peer's */
+    rc = exec_fill_cache(in, plans[r], layer, x->kv + (size_t)r * x->num_slots * CPLAB_MLA_ENTRY_BYTES,
+                         x->idx + (size_t)r * x->num_slots * CPLAB_IDX_ENTRY_BYTES, x->num_slots, d);
+  return rc;
+}
+
+/* Peer o of rank c->r's DCP group: its slot in the all-ranks allocation. */
+static int64_t single_slot(const exec_rank *c, int o, int64_t slot) { return exec_single_peer_slot(c->be, c->r, o, slot); }
 
 static int single_workspace(exec_rank *c, int ch, cplab_diag *d) {
   cplab_maps_sources src;
@@ -95,27 +109,24 @@ static int single_keys_prepare(exec_rank *c, cplab_diag *d) {
   return rc;
 }
 
-/* Slots of the row's keys 0 .. n-1 in logical order (-1: a zero key):
- * prefill rows through the layout's de-interleave of the gathered keys,
- * decode rows (and prefills without an indexer plan) from each key's owner. */
-static int row_key_slots(exec_rank *c, const cplab_row *row, int64_t n, int64_t *slots, cplab_diag *d) {
-  const cplab_rank_plan *rp = c->rp;
+int exec_single_key_slots(const exec_single *x, int r, const cplab_rank_plan *rp, const cplab_maps_sources *chunk_keys,
+                          const cplab_row *row, int64_t n, int64_t *slots, cplab_diag *d) {
   const cplab_indexer_plan *ip = &rp->indexer;
-  const cplab_parallel *par = c->in->par;
+  const cplab_parallel *par = &x->t->par;
   if (row->is_prefill && ip->active) {
     int k = cplab_indexer_region_of(ip, row->req);
     if (k < 0) CPLAB_FAIL(d, CPLAB_EINTERNAL, "request %d has no indexer region", row->req);
-    const cplab_maps_sources *src = &((single_keys *)c->keys)->src[ip->region_chunk[k]];
+    const cplab_maps_sources *src = &chunk_keys[ip->region_chunk[k]];
     for (int64_t t = 0; t < n; t++) {
       int64_t g = cplab_layout_deinterleave(rp->layout, &rp->env, ip, k, t);
-      slots[t] = g < 0 || g >= src->rows ? -1 : single_slot(c, src->peer[g], src->slot[g]);
+      slots[t] = g < 0 || g >= src->rows ? -1 : exec_single_peer_slot(x, r, src->peer[g], src->slot[g]);
     }
     return 0;
   }
   const int32_t *brow = rp->sched.block_table + (int64_t)row->req * rp->sched.max_blocks;
   for (int64_t t = 0; t < n; t++) {
     int o = cplab_kv_owner(t, par->interleave, par->dcp);
-    slots[t] = single_slot(c, o, cplab_kv_slot_global(par, o, brow, rp->sched.max_blocks, t));
+    slots[t] = exec_single_peer_slot(x, r, o, cplab_kv_slot_global(par, o, brow, rp->sched.max_blocks, t));
   }
   return 0;
 }
@@ -125,7 +136,8 @@ static int single_topk(exec_rank *c, const cplab_row *row, int64_t pos, int32_t 
   int64_t n = pos + 1;
   int64_t *slots = malloc(sizeof *slots * (size_t)n);
   void *dslots, *dkeys;
-  int rc = slots ? row_key_slots(c, row, n, slots, d) : cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
+  int rc = slots ? exec_single_key_slots(c->be, c->r, c->rp, ((single_keys *)c->keys)->src, row, n, slots, d)
+                 : cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
   if (!rc) rc = exec_arena_put(a, &dslots, slots, sizeof *slots * (size_t)n, d);
   if (!rc) rc = exec_arena_alloc(a, &dkeys, (size_t)n * CPLAB_IDX_ENTRY_BYTES, d);
   if (!rc) rc = cplab_gather_idx(c->idx_read, c->read_slots, dslots, n, dkeys, NULL, d);
@@ -158,10 +170,7 @@ static const exec_ops single_ops = {single_workspace, single_keys_prepare, singl
 
 int exec_single_layer(exec_single *x, const cplab_step_input *in, cplab_rank_plan *const *plans, int layer,
                       int64_t sampled_rows, exec_layer *out, cplab_diag *d) {
-  int rc = 0;
-  for (int r = 0; r < x->world && !rc; r++) /* every rank's cache before any rank reads a peer's */
-    rc = exec_fill_cache(in, plans[r], layer, x->kv + (size_t)r * x->num_slots * CPLAB_MLA_ENTRY_BYTES,
-                         x->idx + (size_t)r * x->num_slots * CPLAB_IDX_ENTRY_BYTES, x->num_slots, d);
+  int rc = exec_single_fill(x, in, plans, layer, d);
   for (int r = 0; r < x->world && !rc; r++) {
     exec_rank c = {.ops = &single_ops, .be = x, .in = in, .rp = plans[r], .layer = layer, .r = r,
                    .kv_read = x->kv, .idx_read = x->idx, .read_slots = (int64_t)x->world * x->num_slots,

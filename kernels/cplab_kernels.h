@@ -111,6 +111,22 @@ int cplab_gen_mla_query(uint64_t seed, uint32_t layer, const int32_t *req, const
 int cplab_gen_indexer_query(uint64_t seed, uint32_t layer, const int32_t *req, const int32_t *pos, int64_t m,
                             int heads, uint8_t *q, float *scale, float *weight, void *stream, cplab_diag *d);
 
+/* Generated bf16 values for benchmark weights and hidden states (not a
+ * reference format): out[i] = cplab_gen_bf16_host(seed, tensor, i, scale) for
+ * 0 <= i < count, where, with
+ *   h = splitmix64-style hash of (seed, tensor, i),
+ *   u = the top 24 bits of h, v = (2u + 1 - 2^24) · 2^-24 (an odd multiple of
+ *       2^-24 in (-1, 1): uniform, zero mean, exact in float),
+ * the value is bf16(scale · v) (the float product, then round to nearest
+ * even), so |value| <= |scale| rounded up to bf16. The same
+ * __host__ __device__ code runs on both sides: bit-identical values.
+ * Asynchronous on stream; scale finite (CPLAB_EINVAL otherwise), count >= 0,
+ * out 2-byte aligned. */
+int cplab_gen_bf16(uint64_t seed, uint32_t tensor, uint16_t *out, int64_t count, float scale, void *stream,
+                   cplab_diag *d);
+/* One value of cplab_gen_bf16, computed on the host (no CUDA call). */
+uint16_t cplab_gen_bf16_host(uint64_t seed, uint32_t tensor, int64_t i, float scale);
+
 /* ---- gathers (kernels/gather.cu) ---------------------------------------- */
 
 /* Gather + upconvert: for each of `rows` rows, out[row] (bf16 [rows][576])

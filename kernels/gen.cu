@@ -1,6 +1,9 @@
 // Generated inputs on the device: cache entries through a slot list, MLA and
-// indexer queries. Contracts in cplab_kernels.h; the value streams are
-// cplab/philox.h (shared, header-only), the formats kformat.cuh.
+// indexer queries, and plain bf16 values (benchmark weights and hidden
+// states). Contracts in cplab_kernels.h; the value streams are
+// cplab/philox.h (shared, header-only), the formats kformat.cuh; the bf16
+// values have their own hash below, one __host__ __device__ body for
+// cplab_gen_bf16 and cplab_gen_bf16_host.
 //
 // Work split: a warp quantises one 128-value tile, each lane taking the four
 // values of one Philox block (elements 4·lane .. 4·lane + 3 of the tile), so
@@ -8,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include <math.h>
+#include <string.h>
 
 #include "check.cuh"
 #include "cplab/philox.h"
@@ -16,6 +20,8 @@
 
 #define GEN_CACHE_THREADS 128 // 4 warps: one per latent tile
 #define GEN_Q_THREADS 128     // 4 warps: 4 indexer heads per block
+#define GEN_BF16_THREADS 256
+#define GEN_BF16_MAX_BLOCKS 65536u // grid-stride beyond
 
 // The four realistic values of Philox block `blk` of a row.
 static __device__ __forceinline__ void gen_block4(uint64_t seed, uint32_t layer, uint32_t tensor, uint32_t req,
@@ -167,4 +173,52 @@ extern "C" int cplab_gen_indexer_query(uint64_t seed, uint32_t layer, const int3
   gen_indexer_query_kernel<<<kblocks(threads, GEN_Q_THREADS), GEN_Q_THREADS, 0, kstream(stream)>>>(
       seed, layer, req, pos, m, heads, c, q, scale, weight);
   return kcheck_launch(d, "gen_indexer_query_kernel");
+}
+
+// ---- plain bf16 values: one __host__ __device__ body -----------------------
+
+// splitmix64's finaliser: a bijection of 64-bit words with full avalanche.
+static __host__ __device__ inline uint64_t gen_mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// The contract of cplab_gen_bf16_host: the hash folds seed, tensor and i in
+// by one mixing round each; v is exact in float, v · scale one IEEE float
+// product (nothing to contract), and the bf16 rounding is integer
+// arithmetic (round to nearest even), so host and device agree bit for bit.
+static __host__ __device__ inline uint16_t gen_bf16_value(uint64_t seed, uint32_t tensor, int64_t i, float scale) {
+  uint64_t h = gen_mix(seed + 0x9E3779B97F4A7C15ull);
+  h = gen_mix(h ^ tensor);
+  h = gen_mix(h ^ (uint64_t)i);
+  uint32_t u = (uint32_t)(h >> 40);                               // 24 bits
+  float v = (float)((int32_t)(2 * u + 1) - (1 << 24)) * 0x1p-24f; // exact
+  float x = scale * v;
+  uint32_t b;
+  memcpy(&b, &x, sizeof b);
+  b += 0x7FFFu + ((b >> 16) & 1u); // finite x: round to nearest even (overflow gives inf)
+  return (uint16_t)(b >> 16);
+}
+
+extern "C" uint16_t cplab_gen_bf16_host(uint64_t seed, uint32_t tensor, int64_t i, float scale) {
+  return gen_bf16_value(seed, tensor, i, scale);
+}
+
+__global__ void gen_bf16_kernel(uint64_t seed, uint32_t tensor, uint16_t *out, int64_t count, float scale) {
+  int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += stride)
+    out[i] = gen_bf16_value(seed, tensor, i, scale);
+}
+
+extern "C" int cplab_gen_bf16(uint64_t seed, uint32_t tensor, uint16_t *out, int64_t count, float scale, void *stream,
+                              cplab_diag *d) {
+  KCHECK_ARG(d, count >= 0, "cplab_gen_bf16: negative count %lld", (long long)count);
+  KCHECK_ARG(d, isfinite(scale), "cplab_gen_bf16: scale must be finite, got %g", (double)scale);
+  if (count == 0) return 0;
+  KCHECK_ARG(d, out && kaligned(out, 2), "cplab_gen_bf16: NULL or misaligned output");
+  int64_t blocks = (count + GEN_BF16_THREADS - 1) / GEN_BF16_THREADS;
+  if (blocks > GEN_BF16_MAX_BLOCKS) blocks = GEN_BF16_MAX_BLOCKS;
+  gen_bf16_kernel<<<(unsigned)blocks, GEN_BF16_THREADS, 0, kstream(stream)>>>(seed, tensor, out, count, scale);
+  return kcheck_launch(d, "gen_bf16_kernel");
 }

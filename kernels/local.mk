@@ -4,7 +4,8 @@
 #   probe.cu      device query and toolchain self-test
 #   devmem.cu     device memory for C callers
 #   poison.cu     fills of unused memory (bytes, bf16 NaN)
-#   gen.cu        generated cache entries (through a slot list) and queries
+#   gen.cu        generated cache entries (through a slot list), queries and
+#                 plain bf16 values (benchmark weights, hidden states)
 #   gather.cu     gathers by slot: fp8 entries -> bf16 rows, indexer entries
 #   indexer.cu    indexer logits
 #   topk.cu       per-row exact top-k
@@ -16,13 +17,16 @@
 #   moe.cu        the MoE block, one TP×PCP shard (cplab_moe.h): generated
 #                 weights, router top-k, permutation, grouped GEMMs, SwiGLU,
 #                 un-permute; the partials' reduction
+#   stream.cu     streams, timing events and CUDA graphs (cplab_stream.h):
+#                 the benchmark engine captures its work on streams of its own
 #   check.cuh     CUDA error checks shared by the launchers
 #   kformat.cuh   the cache formats on the device
 # GPU tests: tests/gpu/local.mk.
 KERNEL_SOURCES = %reldir%/probe.cu %reldir%/devmem.cu %reldir%/poison.cu %reldir%/gen.cu %reldir%/gather.cu \
 	%reldir%/indexer.cu %reldir%/topk.cu %reldir%/convert.cu %reldir%/attention.cu %reldir%/combine.cu %reldir%/restore.cu \
-	%reldir%/gemm.cu %reldir%/moe.cu
-KERNEL_INCLUDES = %reldir%/cplab_kernels.h %reldir%/check.cuh %reldir%/kformat.cuh %reldir%/cplab_moe.h
+	%reldir%/gemm.cu %reldir%/moe.cu %reldir%/stream.cu
+KERNEL_INCLUDES = %reldir%/cplab_kernels.h %reldir%/check.cuh %reldir%/kformat.cuh %reldir%/cplab_moe.h \
+	%reldir%/cplab_stream.h
 EXTRA_DIST += $(KERNEL_SOURCES) $(KERNEL_INCLUDES)
 
 if HAVE_CUDA
@@ -49,3 +53,4 @@ KERNEL_FORMAT_DEPS = $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/kformat.cuh $(top_s
 %reldir%/gather.o %reldir%/indexer.o %reldir%/attention.o: $(KERNEL_FORMAT_DEPS)
 %reldir%/gen.o: $(KERNEL_FORMAT_DEPS) $(top_srcdir)/include/cplab/philox.h
 %reldir%/moe.o: $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/cplab_moe.h
+%reldir%/stream.o: $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/cplab_stream.h

@@ -5,9 +5,10 @@
 #   dryrun.c    the walk over configurations and --dry-run
 #   report*.c   statistics, markdown, JSON, HDF5 and plots (report.mk)
 #   main.c      the command line
+#   engine*.c   the measurement engine (with CUDA), measure.c its walk
 # It is built with `make bench` and by `make check` (its tests run the
-# --dry-run and --report modes, which need no GPU). The measurement on the
-# GPU is not built yet (README.md there).
+# --dry-run and --report modes, which need no GPU; tests/emu runs the
+# engine on the CUDA emulation).
 noinst_LTLIBRARIES += libcplab_benchplan.la
 libcplab_benchplan_la_SOURCES = %reldir%/matrix.c %reldir%/matrix.h %reldir%/plancost.c %reldir%/plancost.h \
 	%reldir%/dryrun.c %reldir%/dryrun.h
@@ -19,7 +20,17 @@ check_PROGRAMS += bench/cplab-bench
 bench_cplab_bench_SOURCES = %reldir%/main.c
 bench_cplab_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/%reldir% -I$(top_srcdir)/analysis
 bench_cplab_bench_LDADD = libcplab_benchplan.la $(CPLAB_CORE_LIBS) $(HDF5_LIBS)
-EXTRA_DIST += %reldir%/README.md
+# The measurement engine (engine.h) runs the executor's single-device
+# backend and kernels: it is built where CUDA is; without CUDA, cplab-bench
+# keeps --dry-run and --report.
+ENGINE_SOURCES = %reldir%/engine.c %reldir%/engine.h %reldir%/engine_internal.h %reldir%/engine_rank.c \
+	%reldir%/measure.c
+EXTRA_DIST += %reldir%/README.md $(ENGINE_SOURCES)
+if HAVE_CUDA
+bench_cplab_bench_SOURCES += $(ENGINE_SOURCES) exec/rank.c exec/rank.h exec/single.c exec/output.c exec/exec.h
+bench_cplab_bench_CPPFLAGS += -I$(top_srcdir)/kernels -I$(top_srcdir)/exec -DCPLAB_BENCH_ENGINE=1
+bench_cplab_bench_LDADD += libcplab_trace.la $(CPLAB_KERNEL_LIBS)
+endif
 
 check_PROGRAMS += tests/unit/test_bench_plan tests/cli/bench_fixture
 TESTS += tests/unit/test_bench_plan tests/cli/bench_cli.sh

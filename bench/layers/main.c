@@ -1,10 +1,9 @@
 /* cplab-bench: TTFT and TPOT per layout and graph mode of a synthetic
  * sparse-MLA decoder layer, with statistics, tables and plots (issue: layout
  * benchmarks). The configuration matrix is matrix.h's, the plan-derived
- * work dryrun.h's, the reports report.h's. The measurement on the GPU is not
- * built yet (bench/layers/README.md): today the program derives every
- * configuration's work from the plans (--dry-run) and renders results files
- * (--report). */
+ * work dryrun.h's, the measurement engine.h's (built with CUDA), the
+ * reports report.h's. Three modes: measure (the default), --dry-run (the
+ * plans' work, no GPU) and --report (render a results file). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,20 +11,26 @@
 #include "cplab/cli.h"
 #include "cplab/log.h"
 #include "cplab/model.h"
+#include "config.h"
 #include "dryrun.h"
+#if CPLAB_BENCH_ENGINE
+#include "engine.h"
+#endif
 #include "matrix.h"
 #include "report.h"
 
 #define PROG "cplab-bench"
 
 static void usage(FILE *out) {
-  fputs("Usage: " PROG " --dry-run [OPTIONS]\n"
+  fputs("Usage: " PROG " [OPTIONS] [-o PREFIX]     measure on the GPU\n"
+        "       " PROG " --dry-run [OPTIONS]\n"
         "       " PROG " --report FILE.h5 [-o PREFIX]\n"
         "TTFT (prefill N in / 1 out) and TPOT (decode 1 in / M out) of a synthetic sparse-MLA decoder\n"
-        "layer per parallel layout and CUDA-graph mode. --dry-run derives every configuration's\n"
+        "layer per parallel layout and CUDA-graph mode. Measuring runs every rank of a layout on this\n"
+        "GPU (the single-device backend: communication is device copies) and prints the markdown\n"
+        "table, or writes PREFIX.h5, .json, .md and plots; --dry-run derives every configuration's\n"
         "per-rank work from the plans (no GPU); --report renders a results file (median, p99,\n"
-        "bootstrap 95% intervals, ratios against the TP layout with the same GPUs, plots).\n"
-        "Measuring on the GPU is not built yet (bench/layers/README.md).\n\n",
+        "bootstrap 95% intervals, ratios against the TP layout with the same GPUs, plots).\n\n",
         out);
   fputs("Configurations:\n"
         "  --preset NAME         model shapes: glm-5 (default) or deepseek-v3.2\n"
@@ -39,7 +44,14 @@ static void usage(FILE *out) {
         "  --batch N             requests of a prefill, decode rows of a decode step (default 1)\n"
         "  --out-tokens M        decode steps of a TPOT workload (default 16)\n"
         "  --graphs LIST         eager, piecewise, full (default eager,full)\n"
-        "  --interleave I, --block-size B   KV layout (default 1 and 64)\n\n"
+        "  --interleave I, --block-size B   KV layout (default 1 and 64)\n"
+        "  --model-set F=V,...   model fields over the preset, e.g. n_routed_experts=16\n\n"
+        "Measuring:\n"
+        "  --reps N              timed repetitions per configuration (default 10)\n"
+        "  --warmup N            untimed repetitions before them (default 2)\n"
+        "  --layers L            decoder layers per step (default 1)\n"
+        "  --check ROWS          after timing, compare ROWS sampled rows per step with cplab-exec's\n"
+        "                        pass on the same plans (top-k and attention, bit for bit)\n\n"
         "Modes and output:\n"
         "  --dry-run             per configuration and rank: tokens, GEMM FLOP, indexer pairs,\n"
         "                        attention FLOP, collective bytes; --json for one JSON document\n"
@@ -58,12 +70,13 @@ static void usage(FILE *out) {
 
 enum {
   OPT_PRESET = CPLAB_OPT_PROGRAM, OPT_LAYOUTS, OPT_PREFILL, OPT_DECODE, OPT_MIXED, OPT_BATCH, OPT_OUT_TOKENS,
-  OPT_GRAPHS, OPT_INTERLEAVE, OPT_BLOCK_SIZE, OPT_DRY_RUN, OPT_REPORT, OPT_NO_PLOTS
+  OPT_GRAPHS, OPT_INTERLEAVE, OPT_BLOCK_SIZE, OPT_DRY_RUN, OPT_REPORT, OPT_NO_PLOTS, OPT_MODEL_SET, OPT_REPS,
+  OPT_WARMUP, OPT_LAYERS, OPT_CHECK
 };
 
 typedef struct bench_args {
-  const char *preset, *layouts, *prefill, *decode, *mixed, *graphs, *report;
-  int64_t batch, out_tokens, interleave, block_size;
+  const char *preset, *layouts, *prefill, *decode, *mixed, *graphs, *report, *model_set;
+  int64_t batch, out_tokens, interleave, block_size, reps, warmup, layers, check;
   int dry_run, no_plots;
 } bench_args;
 
@@ -79,6 +92,11 @@ static int bench_option(void *ctx, int opt, const char *arg, cplab_diag *d) {
   case OPT_REPORT: a->report = arg; return 0;
   case OPT_DRY_RUN: a->dry_run = 1; return 0;
   case OPT_NO_PLOTS: a->no_plots = 1; return 0;
+  case OPT_MODEL_SET: a->model_set = arg; return 0;
+  case OPT_REPS: return cplab_cli_parse_int("--reps", arg, 1, 100000, &a->reps, d);
+  case OPT_WARMUP: return cplab_cli_parse_int("--warmup", arg, 0, 1000, &a->warmup, d);
+  case OPT_LAYERS: return cplab_cli_parse_int("--layers", arg, 1, 1000, &a->layers, d);
+  case OPT_CHECK: return cplab_cli_parse_int("--check", arg, 1, 1000000, &a->check, d);
   case OPT_BATCH: return cplab_cli_parse_int("--batch", arg, 1, 4096, &a->batch, d);
   case OPT_OUT_TOKENS: return cplab_cli_parse_int("--out-tokens", arg, 1, 4096, &a->out_tokens, d);
   case OPT_INTERLEAVE: return cplab_cli_parse_int("--interleave", arg, 1, 4096, &a->interleave, d);
@@ -96,7 +114,10 @@ static int parse_args(int argc, char **argv, cplab_cli *cli, bench_args *a, cpla
       {"out-tokens", required_argument, NULL, OPT_OUT_TOKENS}, {"graphs", required_argument, NULL, OPT_GRAPHS},
       {"interleave", required_argument, NULL, OPT_INTERLEAVE}, {"block-size", required_argument, NULL, OPT_BLOCK_SIZE},
       {"dry-run", no_argument, NULL, OPT_DRY_RUN},             {"report", required_argument, NULL, OPT_REPORT},
-      {"no-plots", no_argument, NULL, OPT_NO_PLOTS},           {NULL, 0, NULL, 0}};
+      {"no-plots", no_argument, NULL, OPT_NO_PLOTS},           {"model-set", required_argument, NULL, OPT_MODEL_SET},
+      {"reps", required_argument, NULL, OPT_REPS},             {"warmup", required_argument, NULL, OPT_WARMUP},
+      {"layers", required_argument, NULL, OPT_LAYERS},         {"check", required_argument, NULL, OPT_CHECK},
+      {NULL, 0, NULL, 0}};
   int rc = cplab_cli_parse(argc, argv, CPLAB_CLI_COMMON_SHORTOPTS, longopts, cli, bench_option, a, NULL, d);
   if (rc) return rc;
   if (cli->help || cli->version) return 0;
@@ -105,9 +126,12 @@ static int parse_args(int argc, char **argv, cplab_cli *cli, bench_args *a, cpla
                "options", cli->scenario ? "--scenario" : "--layout");
   if (cli->list_layouts || cli->list_scenarios)
     CPLAB_FAIL(d, CPLAB_EUSAGE, "cplab-bench runs the vllm layout on the sizes --layouts gives; it lists nothing");
-  if (a->dry_run == !!a->report)
-    CPLAB_FAIL(d, CPLAB_EUSAGE, "choose --dry-run (the plans' work, no GPU) or --report FILE.h5 (render results); "
-               "measuring on the GPU is not built yet");
+  if (a->dry_run && a->report)
+    CPLAB_FAIL(d, CPLAB_EUSAGE, "choose --dry-run (the plans' work), --report FILE.h5 (render results) or neither "
+               "(measure)");
+  if ((a->dry_run || a->report) && (a->reps || a->warmup >= 0 || a->layers || a->check))
+    CPLAB_FAIL(d, CPLAB_EUSAGE, "--reps, --warmup, --layers and --check go with measuring, not with %s",
+               a->dry_run ? "--dry-run" : "--report");
   if (a->dry_run && cli->out) CPLAB_FAIL(d, CPLAB_EUSAGE, "--dry-run writes to standard output; drop -o");
   if (cli->json && !a->dry_run) CPLAB_FAIL(d, CPLAB_EUSAGE, "--json goes with --dry-run (-o writes PREFIX.json)");
   cplab_model m;
@@ -123,6 +147,7 @@ static int build_matrix(const bench_args *a, const cplab_cli *cli, cplab_bench_m
   m->interleave = (int)a->interleave, m->block_size = (int)a->block_size;
   int rc = cplab_bench_parse_layouts(m, a->layouts, d);
   if (!rc) rc = cplab_bench_parse_graphs(m, a->graphs, d);
+  if (!rc && a->model_set) rc = cplab_bench_parse_model_set(m, a->model_set, d);
   int none = !a->prefill && !a->decode && !a->mixed;
   const char *prefill = none ? "32768" : a->prefill, *decode = none ? "32768" : a->decode;
   if (!rc && prefill) rc = cplab_bench_add_workloads(m, CPLAB_BENCH_PREFILL, prefill, a->batch, a->out_tokens, d);
@@ -161,10 +186,42 @@ static int re_render(const bench_args *a, const cplab_cli *cli, cplab_diag *d) {
   return rc;
 }
 
+/* The command line as one string, for the results' provenance. */
+static void command_of(int argc, char **argv, char *buf, size_t len) {
+  size_t at = 0;
+  buf[0] = 0;
+  for (int i = 0; i < argc && at < len; i++) {
+    int n = snprintf(buf + at, len - at, "%s%s", i ? " " : "", argv[i]);
+    if (n < 0) break;
+    at += (size_t)n;
+  }
+}
+
+static int measure(const bench_args *a, const cplab_cli *cli, const cplab_bench_matrix *m, int argc, char **argv,
+                   cplab_diag *d) {
+#if CPLAB_BENCH_ENGINE
+  cplab_bench_engine_opts o = {a->reps ? (int)a->reps : 10, a->warmup >= 0 ? (int)a->warmup : 2,
+                               a->layers ? (int)a->layers : 1, a->check};
+  cplab_bench_results r;
+  char command[2048];
+  cplab_bench_results_init(&r);
+  command_of(argc, argv, command, sizeof command);
+  int rc = cplab_bench_measure_matrix(m, &o, command, &r, stderr, d);
+  if (!rc) rc = cli->out ? write_outputs(&r, cli->out, !a->no_plots, d) : cplab_bench_write_markdown(&r, stdout, d);
+  cplab_bench_results_free(&r);
+  return rc;
+#else
+  (void)a, (void)cli, (void)m, (void)argc, (void)argv;
+  CPLAB_FAIL(d, CPLAB_EUNSUPPORTED, "this cplab-bench was built without CUDA, and measuring needs a GPU build "
+             "(--dry-run and --report work)");
+#endif
+}
+
 int main(int argc, char **argv) {
   cplab_cli cli;
   cplab_diag d = {0};
-  bench_args a = {"glm-5", "tp4,pcp4,tp4dcp4,pcp4dcp4", NULL, NULL, NULL, "eager,full", NULL, 1, 16, 1, 64, 0, 0};
+  bench_args a = {.preset = "glm-5", .layouts = "tp4,pcp4,tp4dcp4,pcp4dcp4", .graphs = "eager,full", .batch = 1,
+                  .out_tokens = 16, .interleave = 1, .block_size = 64, .warmup = -1};
   cplab_cli_init(&cli, NULL);
   int rc = parse_args(argc, argv, &cli, &a, &d);
   if (rc) {
@@ -174,7 +231,8 @@ int main(int argc, char **argv) {
   if (cplab_cli_answer_info(&cli, PROG, usage)) return CPLAB_EXIT_OK;
   cplab_bench_matrix m;
   if (a.report) rc = re_render(&a, &cli, &d);
-  else if (!(rc = build_matrix(&a, &cli, &m, &d))) rc = cplab_bench_dry_run(&m, stdout, cli.json, &d);
+  else if (!(rc = build_matrix(&a, &cli, &m, &d)))
+    rc = a.dry_run ? cplab_bench_dry_run(&m, stdout, cli.json, &d) : measure(&a, &cli, &m, argc, argv, &d);
   if (rc) cplab_diag_report(stderr, PROG, &d);
   return rc ? CPLAB_EXIT_ERROR : CPLAB_EXIT_OK;
 }

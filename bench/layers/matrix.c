@@ -149,6 +149,50 @@ static json_t *request(int64_t id, int64_t computed, int64_t tokens, const char 
                    (json_int_t)tokens, "phase", phase);
 }
 
+/* "FIELD=VALUE" at item into field and *value; 0 or -1 when malformed. */
+static int split_setting(const char *item, char *field, size_t cap, int64_t *value) {
+  const char *eq = strchr(item, '=');
+  uint64_t v;
+  if (!eq || eq == item || (size_t)(eq - item) >= cap || cplab_parse_u64(eq + 1, &v) != 0 || v > INT64_MAX) return -1;
+  memcpy(field, item, (size_t)(eq - item)), field[eq - item] = 0;
+  *value = (int64_t)v;
+  return 0;
+}
+
+static int check_setting(void *ctx, const char *item, cplab_diag *d) {
+  char field[64];
+  int64_t v;
+  (void)ctx;
+  if (split_setting(item, field, sizeof field, &v) != 0)
+    CPLAB_FAIL(d, CPLAB_EUSAGE, "--model-set: '%s' is not FIELD=VALUE with a non-negative integer VALUE", item);
+  return 0;
+}
+
+int cplab_bench_parse_model_set(cplab_bench_matrix *m, const char *text, cplab_diag *d) {
+  if (strlen(text) >= sizeof m->model_set) CPLAB_FAIL(d, CPLAB_EUSAGE, "--model-set: too long");
+  int rc = for_each_item(text, "--model-set", check_setting, NULL, d);
+  if (!rc) snprintf(m->model_set, sizeof m->model_set, "%s", text);
+  return rc;
+}
+
+static int add_setting(void *ctx, const char *item, cplab_diag *d) {
+  char field[64];
+  int64_t v;
+  (void)d;
+  if (split_setting(item, field, sizeof field, &v) == 0) json_object_set_new(ctx, field, json_integer((json_int_t)v));
+  return 0;
+}
+
+/* The scenario's "model": the preset, with --model-set's fields over it
+ * (the scenario parser checks their names and ranges). */
+static json_t *model_json(const cplab_bench_matrix *m) {
+  if (!m->model_set[0]) return json_string(m->preset);
+  json_t *o = json_pack("{s:s}", "preset", m->preset);
+  cplab_diag ignore = {0};
+  if (o) for_each_item(m->model_set, "--model-set", add_setting, o, &ignore);
+  return o;
+}
+
 /* The workload's steps and the longest context they reach. */
 static json_t *steps_of(const cplab_bench_workload *w, int64_t *longest) {
   json_t *steps = json_array();
@@ -181,9 +225,9 @@ int cplab_bench_scenario(const cplab_bench_matrix *m, const cplab_bench_layout *
   int64_t longest = 0;
   json_t *steps = steps_of(w, &longest);
   int64_t block = (int64_t)m->block_size * l->dcp, max_len = (longest + block - 1) / block * block;
-  json_t *root = json_pack("{s:i, s:s, s:s, s:s, s:{s:i, s:i, s:i, s:i, s:i, s:I, s:s}, s:s, s:I, s:{s:o}}",
+  json_t *root = json_pack("{s:i, s:s, s:s, s:o, s:{s:i, s:i, s:i, s:i, s:i, s:I, s:s}, s:s, s:I, s:{s:o}}",
                            "cplab_scenario", 1, "name", "bench", "description", "cplab-bench configuration", "model",
-                           m->preset, "parallel", "tp", l->tp, "pcp", l->pcp, "dcp", l->dcp, "interleave",
+                           model_json(m), "parallel", "tp", l->tp, "pcp", l->pcp, "dcp", l->dcp, "interleave",
                            m->interleave, "block_size", m->block_size, "max_model_len", (json_int_t)max_len,
                            "cudagraph_mode", modes[g], "layout", "vllm", "seed", (json_int_t)m->seed, "workload",
                            "steps", steps);

@@ -55,6 +55,7 @@ typedef struct cplab_bench_matrix {
   cplab_bench_layout layouts[CPLAB_BENCH_MAX_ITEMS];
   cplab_bench_workload workloads[CPLAB_BENCH_MAX_ITEMS];
   cplab_bench_graph graphs[3];
+  char model_set[512]; /* "FIELD=VALUE,..." over the preset (--model-set), "" for none */
 } cplab_bench_matrix;
 
 const char *cplab_bench_kind_name(cplab_bench_kind k);   /* "prefill", "decode", "mixed" */
@@ -68,6 +69,9 @@ int cplab_bench_layout_parse(const char *text, cplab_bench_layout *out, cplab_di
  *   mixed "8192+16@32768" (prefill tokens + decode rows @ their context). */
 int cplab_bench_parse_layouts(cplab_bench_matrix *m, const char *text, cplab_diag *d);
 int cplab_bench_parse_graphs(cplab_bench_matrix *m, const char *text, cplab_diag *d);
+/* Model fields over the preset, "hidden_size=1024,n_routed_experts=16": the
+ * syntax is checked here, names and ranges by the scenario parser. */
+int cplab_bench_parse_model_set(cplab_bench_matrix *m, const char *text, cplab_diag *d);
 int cplab_bench_add_workloads(cplab_bench_matrix *m, cplab_bench_kind kind, const char *text, int64_t batch,
                               int64_t out_tokens, cplab_diag *d);
 

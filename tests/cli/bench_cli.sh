@@ -6,7 +6,7 @@
 BENCH="$top_builddir/bench/cplab-bench"
 
 expect_exit 0 "--help" "$BENCH" --help
-expect_grep "$WORK/out" "^Usage: cplab-bench --dry-run" "usage names the modes"
+expect_grep "$WORK/out" "^       cplab-bench --dry-run" "usage names the modes"
 
 # The change's table on 4 GPUs: every column's configurations, ranks and the MoE path.
 expect_exit 0 "dry run of the default matrix" "$BENCH" --dry-run
@@ -66,9 +66,19 @@ expect_exit 0 "--report -o --no-plots" "$BENCH" --report "$WORK/fx.h5" -o "$WORK
 if [ ! -e "$WORK/plain.gp" ]; then pass "--no-plots writes no plot script"; else fail "--no-plots wrote plain.gp"; fi
 
 # Bad command lines.
-expect_exit 2 "no mode" "$BENCH" --prefill 1024
-expect_grep "$WORK/err" "choose --dry-run" "no mode: the message names the modes"
+# No mode measures; with no GPU visible that is an error that says so.
+expect_exit 2 "measuring with no GPU visible" env CUDA_VISIBLE_DEVICES= "$BENCH" --prefill 1024 --reps 2
+expect_grep "$WORK/err" "measuring needs a GPU" "measuring without a GPU: the message says what is needed"
 expect_exit 2 "both modes" "$BENCH" --dry-run --report x.h5
+expect_grep "$WORK/err" "choose --dry-run" "both modes: the message names the modes"
+expect_exit 2 "--reps with --dry-run" "$BENCH" --dry-run --reps 3
+expect_grep "$WORK/err" "go with measuring" "measuring options outside measuring are named"
+expect_exit 2 "bad --model-set" "$BENCH" --dry-run --model-set hidden_size
+expect_grep "$WORK/err" "is not FIELD=VALUE" "a malformed --model-set is named"
+expect_exit 2 "unknown --model-set field" "$BENCH" --dry-run --model-set hidden_sise=1024 --prefill 64
+expect_grep "$WORK/err" "hidden_sise" "an unknown model field is named"
+expect_exit 0 "--model-set over the preset" "$BENCH" --dry-run --json --model-set n_routed_experts=16,num_heads=16 \
+  --layouts tp2 --prefill 64
 expect_exit 2 "bad layout" "$BENCH" --dry-run --layouts pcp4tp2
 expect_grep "$WORK/err" "expected tp, pcp and dcp sizes in that order" "bad layout named"
 expect_exit 2 "layout the rules reject" "$BENCH" --dry-run --layouts tp2dcp4 --prefill 64

@@ -5,9 +5,10 @@
 #      tests/emu/gen/X.emu.cpp (launches and extern __shared__ only);
 #   2. $(EMU_CXX) (g++, C++20) compiles it against the fake CUDA headers of
 #      tests/emu/include/, ahead of every other include path;
-#   3. the objects, the runtime (cuda_emu.cpp) and a host stand-in for the
-#      cuBLASLt GEMMs (gemm_host.cpp; gemm.cu itself needs cuBLASLt) form
-#      tests/emu/libcplab_emu.a;
+#   3. the objects, the runtime (cuda_emu.cpp) and host stand-ins for the
+#      cuBLASLt GEMMs (gemm_host.cpp; gemm.cu itself needs cuBLASLt) and for
+#      the streams, events and graphs (stream_host.cpp; the runtime has none
+#      of them, stream.cu has no kernels) form tests/emu/libcplab_emu.a;
 #   4. tests/emu/test_emu_X links the unchanged tests/gpu/test_gpu_X.c (or
 #      tests/gpu/gpu_probe.c) and kt.c against it; tests/emu/emu_X.sh runs it;
 #      test_emu_numeric_fp8 is tests/numeric/fp8_on_device.c with
@@ -19,6 +20,9 @@
 # test_emu_moe runs test_gpu_moe with CPLAB_KT_SMALL=1: its DeepSeek-size
 # cases (about 22.5 GB of generated weights, more than a CI machine holds)
 # run on GPUs only.
+# test_emu_stream runs test_gpu_stream against gen.cu's bf16 generator and
+# the stand-in stream_host.cpp (not stream.cu: what it checks of streams,
+# events and graphs is the stand-in and the test's own logic).
 # Built whenever the rest is: no configure test; g++ comes with the build
 # tools (Debian build-essential). Override with `make EMU_CXX=...`.
 EMU_CXX = g++
@@ -41,13 +45,14 @@ EMU_HDRS = $(top_srcdir)/tests/emu/cuda_emu.h $(top_srcdir)/tests/emu/include/cu
 	$(top_srcdir)/tests/emu/include/cuda_bf16.h $(top_srcdir)/tests/emu/include/cuda_fp8.h
 EMU_DEPS = $(EMU_HDRS) $(top_srcdir)/tools/cuda-emu/cu2emu.py $(top_srcdir)/kernels/cplab_kernels.h \
 	$(top_srcdir)/kernels/check.cuh $(top_srcdir)/kernels/kformat.cuh $(top_srcdir)/kernels/cplab_moe.h \
+	$(top_srcdir)/kernels/cplab_stream.h \
 	$(top_srcdir)/include/cplab/error.h $(top_srcdir)/include/cplab/kvformat.h $(top_srcdir)/include/cplab/philox.h
 
 EMU_KERNEL_OBJECTS = tests/emu/gen/probe.emu.o tests/emu/gen/devmem.emu.o tests/emu/gen/poison.emu.o \
 	tests/emu/gen/gen.emu.o tests/emu/gen/gather.emu.o tests/emu/gen/indexer.emu.o tests/emu/gen/topk.emu.o \
 	tests/emu/gen/convert.emu.o tests/emu/gen/attention.emu.o tests/emu/gen/combine.emu.o \
 	tests/emu/gen/restore.emu.o tests/emu/gen/moe.emu.o
-EMU_OBJECTS = $(EMU_KERNEL_OBJECTS) tests/emu/cuda_emu.o tests/emu/gemm_host.o
+EMU_OBJECTS = $(EMU_KERNEL_OBJECTS) tests/emu/cuda_emu.o tests/emu/gemm_host.o tests/emu/stream_host.o
 EMU_GENERATED = tests/emu/gen/probe.emu.cpp tests/emu/gen/devmem.emu.cpp tests/emu/gen/poison.emu.cpp \
 	tests/emu/gen/gen.emu.cpp tests/emu/gen/gather.emu.cpp tests/emu/gen/indexer.emu.cpp \
 	tests/emu/gen/topk.emu.cpp tests/emu/gen/convert.emu.cpp tests/emu/gen/attention.emu.cpp \
@@ -136,6 +141,9 @@ tests/emu/cuda_emu.o: $(top_srcdir)/tests/emu/cuda_emu.cpp $(EMU_HDRS)
 tests/emu/gemm_host.o: $(top_srcdir)/tests/emu/gemm_host.cpp $(EMU_DEPS)
 	@$(MKDIR_P) tests/emu
 	$(AM_V_EMU)$(EMU_COMPILE) -c -o $@ $(top_srcdir)/tests/emu/gemm_host.cpp
+tests/emu/stream_host.o: $(top_srcdir)/tests/emu/stream_host.cpp $(EMU_DEPS)
+	@$(MKDIR_P) tests/emu
+	$(AM_V_EMU)$(EMU_COMPILE) -c -o $@ $(top_srcdir)/tests/emu/stream_host.cpp
 
 tests/emu/libcplab_emu.a: $(EMU_OBJECTS)
 	$(AM_V_AR)rm -f $@ && $(AR) cr $@ $(EMU_OBJECTS) && $(RANLIB) $@
@@ -145,15 +153,16 @@ EMU_TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/kernels -I$(top_srcdir)/sim
 EMU_TEST_LIBS = tests/emu/libcplab_emu.a libcplab_sim.la $(CPLAB_CORE_LIBS) -lstdc++
 EMU_TESTS = tests/emu/emu_self.sh tests/emu/emu_probe.sh tests/emu/emu_gen.sh tests/emu/emu_convert.sh \
 	tests/emu/emu_indexer.sh tests/emu/emu_attention.sh tests/emu/emu_gemm.sh tests/emu/emu_numeric_fp8.sh \
-	tests/emu/emu_restore.sh tests/emu/emu_moe.sh
+	tests/emu/emu_restore.sh tests/emu/emu_moe.sh tests/emu/emu_stream.sh
 TESTS += $(EMU_TESTS)
 EXTRA_DIST += $(EMU_TESTS) tests/emu/local.mk tests/emu/cuda_emu.h tests/emu/cuda_emu.cpp tests/emu/gemm_host.cpp \
+	tests/emu/stream_host.cpp \
 	tests/emu/test_emu_self.cu tests/emu/include/cuda_runtime.h tests/emu/include/cuda_bf16.h \
 	tests/emu/include/cuda_fp8.h
 
 check_PROGRAMS += tests/emu/test_emu_self tests/emu/test_emu_probe tests/emu/test_emu_gen tests/emu/test_emu_convert \
 	tests/emu/test_emu_indexer tests/emu/test_emu_attention tests/emu/test_emu_gemm tests/emu/test_emu_numeric_fp8 \
-	tests/emu/test_emu_restore tests/emu/test_emu_moe
+	tests/emu/test_emu_restore tests/emu/test_emu_moe tests/emu/test_emu_stream
 tests_emu_test_emu_self_SOURCES = tests/gpu/kt.c tests/gpu/kt.h
 tests_emu_test_emu_self_CPPFLAGS = $(EMU_TEST_CPPFLAGS)
 tests_emu_test_emu_self_LDADD = tests/emu/gen/test_emu_self.emu.o $(EMU_TEST_LIBS)
@@ -184,6 +193,9 @@ tests_emu_test_emu_restore_LDADD = $(EMU_TEST_LIBS)
 tests_emu_test_emu_moe_SOURCES = tests/gpu/test_gpu_moe.c tests/gpu/kt.c tests/gpu/kt.h
 tests_emu_test_emu_moe_CPPFLAGS = $(EMU_TEST_CPPFLAGS)
 tests_emu_test_emu_moe_LDADD = $(EMU_TEST_LIBS)
+tests_emu_test_emu_stream_SOURCES = tests/gpu/test_gpu_stream.c tests/gpu/kt.c tests/gpu/kt.h
+tests_emu_test_emu_stream_CPPFLAGS = $(EMU_TEST_CPPFLAGS)
+tests_emu_test_emu_stream_LDADD = $(EMU_TEST_LIBS)
 
 # The executor under emulation: cplab-exec's single-device backend (exec/
 # sources, unchanged) linked against the emulated kernels, so that its
@@ -198,3 +210,18 @@ tests_emu_cplab_exec_emu_LDADD = libcplab_trace.la tests/emu/libcplab_emu.a $(CP
 	$(MPI_LIBS) -lstdc++
 TESTS += tests/emu/emu_exec_agree.sh
 EXTRA_DIST += tests/emu/emu_exec_agree.sh
+
+# cplab-bench's measurement engine under emulation: the unchanged bench and
+# exec sources linked against the emulated kernels and the host stand-in
+# of streams, events and graphs (tests/emu/stream_host.cpp), so that the
+# engine's batched attention path is checked against cplab-exec's row by
+# row pass (--check) on every machine; its timings here mean nothing.
+check_PROGRAMS += tests/emu/cplab-bench-emu
+tests_emu_cplab_bench_emu_SOURCES = bench/layers/main.c $(ENGINE_SOURCES) exec/rank.c exec/rank.h exec/single.c \
+	exec/output.c exec/exec.h
+tests_emu_cplab_bench_emu_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/bench/layers -I$(top_srcdir)/analysis \
+	-I$(top_srcdir)/kernels -I$(top_srcdir)/exec -DCPLAB_BENCH_ENGINE=1
+tests_emu_cplab_bench_emu_LDADD = libcplab_benchplan.la libcplab_trace.la tests/emu/libcplab_emu.a \
+	$(CPLAB_CORE_LIBS) $(HDF5_LIBS) -lstdc++
+TESTS += tests/emu/emu_bench.sh
+EXTRA_DIST += tests/emu/emu_bench.sh

@@ -1,0 +1,378 @@
+/* cplab-bench's measurement engine: see engine.h. This file drives a
+ * configuration: per step, the plans and every rank's buffers
+ * (engine_rank.c), the units that are launched (pieces, or graphs of
+ * pieces), the timed repetitions, and the check against the executor. */
+#pragma GCC diagnostic ignored "-Wstrict-prototypes"
+#include "engine.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cplab/kvformat.h"
+#include "cplab/layout.h"
+#include "cplab/parallel.h"
+#include "engine_internal.h"
+#include "rank.h"
+
+struct cplab_bench_engine {
+  void *stream;
+  cplab_gemm *gemm;
+  /* The MoE shards of the last configuration, kept while the next one
+   * shares the model, seed and shard count (generating them takes a while). */
+  cplab_moe_shape moe_shape;
+  uint64_t moe_seed;
+  int moe_shards;
+  cplab_moe **moe;
+};
+
+void cplab_bench_measured_free(cplab_bench_measured *m) {
+  free(m->samples_ms);
+  memset(m, 0, sizeof *m);
+}
+
+static void moe_release(cplab_bench_engine *e) {
+  for (int q = 0; q < e->moe_shards; q++) cplab_moe_destroy(e->moe[q]);
+  free(e->moe);
+  e->moe = NULL, e->moe_shards = 0;
+}
+
+void cplab_bench_engine_free(cplab_bench_engine *e) {
+  if (!e) return;
+  cplab_diag ignore = {0};
+  moe_release(e);
+  cplab_gemm_destroy(e->gemm, &ignore);
+  cplab_stream_destroy(e->stream, &ignore);
+  free(e);
+}
+
+int cplab_bench_engine_create(cplab_bench_engine **out, cplab_diag *d) {
+  cplab_gpu_info info;
+  *out = NULL;
+  int rc = cplab_gpu_query(&info, d);
+  if (rc) return rc;
+  cplab_bench_engine *e = calloc(1, sizeof *e);
+  if (!e) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
+  rc = cplab_stream_create(&e->stream, d);
+  if (!rc) rc = cplab_gemm_create(&e->gemm, d);
+  if (rc) cplab_bench_engine_free(e);
+  else *out = e;
+  return rc;
+}
+
+int cplab_bench_engine_card(char *card, size_t len, cplab_diag *d) {
+  char cuda[128];
+  return exec_device_describe(card, len, cuda, sizeof cuda, d);
+}
+
+/* Shard q of S for the model: kept from the last configuration when equal. */
+static int moe_shards(cplab_bench_engine *e, const cplab_scenario *s, cplab_diag *d) {
+  const cplab_model *m = &s->model;
+  int S = s->par.tp * s->par.pcp;
+  cplab_moe_shape shape = {(int)m->hidden_size, (int)m->n_routed_experts, (int)m->n_active_experts,
+                           (int)m->moe_intermediate_size, (int)m->n_shared_experts, S, 0};
+  if (e->moe && e->moe_shards == S && e->moe_seed == s->seed && memcmp(&shape, &e->moe_shape, sizeof shape) == 0)
+    return 0;
+  moe_release(e);
+  if (!(e->moe = calloc((size_t)S, sizeof *e->moe))) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
+  e->moe_shape = shape, e->moe_seed = s->seed;
+  int rc = 0;
+  for (; e->moe_shards < S && !rc; e->moe_shards++) {
+    cplab_moe_shape q = shape;
+    q.shard = e->moe_shards;
+    rc = cplab_moe_create(&q, s->seed, &e->moe[e->moe_shards], d);
+  }
+  if (rc) moe_release(e);
+  return rc;
+}
+
+/* ---- units: what one launch covers ---------------------------------------- */
+
+typedef struct engine_unit {
+  engine_step *s;
+  int r, seg, first, end; /* pieces [first, end) of rank r in segment seg */
+  cplab_graph *graph;     /* NULL: launched piece by piece */
+  cplab_event *ev[2];     /* per layer: [layer][2] */
+} engine_unit;
+
+static int unit_body(void *ctx, void *stream, cplab_diag *d) {
+  engine_unit *u = ctx;
+  (void)stream; /* the pieces launch on the step's stream, the one captured */
+  int rc = 0;
+  for (int p = u->first; p < u->end && !rc; p++) rc = engine_rank_piece(u->s, u->r, p, d);
+  return rc;
+}
+
+/* Units of one step: per segment and rank, the pieces grouped as the
+ * runtime mode launches them. */
+typedef struct engine_units {
+  int n, layers;
+  engine_unit *u;
+  cplab_event **events; /* [n][layers][2] */
+  cplab_event *out_ev[2 * 1024];
+} engine_units;
+
+static void units_free(engine_units *us) {
+  for (int i = 0; i < us->n; i++) cplab_graph_destroy(us->u[i].graph);
+  for (int i = 0; us->events && i < us->n * us->layers * 2; i++) cplab_event_destroy(us->events[i]);
+  for (size_t i = 0; i < sizeof us->out_ev / sizeof us->out_ev[0]; i++) cplab_event_destroy(us->out_ev[i]);
+  free(us->u), free(us->events);
+  memset(us, 0, sizeof *us);
+}
+
+static int units_add(engine_units *us, engine_step *s, int r, int seg, int first, int end, int graph, cplab_diag *d) {
+  engine_unit *u = &us->u[us->n++];
+  *u = (engine_unit){s, r, seg, first, end, NULL, {NULL, NULL}};
+  return graph ? cplab_graph_capture(s->stream, unit_body, u, &u->graph, d) : 0;
+}
+
+static int units_build(engine_units *us, engine_step *s, cplab_graph_mode mode, int layers, cplab_diag *d) {
+  memset(us, 0, sizeof *us);
+  us->layers = layers;
+  if (!(us->u = calloc((size_t)s->world * PIECE_COUNT, sizeof *us->u))) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
+  int rc = 0;
+  for (int seg = 0; seg < ENGINE_SEGMENTS && !rc; seg++)
+    for (int r = 0; r < s->world && !rc; r++) {
+      int first = engine_segment_first[seg], end = engine_segment_first[seg + 1];
+      if (mode == CPLAB_GRAPH_NONE) {
+        for (int p = first; p < end && !rc; p++) rc = units_add(us, s, r, seg, p, p + 1, 0, d);
+      } else if (mode == CPLAB_GRAPH_PIECEWISE) { /* runs of attention / non-attention pieces */
+        for (int p = first; p < end && !rc;) {
+          int q = p;
+          while (q < end && engine_piece_is_attention[q] == engine_piece_is_attention[p]) q++;
+          rc = units_add(us, s, r, seg, p, q, !engine_piece_is_attention[p], d);
+          p = q;
+        }
+      } else {
+        rc = units_add(us, s, r, seg, first, end, 1, d);
+      }
+    }
+  size_t ne = (size_t)us->n * (size_t)layers * 2;
+  if (!rc && !(us->events = calloc(ne, sizeof *us->events))) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
+  for (size_t i = 0; i < ne && !rc; i++) rc = cplab_event_create(&us->events[i], d);
+  for (int i = 0; i < 2 * s->world && !rc; i++) rc = cplab_event_create(&us->out_ev[i], d);
+  if (rc) units_free(us);
+  return rc;
+}
+
+static cplab_event **unit_events(engine_units *us, int i, int layer) {
+  return us->events + ((size_t)i * (size_t)us->layers + (size_t)layer) * 2;
+}
+
+/* One repetition: every layer's segments in order, ranks one after another
+ * inside a segment (ranks meet at the collectives between segments). */
+static int step_launch(engine_units *us, engine_step *s, cplab_diag *d) {
+  int rc = 0;
+  for (int l = 0; l < us->layers && !rc; l++)
+    for (int i = 0; i < us->n && !rc; i++) {
+      engine_unit *u = &us->u[i];
+      cplab_event **ev = unit_events(us, i, l);
+      rc = cplab_event_record(ev[0], s->stream, d);
+      if (!rc) rc = u->graph ? cplab_graph_launch(u->graph, s->stream, d) : unit_body(u, s->stream, d);
+      if (!rc) rc = cplab_event_record(ev[1], s->stream, d);
+    }
+  for (int r = 0; r < s->world && !rc; r++) { /* the step's output gather */
+    rc = cplab_event_record(us->out_ev[2 * r], s->stream, d);
+    if (!rc) rc = engine_rank_piece(s, r, PIECE_COUNT, d);
+    if (!rc) rc = cplab_event_record(us->out_ev[2 * r + 1], s->stream, d);
+  }
+  return rc;
+}
+
+/* The step's time from the events, and per phase where units are of one
+ * phase (phase[ph] = NAN where a graph merges it with another). */
+static int step_time(engine_units *us, engine_step *s, double *total, double phase[CPLAB_BENCH_PHASES], cplab_diag *d) {
+  int W = s->world, rc = 0;
+  double seg_max[ENGINE_SEGMENTS], ph_max[ENGINE_SEGMENTS][CPLAB_BENCH_PHASES];
+  int mixed[CPLAB_BENCH_PHASES] = {0};
+  double *seg_rank = calloc((size_t)W * ENGINE_SEGMENTS * (CPLAB_BENCH_PHASES + 1), sizeof *seg_rank);
+  if (!seg_rank) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
+  *total = 0;
+  for (int ph = 0; ph < CPLAB_BENCH_PHASES; ph++) phase[ph] = 0;
+  for (int l = 0; l < us->layers && !rc; l++) {
+    memset(seg_rank, 0, sizeof *seg_rank * (size_t)W * ENGINE_SEGMENTS * (CPLAB_BENCH_PHASES + 1));
+    for (int i = 0; i < us->n && !rc; i++) {
+      engine_unit *u = &us->u[i];
+      cplab_event **ev = unit_events(us, i, l);
+      float ms = 0;
+      rc = cplab_event_elapsed_ms(ev[0], ev[1], &ms, d);
+      double *row = seg_rank + ((size_t)u->r * ENGINE_SEGMENTS + (size_t)u->seg) * (CPLAB_BENCH_PHASES + 1);
+      row[CPLAB_BENCH_PHASES] += ms;
+      int ph = engine_piece_phase[u->first];
+      for (int p = u->first + 1; p < u->end; p++)
+        if (engine_piece_phase[p] != ph) mixed[ph] = mixed[engine_piece_phase[p]] = 1;
+      row[ph] += ms;
+    }
+    for (int g = 0; g < ENGINE_SEGMENTS; g++) {
+      seg_max[g] = 0;
+      for (int ph = 0; ph < CPLAB_BENCH_PHASES; ph++) ph_max[g][ph] = 0;
+      for (int r = 0; r < W; r++) {
+        const double *row = seg_rank + ((size_t)r * ENGINE_SEGMENTS + (size_t)g) * (CPLAB_BENCH_PHASES + 1);
+        seg_max[g] = fmax(seg_max[g], row[CPLAB_BENCH_PHASES]);
+        for (int ph = 0; ph < CPLAB_BENCH_PHASES; ph++) ph_max[g][ph] = fmax(ph_max[g][ph], row[ph]);
+      }
+      *total += seg_max[g];
+      for (int ph = 0; ph < CPLAB_BENCH_PHASES; ph++) phase[ph] += ph_max[g][ph];
+    }
+  }
+  double out_max = 0;
+  for (int r = 0; r < W && !rc; r++) {
+    float ms = 0;
+    rc = cplab_event_elapsed_ms(us->out_ev[2 * r], us->out_ev[2 * r + 1], &ms, d);
+    out_max = fmax(out_max, ms);
+  }
+  *total += out_max, phase[4] += out_max;
+  for (int ph = 0; ph < CPLAB_BENCH_PHASES; ph++)
+    if (mixed[ph]) phase[ph] = NAN;
+  free(seg_rank);
+  return rc;
+}
+
+/* ---- the check against the executor ---------------------------------------- */
+
+static int check_rank(engine_step *s, int r, const exec_layer *ex, cplab_diag *d) {
+  const engine_rank *k = &s->ranks[r];
+  size_t K = (size_t)k->K, H = (size_t)k->Hl, row = H * CPLAB_MLA_NOPE_DIM;
+  int32_t *topk = malloc(sizeof *topk * K);
+  float *out = malloc(sizeof *out * row), *lse = malloc(sizeof *lse * H * (size_t)k->D);
+  double *merge = malloc(sizeof *merge * (size_t)k->D);
+  int rc = topk && out && lse && merge ? 0 : cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
+  for (int64_t i = 0; i < ex->rows && !rc; i++) {
+    int64_t t = ex->tokens[i];
+    rc = cplab_dev_download(topk, k->topk + (size_t)t * K, sizeof *topk * K, d);
+    if (!rc) rc = cplab_dev_download(out, k->attn_out + (size_t)t * row, sizeof *out * row, d);
+    if (!rc && (t >= k->Tdec || k->D == 1)) {
+      rc = cplab_dev_download(lse, k->attn_lse + (size_t)t * H, sizeof *lse * H, d);
+    } else if (!rc) { /* decode under DCP: the lse of the combined row from the shards' */
+      size_t gq = (size_t)(k->Tdec * k->Hg);
+      for (int o = 0; o < k->D && !rc; o++)
+        rc = cplab_dev_download(lse + (size_t)o * H, k->glse + (size_t)o * gq + ((size_t)t * (size_t)k->Hg + (size_t)k->head_off),
+                                sizeof *lse * H, d);
+      for (size_t h = 0; !rc && h < H; h++) {
+        for (int o = 0; o < k->D; o++) merge[o] = lse[(size_t)o * H + h];
+        lse[h] = (float)exec_merged_lse(merge, k->D, 1);
+      }
+    }
+    if (rc) break;
+    const char *what = memcmp(topk, ex->topk + (size_t)i * K, sizeof *topk * K) ? "top-k"
+                       : memcmp(out, ex->out + (size_t)i * row, sizeof *out * row) ? "attention output"
+                       : memcmp(lse, ex->lse + (size_t)i * H, sizeof *lse * H) ? "attention lse"
+                                                                              : NULL;
+    if (what)
+      rc = cplab_diag_set(d, CPLAB_EMISMATCH, "rank %d, local token %lld: the engine's %s differs from cplab-exec's", r,
+                          (long long)t, what);
+  }
+  free(topk), free(out), free(lse), free(merge);
+  return rc;
+}
+
+static int check_step(engine_step *s, const cplab_step_input *in, cplab_rank_plan **plans, int64_t rows,
+                      int64_t *checked, cplab_diag *d) {
+  exec_layer *ex = calloc((size_t)s->world, sizeof *ex);
+  if (!ex) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
+  int rc = cplab_dev_sync(s->stream, d);
+  if (!rc) rc = exec_single_layer(s->xs, in, plans, 0, rows, ex, d);
+  for (int r = 0; r < s->world && !rc; r++) {
+    rc = check_rank(s, r, &ex[r], d);
+    *checked += ex[r].rows;
+  }
+  for (int r = 0; r < s->world; r++) exec_layer_free(&ex[r]);
+  free(ex);
+  return rc;
+}
+
+/* ---- a configuration ------------------------------------------------------ */
+
+static double median_of(double *x, size_t n) {
+  for (size_t i = 1; i < n; i++) /* insertion sort: n is a few hundred at most */
+    for (size_t j = i; j > 0 && x[j - 1] > x[j]; j--) {
+      double t = x[j];
+      x[j] = x[j - 1], x[j - 1] = t;
+    }
+  return n == 0 ? NAN : n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
+typedef struct engine_run {
+  cplab_bench_engine *e;
+  const cplab_bench_engine_opts *o;
+  const cplab_scenario *sc;
+  const cplab_layout *layout;
+  cplab_rank_table *t;
+  exec_single *xs;
+  double *phases; /* [reps][PHASES] */
+  cplab_bench_measured *out;
+} engine_run;
+
+static int run_step(engine_run *x, size_t st, cplab_diag *d) {
+  const cplab_scenario *sc = x->sc;
+  int W = cplab_parallel_world(&sc->par), rc = 0;
+  cplab_step_input in = {&sc->steps[st], st, sc->seed, &sc->par, &sc->model, x->layout};
+  cplab_rank_plan **plans = calloc((size_t)W, sizeof *plans);
+  engine_step s = {W, calloc((size_t)W, sizeof(engine_rank)), x->xs, x->t, x->e->gemm, x->e->stream, NULL, NULL, 0, 0};
+  engine_units us = {0};
+  if (!plans || !s.ranks) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
+  for (int r = 0; r < W && !rc; r++) rc = cplab_rank_plan_derive(&in, r, CPLAB_PLAN_TOKEN_MAPS, &plans[r], d);
+  if (!rc) rc = exec_single_fill(x->xs, &in, plans, 0, d);
+  for (int r = 0; r < W && !rc; r++) {
+    const cplab_rank_ids *ids = &plans[r]->ids;
+    rc = engine_rank_setup(&s, r, &in, plans[r], x->e->moe[ids->pcp * sc->par.tp + ids->tp], d);
+  }
+  if (!rc) rc = engine_mem_alloc(&s.ranks[0].mem, &s.copy_src, s.copy_bytes, d);
+  if (!rc) rc = engine_mem_alloc(&s.ranks[0].mem, &s.copy_dst, s.copy_bytes, d);
+  cplab_graph_mode mode = rc ? CPLAB_GRAPH_NONE : plans[0]->sched.runtime_mode;
+  if (mode != CPLAB_GRAPH_NONE && mode != CPLAB_GRAPH_PIECEWISE) mode = CPLAB_GRAPH_FULL;
+  if (!rc && st == 0) snprintf(x->out->runtime_mode, sizeof x->out->runtime_mode, "%s", cplab_graph_mode_name(mode));
+  if (!rc) rc = units_build(&us, &s, mode, x->o->layers, d);
+  for (int w = 0; w < x->o->warmup && !rc; w++) rc = step_launch(&us, &s, d);
+  if (!rc) rc = cplab_dev_sync(s.stream, d);
+  double steps = (double)sc->num_steps;
+  for (int i = 0; i < x->o->reps && !rc; i++) {
+    double total = 0, ph[CPLAB_BENCH_PHASES] = {0};
+    rc = step_launch(&us, &s, d);
+    if (!rc) rc = step_time(&us, &s, &total, ph, d);
+    if (rc) break;
+    x->out->samples_ms[i] += total / steps;
+    for (int p = 0; p < CPLAB_BENCH_PHASES; p++) x->phases[(size_t)i * CPLAB_BENCH_PHASES + p] += ph[p] / steps;
+  }
+  for (int r = 0; r < W && !rc; r++) /* the MoE's routing stayed the plan's */
+    rc = s.ranks[r].moe_plan ? cplab_moe_plan_check(s.ranks[r].moe_plan, d) : 0;
+  if (!rc && x->o->check_rows > 0) rc = check_step(&s, &in, plans, x->o->check_rows, &x->out->checked_rows, d);
+  if (rc) cplab_diag_prefix(d, "step %zu: ", st);
+  cplab_diag ignore = {0};
+  cplab_dev_sync(s.stream, &ignore);
+  units_free(&us);
+  for (int r = W - 1; r >= 0 && s.ranks; r--) engine_rank_free(&s.ranks[r]); /* rank 0 holds the copy scratch */
+  for (int r = 0; r < W && plans; r++) cplab_rank_plan_free(plans[r]);
+  free(s.ranks), free(plans);
+  return rc;
+}
+
+int cplab_bench_engine_measure(cplab_bench_engine *e, const cplab_bench_config *c, const cplab_bench_engine_opts *o,
+                               cplab_bench_measured *out, cplab_diag *d) {
+  memset(out, 0, sizeof *out);
+  if (o->reps < 1 || o->warmup < 0 || o->layers < 1) CPLAB_FAIL(d, CPLAB_EINVAL, "engine: reps, warmup or layers out of range");
+  engine_run x = {e, o, c->scenario, cplab_layout_find(c->scenario->layout), NULL, NULL, NULL, out};
+  if (!x.layout) CPLAB_FAIL(d, CPLAB_ENOTFOUND, "unknown layout '%s'", c->scenario->layout);
+  out->n = (size_t)o->reps;
+  out->samples_ms = calloc(out->n, sizeof *out->samples_ms);
+  x.phases = calloc(out->n * CPLAB_BENCH_PHASES, sizeof *x.phases);
+  int rc = out->samples_ms && x.phases ? 0 : cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
+  if (!rc && !(x.t = cplab_rank_table_alloc(&c->scenario->par, d))) rc = d->code ? d->code : CPLAB_ENOMEM;
+  if (!rc) rc = moe_shards(e, c->scenario, d);
+  if (!rc) rc = exec_single_alloc(c->scenario, x.layout, x.t, &x.xs, d);
+  for (size_t st = 0; st < c->scenario->num_steps && !rc; st++) rc = run_step(&x, st, d);
+  double *col = rc ? NULL : malloc(sizeof *col * out->n);
+  if (!rc && !col) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
+  for (int p = 0; p < CPLAB_BENCH_PHASES && !rc; p++) {
+    for (size_t i = 0; i < out->n; i++) col[i] = x.phases[i * CPLAB_BENCH_PHASES + p];
+    out->phase_ms[p] = median_of(col, out->n);
+  }
+  free(col), free(x.phases);
+  exec_single_free(x.xs);
+  cplab_rank_table_free(x.t);
+  if (rc) {
+    cplab_diag_prefix(d, "%s: ", c->title);
+    cplab_bench_measured_free(out);
+  }
+  return rc;
+}

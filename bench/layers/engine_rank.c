@@ -1,0 +1,509 @@
+/* One rank's share of the measured layer (engine_internal.h): its buffers,
+ * the index lists of its plan (built on the host from the same maps as the
+ * executor, uploaded once before timing) and the launches of each piece.
+ *
+ * The attention path is the executor's, batched over the rank's tokens:
+ * every kernel, map and conversion is the one cplab-exec runs row by row,
+ * so a rank's top-k and attention outputs equal cplab-exec's bit for bit
+ * (engine.c checks that with --check). The projections run at the model's
+ * shapes on generated inputs; their outputs do not feed the attention,
+ * whose queries are the generated ones the simulator and executor use. */
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cplab/kv.h"
+#include "cplab/kvformat.h"
+#include "cplab/maps.h"
+#include "engine_internal.h"
+
+const int engine_segment_first[ENGINE_SEGMENTS + 1] = {PIECE_PRE_COMM, PIECE_PART_COMM, PIECE_MID_COMM, PIECE_MOE_COMM,
+                                                       PIECE_COUNT};
+const int engine_piece_phase[PIECE_COUNT] = {4, 0, 1, 2, 4, 2, 0, 4, 3, 4};
+const int engine_piece_is_attention[PIECE_COUNT] = {0, 0, 1, 1, 1, 1, 0, 0, 0, 0};
+
+/* Tensor ids of the generated bf16 inputs (cplab_gen_bf16). */
+enum { GEN_W_A = 1, GEN_W_QB, GEN_W_UK, GEN_W_UV, GEN_W_O, GEN_W_IQ, GEN_W_IK, GEN_W_IW, GEN_X, GEN_Q_LAT, GEN_UK_IN,
+       GEN_MOE_X = 100 };
+
+int engine_mem_alloc(engine_mem *m, void *out, size_t bytes, cplab_diag *d) {
+  if (m->n == m->cap) {
+    int cap = m->cap ? 2 * m->cap : 64;
+    void **p = realloc(m->p, sizeof *p * (size_t)cap);
+    if (!p) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
+    m->p = p, m->cap = cap;
+  }
+  void *dev = NULL;
+  int rc = cplab_dev_alloc(&dev, bytes ? bytes : 16, d);
+  if (!rc) m->p[m->n++] = dev;
+  memcpy(out, &dev, sizeof dev); /* out is the address of any pointer type */
+  return rc;
+}
+
+int engine_mem_put(engine_mem *m, void *out, const void *host, size_t bytes, cplab_diag *d) {
+  int rc = engine_mem_alloc(m, out, bytes, d);
+  void *dev;
+  memcpy(&dev, out, sizeof dev);
+  if (!rc && bytes) rc = cplab_dev_upload(dev, host, bytes, d);
+  return rc;
+}
+
+void engine_mem_free(engine_mem *m) {
+  cplab_diag ignore = {0};
+  while (m->n > 0) cplab_dev_free(m->p[--m->n], &ignore);
+  free(m->p);
+  memset(m, 0, sizeof *m);
+}
+
+void engine_rank_free(engine_rank *k) {
+  cplab_moe_plan_destroy(k->moe_plan);
+  engine_mem_free(&k->mem);
+  free(k->prefill), free(k->ws), free(k->ws_rows), free(k->ws_slots), free(k->copies);
+  memset(k, 0, sizeof *k);
+}
+
+static double dtype_bytes(cplab_dtype t) { return t == CPLAB_DT_FP32 ? 4.0 : t == CPLAB_DT_BF16 ? 2.0 : 1.0; }
+
+/* The piece a collective's stand-in copy runs in; -1 for the collectives the
+ * kernels themselves carry out on one device (gathers that read the peers'
+ * caches, the decode partials' real copies); PIECE_COUNT for the step's
+ * output gather after the layers. */
+static int copy_piece(cplab_coll_what w) {
+  switch (w) {
+  case CPLAB_CW_KV_INSERT_GATHER: case CPLAB_CW_INDEX_K_INSERT_GATHER: case CPLAB_CW_DECODE_Q_GATHER:
+    return PIECE_PRE_COMM;
+  case CPLAB_CW_O_PROJ_ALLREDUCE: case CPLAB_CW_MOE_HIDDEN_GATHER: case CPLAB_CW_MOE_ROUTER_GATHER:
+    return PIECE_MID_COMM;
+  case CPLAB_CW_MOE_FAST_ALLREDUCE: case CPLAB_CW_MOE_REDUCE_SCATTER: return PIECE_MOE_COMM;
+  case CPLAB_CW_OUTPUT_GATHER: return PIECE_COUNT;
+  default: return -1;
+  }
+}
+
+/* The bytes a rank receives in a ring implementation of the collective:
+ * all-gather (G-1)·n, reduce-scatter (G-1)/G·n, all-reduce twice that. */
+static size_t copy_bytes(const cplab_parallel *par, const cplab_collective *c) {
+  double g = cplab_group_size(par, c->group), n = (double)c->count * dtype_bytes(c->dtype);
+  double b = c->kind == CPLAB_COLL_ALL_GATHER ? (g - 1) * n : c->kind == CPLAB_COLL_REDUCE_SCATTER ? (g - 1) / g * n
+                                                                                                 : 2 * (g - 1) / g * n;
+  return (size_t)b;
+}
+
+static int setup_copies(engine_step *s, engine_rank *k, cplab_diag *d) {
+  const cplab_rank_plan *rp = k->rp;
+  if (!(k->copies = calloc((size_t)rp->num_collectives + 1, sizeof *k->copies))) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
+  for (int c = 0; c < rp->num_collectives; c++) {
+    int piece = copy_piece(rp->collectives[c].what);
+    size_t bytes = copy_bytes(k->in->par, &rp->collectives[c]);
+    if (piece < 0 || bytes == 0) continue;
+    k->copies[k->num_copies++] = (engine_copy){piece, bytes};
+    if (bytes > s->copy_bytes) s->copy_bytes = bytes;
+  }
+  return 0;
+}
+
+/* Which heads this rank's DCP group attends with: the TP ranks of the group
+ * must hold a contiguous range of heads (true of every layout vllm builds). */
+static int group_heads(engine_step *s, engine_rank *k, int *tmin, cplab_diag *d) {
+  const int *mem = cplab_rank_table_members(s->t, CPLAB_GROUP_DCP, k->r);
+  int lo = INT_MAX, hi = -1, n = 0;
+  int seen[1024] = {0};
+  for (int j = 0; j < k->D; j++) {
+    int tp = s->t->ids[mem[j]].tp;
+    if (tp < 0 || tp >= 1024) CPLAB_FAIL(d, CPLAB_EUNSUPPORTED, "tp rank %d beyond 1023", tp);
+    n += !seen[tp], seen[tp] = 1;
+    lo = tp < lo ? tp : lo, hi = tp > hi ? tp : hi;
+  }
+  if (n != hi - lo + 1)
+    CPLAB_FAIL(d, CPLAB_EUNSUPPORTED, "rank %d: its DCP group's TP ranks do not hold contiguous heads", k->r);
+  *tmin = lo;
+  k->Hg = n * k->Hl;
+  k->head_off = (k->rp->ids.tp - lo) * k->Hl;
+  return 0;
+}
+
+/* Per token: request id and position (generation), key bounds. Decode rows'
+ * keys are joined, one request after another (dec_key_slots). */
+static int token_lists(engine_step *s, engine_rank *k, int32_t *id, int32_t *pos, int32_t *ks, int32_t *ke,
+                       int32_t *dec_req, int64_t **dec_slots, cplab_diag *d) {
+  const cplab_split *sp = &k->rp->split;
+  int64_t off = 0;
+  for (int i = 0; i < sp->num_rows; i++) {
+    const cplab_row *row = &sp->rows[i];
+    if (row->len <= 0 || row->is_prefill) continue;
+    int64_t *grown = realloc(*dec_slots, sizeof **dec_slots * (size_t)(off + row->seq_len));
+    if (!grown) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
+    *dec_slots = grown;
+    int rc = exec_single_key_slots(s->xs, k->r, k->rp, NULL, row, row->seq_len, grown + off, d);
+    if (rc) return rc;
+    for (int64_t t = 0; t < row->len; t++) {
+      int64_t tok = row->token_offset + t;
+      dec_req[tok] = row->req;
+      ks[tok] = (int32_t)off, ke[tok] = (int32_t)(off + row->start_pos + t + 1);
+    }
+    off += row->seq_len;
+  }
+  k->dec_keys = off;
+  for (int i = 0; i < sp->num_rows; i++) {
+    const cplab_row *row = &sp->rows[i];
+    for (int64_t t = 0; t < row->len; t++) {
+      int64_t tok = row->token_offset + t;
+      id[tok] = (int32_t)k->in->step->requests[row->req].id, pos[tok] = (int32_t)(row->start_pos + t);
+      if (row->is_prefill) ks[tok] = 0, ke[tok] = (int32_t)(row->start_pos + t + 1);
+    }
+  }
+  return 0;
+}
+
+/* The plan's gathered workspaces: every chunk's rows from the peers' caches. */
+static int setup_workspaces(engine_step *s, engine_rank *k, cplab_diag *d) {
+  const cplab_prefill_plan *pl = &k->rp->prefill;
+  k->nws = pl->active ? pl->num_chunks : 0;
+  k->ws = calloc((size_t)k->nws + 1, sizeof *k->ws);
+  k->ws_rows = calloc((size_t)k->nws + 1, sizeof *k->ws_rows);
+  k->ws_slots = calloc((size_t)k->nws + 1, sizeof *k->ws_slots);
+  if (!k->ws || !k->ws_rows || !k->ws_slots) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
+  int rc = 0;
+  for (int ch = 0; ch < k->nws && !rc; ch++) {
+    cplab_maps_sources src;
+    rc = cplab_maps_workspace_sources(k->rp, ch, &src, d);
+    if (rc) break;
+    for (int64_t i = 0; i < src.rows; i++) src.slot[i] = exec_single_peer_slot(s->xs, k->r, src.peer[i], src.slot[i]);
+    k->ws_rows[ch] = src.rows;
+    rc = engine_mem_put(&k->mem, &k->ws_slots[ch], src.slot, sizeof(int64_t) * (size_t)src.rows, d);
+    if (!rc) rc = engine_mem_alloc(&k->mem, &k->ws[ch], sizeof(uint16_t) * CPLAB_MLA_ROW_DIM * (size_t)src.rows, d);
+    cplab_maps_sources_free(&src);
+  }
+  return rc;
+}
+
+/* Prefill rows: their keys in logical order and where they attend. */
+static int setup_prefill_rows(engine_step *s, engine_rank *k, int64_t *max_keys, int64_t *max_len, cplab_diag *d) {
+  const cplab_rank_plan *rp = k->rp;
+  const cplab_split *sp = &rp->split;
+  const cplab_parallel *par = k->in->par;
+  const cplab_indexer_plan *ip = &rp->indexer;
+  int nsrc = ip->active ? ip->num_chunks : 0, rc = 0;
+  cplab_maps_sources *src = calloc((size_t)nsrc + 1, sizeof *src);
+  k->prefill = calloc((size_t)sp->num_rows + 1, sizeof *k->prefill);
+  int64_t *slots = NULL;
+  if (!src || !k->prefill) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
+  int got = 0;
+  for (; got < nsrc && !rc; got++) rc = cplab_maps_key_sources(rp, got, &src[got], d);
+  for (int i = 0; i < sp->num_rows && !rc; i++) {
+    const cplab_row *row = &sp->rows[i];
+    if (row->len <= 0 || !row->is_prefill) continue;
+    engine_prefill_row *pr = &k->prefill[k->num_prefill++];
+    pr->tok0 = row->token_offset, pr->len = row->len, pr->nkeys = row->seq_len;
+    *max_keys = pr->nkeys > *max_keys ? pr->nkeys : *max_keys;
+    *max_len = pr->len > *max_len ? pr->len : *max_len;
+    if (!(slots = realloc(slots, sizeof *slots * (size_t)pr->nkeys))) {
+      rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
+      break;
+    }
+    rc = exec_single_key_slots(s->xs, k->r, rp, src, row, pr->nkeys, slots, d);
+    if (!rc) rc = engine_mem_put(&k->mem, &pr->key_slots, slots, sizeof *slots * (size_t)pr->nkeys, d);
+    int64_t start = 0, shard = 0;
+    if (!rc && rp->prefill.active) {
+      int region = cplab_prefill_region_of(&rp->prefill, row->req);
+      if (region < 0) rc = cplab_diag_set(d, CPLAB_EINTERNAL, "request %d has no prefill region", row->req);
+      else
+        pr->ws = rp->prefill.region_chunk[region], start = rp->prefill.workspace_start[region],
+        shard = rp->prefill.chunks[pr->ws].shard_rows;
+    } else if (!rc) { /* no gathered plan (DCP 1): the request's context from this rank's cache, in order */
+      const int32_t *brow = rp->sched.block_table + (int64_t)row->req * rp->sched.max_blocks;
+      pr->ws = -1;
+      for (int64_t t = 0; t < pr->nkeys; t++)
+        slots[t] = exec_single_peer_slot(s->xs, k->r, 0, cplab_kv_slot_global(par, 0, brow, rp->sched.max_blocks, t));
+      rc = engine_mem_put(&k->mem, &pr->own_ws_slots, slots, sizeof *slots * (size_t)pr->nkeys, d);
+      if (!rc)
+        rc = engine_mem_alloc(&k->mem, &pr->own_ws, sizeof(uint16_t) * CPLAB_MLA_ROW_DIM * (size_t)pr->nkeys, d);
+    }
+    if (!rc) rc = engine_mem_put(&k->mem, &pr->ws_start, &start, sizeof start, d);
+    if (!rc) rc = engine_mem_put(&k->mem, &pr->shard_rows, &shard, sizeof shard, d);
+  }
+  for (int c = 0; c < got; c++) cplab_maps_sources_free(&src[c]);
+  free(src), free(slots);
+  return rc;
+}
+
+/* A generated bf16 tensor of count values, scaled by 1/sqrt(fan_in). */
+static int gen_tensor(engine_rank *k, void *stream, uint16_t **out, uint32_t tensor, int64_t count, int64_t fan_in,
+                      cplab_diag *d) {
+  int rc = engine_mem_alloc(&k->mem, out, sizeof(uint16_t) * (size_t)count, d);
+  float scale = fan_in > 0 ? (float)(1.0 / sqrt((double)fan_in)) : 1.0f;
+  uint64_t seed = k->in->seed ^ ((uint64_t)k->r << 40);
+  if (!rc) rc = cplab_gen_bf16(seed, tensor, *out, count, scale, stream, d);
+  return rc;
+}
+
+static int setup_projections(engine_rank *k, void *stream, cplab_diag *d) {
+  const cplab_model *m = k->in->model;
+  int64_t T = k->T, Hl = k->Hl, dm = m->hidden_size, ql = m->q_lora_rank, kvl = m->kv_lora_rank;
+  int64_t rope = m->qk_rope_head_dim, nope = m->qk_nope_head_dim, v = m->v_head_dim, hi = m->index_n_heads;
+  int64_t di = m->index_head_dim, a = ql + kvl + rope;
+  engine_mem *mm = &k->mem;
+  int rc = gen_tensor(k, stream, &k->w_a, GEN_W_A, a * dm, dm, d);
+  if (!rc) rc = gen_tensor(k, stream, &k->w_qb, GEN_W_QB, Hl * (nope + rope) * ql, ql, d);
+  if (!rc) rc = gen_tensor(k, stream, &k->w_uk, GEN_W_UK, kvl * nope, nope, d);
+  if (!rc) rc = gen_tensor(k, stream, &k->w_uv, GEN_W_UV, v * kvl, kvl, d);
+  if (!rc) rc = gen_tensor(k, stream, &k->w_o, GEN_W_O, dm * Hl * v, Hl * v, d);
+  if (!rc) rc = gen_tensor(k, stream, &k->w_iq, GEN_W_IQ, hi * di * ql, ql, d);
+  if (!rc) rc = gen_tensor(k, stream, &k->w_ik, GEN_W_IK, di * dm, dm, d);
+  if (!rc) rc = gen_tensor(k, stream, &k->w_iw, GEN_W_IW, hi * dm, dm, d);
+  if (!rc) rc = gen_tensor(k, stream, &k->x, GEN_X, T * dm, 0, d);
+  if (!rc) rc = gen_tensor(k, stream, &k->q_lat, GEN_Q_LAT, T * ql, 0, d);
+  if (!rc) rc = gen_tensor(k, stream, &k->uk_in, GEN_UK_IN, T * Hl * nope, 0, d);
+  size_t b = sizeof(uint16_t);
+  if (!rc) rc = engine_mem_alloc(mm, &k->a_out, b * (size_t)(T * a), d);
+  if (!rc) rc = engine_mem_alloc(mm, &k->qb_out, b * (size_t)(T * Hl * (nope + rope)), d);
+  if (!rc) rc = engine_mem_alloc(mm, &k->uk_out, b * (size_t)(T * Hl * kvl), d);
+  if (!rc) rc = engine_mem_alloc(mm, &k->iq_out, b * (size_t)(T * hi * di), d);
+  if (!rc) rc = engine_mem_alloc(mm, &k->ik_out, b * (size_t)(T * di), d);
+  if (!rc) rc = engine_mem_alloc(mm, &k->iw_out, b * (size_t)(T * hi), d);
+  if (!rc) rc = engine_mem_alloc(mm, &k->attn_bf16, b * (size_t)(T * Hl * CPLAB_MLA_NOPE_DIM), d);
+  if (!rc) rc = engine_mem_alloc(mm, &k->uv_out, b * (size_t)(T * Hl * v), d);
+  if (!rc) rc = engine_mem_alloc(mm, &k->o_out, b * (size_t)(T * dm), d);
+  return rc;
+}
+
+/* The MoE input rows: its own tokens on the fast path and without PCP, the
+ * gathered P·padded rows on the general path. */
+static int setup_moe(engine_step *s, engine_rank *k, cplab_moe *moe, cplab_diag *d) {
+  const cplab_parallel *par = k->in->par;
+  const cplab_schedule *sc = &k->rp->sched;
+  int general = par->pcp > 1 && !sc->moe_fast_path;
+  k->moe_rows = general ? (int64_t)par->pcp * sc->padded_num_tokens : k->T;
+  int64_t dm = k->in->model->hidden_size;
+  uint32_t tensor = GEN_MOE_X + (uint32_t)(general ? 0 : k->rp->ids.pcp);
+  int rc = engine_mem_alloc(&k->mem, &k->moe_x, sizeof(uint16_t) * (size_t)(k->moe_rows * dm), d);
+  if (!rc) rc = cplab_gen_bf16(k->in->seed, tensor, k->moe_x, k->moe_rows * dm, 1.0f, s->stream, d);
+  if (!rc) rc = engine_mem_alloc(&k->mem, &k->moe_out, sizeof(float) * (size_t)(k->moe_rows * dm), d);
+  if (!rc) rc = cplab_dev_sync(s->stream, d);
+  if (!rc) rc = cplab_moe_plan_create(moe, s->gemm, k->moe_x, k->moe_rows, &k->moe_plan, d);
+  return rc;
+}
+
+static int setup_attention(engine_step *s, engine_rank *k, cplab_diag *d) {
+  const cplab_model *m = k->in->model;
+  const cplab_rank_plan *rp = k->rp;
+  int64_t T = k->T, IH = m->index_n_heads, max_keys = 0, max_len = 0;
+  int32_t *id = calloc((size_t)T + 1, sizeof *id), *pos = calloc((size_t)T + 1, sizeof *pos);
+  int32_t *ks = calloc((size_t)T + 1, sizeof *ks), *ke = calloc((size_t)T + 1, sizeof *ke);
+  int32_t *dec_req = calloc((size_t)k->Tdec + 1, sizeof *dec_req);
+  int64_t *dec_slots = NULL;
+  int32_t *did, *dpos;
+  engine_mem *mm = &k->mem;
+  int rc = id && pos && ks && ke && dec_req ? 0 : cplab_diag_set(d, CPLAB_ENOMEM, "out of memory"), tmin = 0;
+  if (!rc) rc = group_heads(s, k, &tmin, d);
+  if (!rc) rc = token_lists(s, k, id, pos, ks, ke, dec_req, &dec_slots, d);
+  if (!rc) rc = setup_prefill_rows(s, k, &max_keys, &max_len, d);
+  if (!rc) rc = setup_workspaces(s, k, d);
+  max_keys = k->dec_keys > max_keys ? k->dec_keys : max_keys;
+  max_len = k->Tdec > max_len ? k->Tdec : max_len;
+  if (!rc) rc = engine_mem_put(mm, &did, id, sizeof *id * (size_t)T, d);
+  if (!rc) rc = engine_mem_put(mm, &dpos, pos, sizeof *pos * (size_t)T, d);
+  if (!rc) rc = engine_mem_put(mm, &k->ks, ks, sizeof *ks * (size_t)T, d);
+  if (!rc) rc = engine_mem_put(mm, &k->ke, ke, sizeof *ke * (size_t)T, d);
+  if (!rc) rc = engine_mem_put(mm, &k->dec_req, dec_req, sizeof *dec_req * (size_t)k->Tdec, d);
+  if (!rc) rc = engine_mem_put(mm, &k->dec_key_slots, dec_slots, sizeof *dec_slots * (size_t)k->dec_keys, d);
+  if (!rc)
+    rc = engine_mem_put(mm, &k->block_table, rp->sched.block_table,
+                        sizeof(int32_t) * (size_t)rp->sched.num_requests * (size_t)rp->sched.max_blocks, d);
+  /* Logits in launches of at most the plan's budget (vLLM's logits limit). */
+  int64_t budget = (k->in->par->indexer_max_logits_mb > 0 ? k->in->par->indexer_max_logits_mb : 512) << 20;
+  k->logit_rows = max_keys > 0 ? budget / (4 * max_keys) : 1;
+  k->logit_rows = k->logit_rows < 1 ? 1 : k->logit_rows > max_len ? (max_len > 0 ? max_len : 1) : k->logit_rows;
+  size_t tk = (size_t)T * (size_t)k->K;
+  if (!rc) rc = engine_mem_alloc(mm, &k->keys, (size_t)max_keys * CPLAB_IDX_ENTRY_BYTES, d);
+  if (!rc) rc = engine_mem_alloc(mm, &k->logits, sizeof(float) * (size_t)k->logit_rows * (size_t)max_keys, d);
+  if (!rc) rc = engine_mem_alloc(mm, &k->topk, sizeof(int32_t) * tk, d);
+  if (!rc) rc = engine_mem_alloc(mm, &k->conv, sizeof(int32_t) * tk, d);
+  if (!rc) rc = engine_mem_alloc(mm, &k->score, sizeof(float) * tk, d);
+  if (!rc) rc = engine_mem_alloc(mm, &k->iq, (size_t)(T * IH) * CPLAB_IDX_DIM, d);
+  if (!rc) rc = engine_mem_alloc(mm, &k->iscale, sizeof(float) * (size_t)(T * IH), d);
+  if (!rc) rc = engine_mem_alloc(mm, &k->iw, sizeof(float) * (size_t)(T * IH), d);
+  if (!rc) rc = engine_mem_alloc(mm, &k->mla_q, sizeof(uint16_t) * (size_t)(T * k->Hl) * CPLAB_MLA_ROW_DIM, d);
+  if (!rc) rc = engine_mem_alloc(mm, &k->attn_out, sizeof(float) * (size_t)(T * k->Hl) * CPLAB_MLA_NOPE_DIM, d);
+  if (!rc) rc = engine_mem_alloc(mm, &k->attn_lse, sizeof(float) * (size_t)(T * k->Hl), d);
+  /* Generated queries (the inputs the simulator and the executor use). */
+  if (!rc) rc = cplab_gen_indexer_query(k->in->seed, 0, did, dpos, T, (int)IH, k->iq, k->iscale, k->iw, s->stream, d);
+  if (!rc)
+    rc = cplab_gen_mla_query(k->in->seed, 0, did, dpos, T, rp->ids.tp * k->Hl, k->Hl, k->mla_q, s->stream, d);
+  if (!rc && k->D > 1 && k->Tdec > 0) { /* decode rows attend with their DCP group's heads */
+    size_t gq = (size_t)(k->Tdec * k->Hg);
+    rc = engine_mem_alloc(mm, &k->qg, sizeof(uint16_t) * gq * CPLAB_MLA_ROW_DIM, d);
+    if (!rc) rc = cplab_gen_mla_query(k->in->seed, 0, did, dpos, k->Tdec, tmin * k->Hl, k->Hg, k->qg, s->stream, d);
+    if (!rc) rc = engine_mem_alloc(mm, &k->gout, sizeof(float) * (size_t)k->D * gq * CPLAB_MLA_NOPE_DIM, d);
+    if (!rc) rc = engine_mem_alloc(mm, &k->glse, sizeof(float) * (size_t)k->D * gq, d);
+    if (!rc && (k->Hg != k->Hl || k->head_off != 0))
+      rc = engine_mem_alloc(mm, &k->fin, sizeof(float) * gq * CPLAB_MLA_NOPE_DIM, d);
+  }
+  free(id), free(pos), free(ks), free(ke), free(dec_req), free(dec_slots);
+  return rc;
+}
+
+int engine_rank_setup(engine_step *s, int r, const cplab_step_input *in, const cplab_rank_plan *rp, cplab_moe *moe,
+                      cplab_diag *d) {
+  engine_rank *k = &s->ranks[r];
+  memset(k, 0, sizeof *k);
+  const cplab_model *m = in->model;
+  k->r = r, k->rp = rp, k->in = in;
+  k->T = rp->split.num_tokens, k->Tdec = rp->split.num_decode_tokens;
+  k->K = (int)m->index_topk, k->Hl = (int)(m->num_heads / in->par->tp), k->D = in->par->dcp, k->o = rp->ids.dcp_rank;
+  k->scale = (float)cplab_model_softmax_scale(m);
+  exec_single_caches(s->xs, &k->kv_all, &k->idx_all, &k->num_slots);
+  k->slots_all = (int64_t)s->world * k->num_slots;
+  k->kv_own = k->kv_all + (size_t)r * (size_t)k->num_slots * CPLAB_MLA_ENTRY_BYTES;
+  int rc = setup_copies(s, k, d);
+  if (!rc) rc = setup_projections(k, s->stream, d);
+  if (!rc) rc = setup_attention(s, k, d);
+  if (!rc) rc = setup_moe(s, k, moe, d);
+  if (!rc) rc = cplab_dev_sync(s->stream, d);
+  if (rc) cplab_diag_prefix(d, "rank %d: ", r);
+  return rc;
+}
+
+/* ---- the pieces ---------------------------------------------------------- */
+
+static int piece_copies(engine_step *s, const engine_rank *k, int piece, cplab_diag *d) {
+  int rc = 0;
+  for (int c = 0; c < k->num_copies && !rc; c++)
+    if (k->copies[c].piece == piece) rc = cplab_dev_copy_async(s->copy_dst, s->copy_src, k->copies[c].bytes, s->stream, d);
+  return rc;
+}
+
+static int piece_proj_pre(engine_step *s, const engine_rank *k, cplab_diag *d) {
+  const cplab_model *m = k->in->model;
+  int64_t T = k->T, Hl = k->Hl, dm = m->hidden_size, ql = m->q_lora_rank, kvl = m->kv_lora_rank;
+  int64_t rope = m->qk_rope_head_dim, nope = m->qk_nope_head_dim, hi = m->index_n_heads, di = m->index_head_dim;
+  cplab_gemm *g = s->gemm;
+  void *st = s->stream;
+  int rc = cplab_gemm_bf16(g, T, ql + kvl + rope, dm, k->x, k->w_a, k->a_out, st, d);
+  if (!rc) rc = cplab_gemm_bf16(g, T, Hl * (nope + rope), ql, k->q_lat, k->w_qb, k->qb_out, st, d);
+  if (!rc) rc = cplab_gemm_bf16(g, T * Hl, kvl, nope, k->uk_in, k->w_uk, k->uk_out, st, d);
+  if (!rc) rc = cplab_gemm_bf16(g, T, hi * di, ql, k->q_lat, k->w_iq, k->iq_out, st, d);
+  if (!rc) rc = cplab_gemm_bf16(g, T, di, dm, k->x, k->w_ik, k->ik_out, st, d);
+  if (!rc) rc = cplab_gemm_bf16(g, T, hi, dm, k->x, k->w_iw, k->iw_out, st, d);
+  return rc;
+}
+
+/* Logits and top-k of local tokens [tok0, tok0 + len) over n gathered keys. */
+static int topk_rows(engine_step *s, const engine_rank *k, int64_t tok0, int64_t len, int64_t n, cplab_diag *d) {
+  int IH = (int)k->in->model->index_n_heads, rc = 0;
+  for (int64_t c = 0; c < len && !rc; c += k->logit_rows) {
+    int64_t t = tok0 + c, m = len - c < k->logit_rows ? len - c : k->logit_rows;
+    rc = cplab_indexer_logits(k->iq + (size_t)(t * IH) * CPLAB_IDX_DIM, k->iw + t * IH, m, IH, k->keys, n, k->ks + t,
+                              k->ke + t, k->logits, s->stream, d);
+    if (!rc)
+      rc = cplab_topk(k->logits, m, n, k->ks + t, k->ke + t, k->K, k->topk + t * k->K, k->score + t * k->K, s->stream,
+                      d);
+  }
+  return rc;
+}
+
+static int piece_indexer(engine_step *s, const engine_rank *k, cplab_diag *d) {
+  int rc = 0;
+  if (k->Tdec > 0) {
+    rc = cplab_gather_idx(k->idx_all, k->slots_all, k->dec_key_slots, k->dec_keys, k->keys, s->stream, d);
+    if (!rc) rc = topk_rows(s, k, 0, k->Tdec, k->dec_keys, d);
+  }
+  for (int i = 0; i < k->num_prefill && !rc; i++) {
+    const engine_prefill_row *pr = &k->prefill[i];
+    rc = cplab_gather_idx(k->idx_all, k->slots_all, pr->key_slots, pr->nkeys, k->keys, s->stream, d);
+    if (!rc) rc = topk_rows(s, k, pr->tok0, pr->len, pr->nkeys, d);
+  }
+  return rc;
+}
+
+static int piece_attention(engine_step *s, const engine_rank *k, cplab_diag *d) {
+  const cplab_parallel *par = k->in->par;
+  const cplab_schedule *sc = &k->rp->sched;
+  size_t K = (size_t)k->K, row = (size_t)k->Hl * CPLAB_MLA_NOPE_DIM;
+  int rc = 0;
+  if (k->Tdec > 0) { /* decode rows: this rank's DCP shard */
+    rc = cplab_convert_decode_topk(k->topk, k->Tdec, k->K, k->dec_req, k->block_table, sc->num_requests,
+                                   sc->max_blocks, par->block_size, par->dcp, k->o, par->interleave, k->conv, s->stream,
+                                   d);
+    size_t gq = (size_t)(k->Tdec * k->Hg);
+    if (!rc && k->D == 1)
+      rc = cplab_sparse_mla_decode(k->mla_q, k->Tdec, k->Hl, k->kv_own, k->num_slots, k->conv, k->K, k->scale,
+                                   k->attn_out, k->attn_lse, s->stream, d);
+    else if (!rc)
+      rc = cplab_sparse_mla_decode(k->qg, k->Tdec, k->Hg, k->kv_own, k->num_slots, k->conv, k->K, k->scale,
+                                   k->gout + (size_t)k->o * gq * CPLAB_MLA_NOPE_DIM, k->glse + (size_t)k->o * gq,
+                                   s->stream, d);
+  }
+  for (int ch = 0; ch < k->nws && !rc; ch++)
+    rc = cplab_gather_mla(k->kv_all, k->slots_all, k->ws_slots[ch], k->ws_rows[ch], k->ws[ch], s->stream, d);
+  for (int i = 0; i < k->num_prefill && !rc; i++) {
+    const engine_prefill_row *pr = &k->prefill[i];
+    const uint16_t *ws = pr->ws >= 0 ? k->ws[pr->ws] : pr->own_ws;
+    int64_t rows = pr->ws >= 0 ? k->ws_rows[pr->ws] : pr->nkeys;
+    int32_t *conv = k->conv + (size_t)pr->tok0 * K;
+    if (pr->ws < 0) rc = cplab_gather_mla(k->kv_all, k->slots_all, pr->own_ws_slots, pr->nkeys, pr->own_ws, s->stream, d);
+    /* One region: region_row 0 for every row, i.e. the zeros of ks. */
+    if (!rc)
+      rc = cplab_convert_prefill_topk(k->topk + (size_t)pr->tok0 * K, pr->len, k->K, k->ks + pr->tok0, pr->ws_start,
+                                      pr->shard_rows, NULL, 1, par->dcp, par->interleave, conv, s->stream, d);
+    if (!rc)
+      rc = cplab_sparse_mla_prefill(k->mla_q + (size_t)pr->tok0 * (size_t)k->Hl * CPLAB_MLA_ROW_DIM, pr->len, k->Hl, ws,
+                                    rows, conv, k->K, k->scale, k->attn_out + (size_t)pr->tok0 * row,
+                                    k->attn_lse + (size_t)pr->tok0 * (size_t)k->Hl, s->stream, d);
+  }
+  return rc;
+}
+
+/* The DCP all-gather of the decode partials: each peer's slot from the peer. */
+static int piece_part_comm(engine_step *s, const engine_rank *k, cplab_diag *d) {
+  if (k->D == 1 || k->Tdec == 0) return 0;
+  const int *mem = cplab_rank_table_members(s->t, CPLAB_GROUP_DCP, k->r);
+  size_t gq = (size_t)(k->Tdec * k->Hg), ob = sizeof(float) * gq * CPLAB_MLA_NOPE_DIM, lb = sizeof(float) * gq;
+  int rc = 0;
+  for (int o = 0; o < k->D && !rc; o++) {
+    if (o == k->o) continue;
+    const engine_rank *p = &s->ranks[mem[o]];
+    rc = cplab_dev_copy_async(k->gout + (size_t)o * gq * CPLAB_MLA_NOPE_DIM, p->gout + (size_t)o * gq * CPLAB_MLA_NOPE_DIM,
+                              ob, s->stream, d);
+    if (!rc) rc = cplab_dev_copy_async(k->glse + (size_t)o * gq, p->glse + (size_t)o * gq, lb, s->stream, d);
+  }
+  return rc;
+}
+
+static int piece_combine(engine_step *s, const engine_rank *k, cplab_diag *d) {
+  if (k->D == 1 || k->Tdec == 0) return 0;
+  if (!k->fin) return cplab_lse_combine(k->glse, k->gout, k->D, k->Tdec, k->Hg, k->attn_out, s->stream, d);
+  int rc = cplab_lse_combine(k->glse, k->gout, k->D, k->Tdec, k->Hg, k->fin, s->stream, d);
+  size_t row = (size_t)k->Hl * CPLAB_MLA_NOPE_DIM;
+  for (int64_t i = 0; i < k->Tdec && !rc; i++) /* this rank's heads of the group's result */
+    rc = cplab_dev_copy_async(k->attn_out + (size_t)i * row,
+                              k->fin + ((size_t)i * (size_t)k->Hg + (size_t)k->head_off) * CPLAB_MLA_NOPE_DIM,
+                              sizeof(float) * row, s->stream, d);
+  return rc;
+}
+
+static int piece_proj_post(engine_step *s, const engine_rank *k, cplab_diag *d) {
+  const cplab_model *m = k->in->model;
+  int64_t T = k->T, Hl = k->Hl, v = m->v_head_dim;
+  int rc = cplab_f32_to_bf16(k->attn_out, T * Hl * CPLAB_MLA_NOPE_DIM, k->attn_bf16, s->stream, d);
+  if (!rc) rc = cplab_gemm_bf16(s->gemm, T * Hl, v, m->kv_lora_rank, k->attn_bf16, k->w_uv, k->uv_out, s->stream, d);
+  if (!rc) rc = cplab_gemm_bf16(s->gemm, T, m->hidden_size, Hl * v, k->uv_out, k->w_o, k->o_out, s->stream, d);
+  return rc;
+}
+
+int engine_rank_piece(engine_step *s, int r, int piece, cplab_diag *d) {
+  const engine_rank *k = &s->ranks[r];
+  switch (piece) {
+  case PIECE_PRE_COMM: case PIECE_MID_COMM: case PIECE_MOE_COMM: case PIECE_COUNT:
+    return piece_copies(s, k, piece, d);
+  case PIECE_PROJ_PRE: return piece_proj_pre(s, k, d);
+  case PIECE_INDEXER: return piece_indexer(s, k, d);
+  case PIECE_ATTN: return piece_attention(s, k, d);
+  case PIECE_PART_COMM: return piece_part_comm(s, k, d);
+  case PIECE_COMBINE: return piece_combine(s, k, d);
+  case PIECE_PROJ_POST: return piece_proj_post(s, k, d);
+  case PIECE_MOE: return k->moe_rows > 0 ? cplab_moe_run(k->moe_plan, k->moe_x, k->moe_out, s->stream, d) : 0;
+  default: CPLAB_FAIL(d, CPLAB_EINTERNAL, "no piece %d", piece);
+  }
+}

@@ -1,0 +1,96 @@
+/* cplab-bench's measuring mode: the matrix walked configuration by
+ * configuration through the engine (engine.h), each one a point of the
+ * results (report.h), with the run's provenance. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "config.h"
+#include "engine.h"
+
+typedef struct measure_ctx {
+  cplab_bench_engine *e;
+  const cplab_bench_engine_opts *o;
+  cplab_bench_results *r;
+  FILE *progress;
+  int index;
+} measure_ctx;
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static void point_of(const cplab_bench_config *c, const cplab_bench_measured *ms, cplab_bench_point *p) {
+  const cplab_bench_workload *w = c->workload;
+  memset(p, 0, sizeof *p);
+  p->tp = c->layout->tp, p->pcp = c->layout->pcp, p->dcp = c->layout->dcp;
+  snprintf(p->workload, sizeof p->workload, "%s", cplab_bench_kind_name(w->kind));
+  p->tokens = w->tokens, p->batch = w->batch;
+  p->out_tokens = w->kind == CPLAB_BENCH_DECODE ? w->out_tokens : 1;
+  snprintf(p->graph, sizeof p->graph, "%s", cplab_bench_graph_name(c->graph));
+  /* A prefill or mixed step yields a request's first token; decode steps one more each. */
+  p->metric = w->kind == CPLAB_BENCH_DECODE ? CPLAB_BENCH_TPOT : CPLAB_BENCH_TTFT;
+  p->n = ms->n, p->samples_ms = ms->samples_ms;
+  memcpy(p->phase_ms, ms->phase_ms, sizeof p->phase_ms);
+}
+
+static int measure_one(void *ctx, const cplab_bench_config *c, cplab_diag *d) {
+  measure_ctx *x = ctx;
+  cplab_bench_measured ms;
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int rc = cplab_bench_engine_measure(x->e, c, x->o, &ms, d);
+  if (rc) return rc;
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  cplab_bench_point p;
+  point_of(c, &ms, &p);
+  rc = cplab_bench_results_add(x->r, &p, d);
+  if (!rc && x->progress) {
+    double *s = malloc(sizeof *s * ms.n);
+    if (s) memcpy(s, ms.samples_ms, sizeof *s * ms.n), qsort(s, ms.n, sizeof *s, cmp_double);
+    fprintf(x->progress, "[%d] %s (runs %s): median %.3f ms of %zu, %.1f s", ++x->index, c->title, ms.runtime_mode,
+            s ? cplab_stats_quantile_sorted(s, ms.n, 0.5) : ms.samples_ms[0], ms.n,
+            (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+    free(s);
+    if (ms.checked_rows) fprintf(x->progress, ", %lld rows equal to cplab-exec's", (long long)ms.checked_rows);
+    fputc('\n', x->progress);
+    fflush(x->progress);
+  }
+  cplab_bench_measured_free(&ms);
+  return rc;
+}
+
+static void fill_meta(cplab_bench_meta *meta, const cplab_bench_matrix *m, const cplab_bench_engine_opts *o,
+                      const char *command) {
+  time_t now = time(NULL);
+  struct tm tm;
+  gmtime_r(&now, &tm);
+  strftime(meta->date, sizeof meta->date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  snprintf(meta->commit, sizeof meta->commit, "%s", CPLAB_GIT_COMMIT);
+  snprintf(meta->command, sizeof meta->command, "%s", command);
+  snprintf(meta->preset, sizeof meta->preset, "%s", m->preset);
+  snprintf(meta->backend, sizeof meta->backend, "single");
+  int n = snprintf(meta->note, sizeof meta->note,
+                   "single-device backend: every rank of a layout ran on one GPU, one after another; a segment "
+                   "between two collectives counts its slowest rank; communication was device copies");
+  if (m->model_set[0] && n > 0 && (size_t)n < sizeof meta->note) /* cut short if it must be: a note, not data */
+    if (snprintf(meta->note + n, sizeof meta->note - (size_t)n, "; model fields over the preset: %s", m->model_set) < 0)
+      meta->note[n] = 0;
+  meta->gpus = 1;
+  meta->seed = m->seed & ((UINT64_C(1) << 53) - 1);
+  meta->layers = o->layers;
+}
+
+int cplab_bench_measure_matrix(const cplab_bench_matrix *m, const cplab_bench_engine_opts *o, const char *command,
+                               cplab_bench_results *r, FILE *progress, cplab_diag *d) {
+  measure_ctx x = {NULL, o, r, progress, 0};
+  int rc = cplab_bench_engine_create(&x.e, d);
+  if (rc == CPLAB_ENODEV) cplab_diag_prefix(d, "measuring needs a GPU (--dry-run needs none): ");
+  if (!rc) rc = cplab_bench_engine_card(r->meta.card, sizeof r->meta.card, d);
+  if (!rc) fill_meta(&r->meta, m, o, command);
+  if (!rc) rc = cplab_bench_for_each(m, measure_one, &x, d);
+  if (!rc) rc = cplab_bench_results_finish(r, d);
+  cplab_bench_engine_free(x.e);
+  return rc;
+}
