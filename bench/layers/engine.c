@@ -136,11 +136,11 @@ static int units_build(engine_units *us, engine_step *s, cplab_graph_mode mode, 
       int first = engine_segment_first[seg], end = engine_segment_first[seg + 1];
       if (mode == CPLAB_GRAPH_NONE) {
         for (int p = first; p < end && !rc; p++) rc = units_add(us, s, r, seg, p, p + 1, 0, d);
-      } else if (mode == CPLAB_GRAPH_PIECEWISE) { /* runs of attention / non-attention pieces */
+      } else if (mode == CPLAB_GRAPH_PIECEWISE) { /* a graph per run of non-attention pieces */
         for (int p = first; p < end && !rc;) {
-          int q = p;
-          while (q < end && engine_piece_is_attention[q] == engine_piece_is_attention[p]) q++;
-          rc = units_add(us, s, r, seg, p, q, !engine_piece_is_attention[p], d);
+          int q = p + 1;
+          while (!engine_piece_is_attention[p] && q < end && !engine_piece_is_attention[q]) q++;
+          rc = units_add(us, s, r, seg, p, q, !engine_piece_is_attention[p], d); /* attention: piece by piece */
           p = q;
         }
       } else {
