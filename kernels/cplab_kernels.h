@@ -126,6 +126,24 @@ int cplab_gen_bf16(uint64_t seed, uint32_t tensor, uint16_t *out, int64_t count,
                    cplab_diag *d);
 /* One value of cplab_gen_bf16, computed on the host (no CUDA call). */
 uint16_t cplab_gen_bf16_host(uint64_t seed, uint32_t tensor, int64_t i, float scale);
+/* The same values as e4m3 bytes (fp8 weights and inputs of the benchmark's
+ * fp8 GEMMs): out[i] = e4m3(cplab_gen_uniform_host(seed, tensor, i, scale)),
+ * round to nearest even, saturating at ±448 (cplab_e4m3_from_f32's rule).
+ * Same argument rules as cplab_gen_bf16 (no alignment needed). */
+int cplab_gen_e4m3(uint64_t seed, uint32_t tensor, uint8_t *out, int64_t count, float scale, void *stream,
+                   cplab_diag *d);
+/* scale · v of the rules above, as a float (exact), on the host. */
+float cplab_gen_uniform_host(uint64_t seed, uint32_t tensor, int64_t i, float scale);
+
+/* ---- activation quantisation (kernels/quant.cu) --------------------------- */
+
+/* out[i] = e4m3(in[i] · inv_scale) for fp32 or bf16 inputs, round to nearest
+ * even and saturating at ±448 (NaN stays NaN): the per-tensor quantisation
+ * of an fp8 GEMM's activations (the GEMM's a_scale is then 1 / inv_scale).
+ * count >= 0, inv_scale finite, bf16 input 2-byte aligned. */
+int cplab_f32_to_e4m3(const float *in, int64_t count, float inv_scale, uint8_t *out, void *stream, cplab_diag *d);
+int cplab_bf16_to_e4m3(const uint16_t *in, int64_t count, float inv_scale, uint8_t *out, void *stream,
+                       cplab_diag *d);
 
 /* ---- gathers (kernels/gather.cu) ---------------------------------------- */
 

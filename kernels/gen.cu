@@ -188,13 +188,17 @@ static __host__ __device__ inline uint64_t gen_mix(uint64_t z) {
 // by one mixing round each; v is exact in float, v · scale one IEEE float
 // product (nothing to contract), and the bf16 rounding is integer
 // arithmetic (round to nearest even), so host and device agree bit for bit.
-static __host__ __device__ inline uint16_t gen_bf16_value(uint64_t seed, uint32_t tensor, int64_t i, float scale) {
+static __host__ __device__ inline float gen_uniform_value(uint64_t seed, uint32_t tensor, int64_t i, float scale) {
   uint64_t h = gen_mix(seed + 0x9E3779B97F4A7C15ull);
   h = gen_mix(h ^ tensor);
   h = gen_mix(h ^ (uint64_t)i);
   uint32_t u = (uint32_t)(h >> 40);                               // 24 bits
   float v = (float)((int32_t)(2 * u + 1) - (1 << 24)) * 0x1p-24f; // exact
-  float x = scale * v;
+  return scale * v;
+}
+
+static __host__ __device__ inline uint16_t gen_bf16_value(uint64_t seed, uint32_t tensor, int64_t i, float scale) {
+  float x = gen_uniform_value(seed, tensor, i, scale);
   uint32_t b;
   memcpy(&b, &x, sizeof b);
   b += 0x7FFFu + ((b >> 16) & 1u); // finite x: round to nearest even (overflow gives inf)
@@ -203,6 +207,28 @@ static __host__ __device__ inline uint16_t gen_bf16_value(uint64_t seed, uint32_
 
 extern "C" uint16_t cplab_gen_bf16_host(uint64_t seed, uint32_t tensor, int64_t i, float scale) {
   return gen_bf16_value(seed, tensor, i, scale);
+}
+
+extern "C" float cplab_gen_uniform_host(uint64_t seed, uint32_t tensor, int64_t i, float scale) {
+  return gen_uniform_value(seed, tensor, i, scale);
+}
+
+__global__ void gen_e4m3_kernel(uint64_t seed, uint32_t tensor, uint8_t *out, int64_t count, float scale) {
+  int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += stride)
+    out[i] = (uint8_t)kf_e4m3(gen_uniform_value(seed, tensor, i, scale));
+}
+
+extern "C" int cplab_gen_e4m3(uint64_t seed, uint32_t tensor, uint8_t *out, int64_t count, float scale, void *stream,
+                              cplab_diag *d) {
+  KCHECK_ARG(d, count >= 0, "cplab_gen_e4m3: negative count %lld", (long long)count);
+  KCHECK_ARG(d, isfinite(scale), "cplab_gen_e4m3: scale must be finite, got %g", (double)scale);
+  if (count == 0) return 0;
+  KCHECK_ARG(d, out, "cplab_gen_e4m3: NULL output");
+  int64_t blocks = (count + GEN_BF16_THREADS - 1) / GEN_BF16_THREADS;
+  if (blocks > GEN_BF16_MAX_BLOCKS) blocks = GEN_BF16_MAX_BLOCKS;
+  gen_e4m3_kernel<<<(unsigned)blocks, GEN_BF16_THREADS, 0, kstream(stream)>>>(seed, tensor, out, count, scale);
+  return kcheck_launch(d, "gen_e4m3_kernel");
 }
 
 __global__ void gen_bf16_kernel(uint64_t seed, uint32_t tensor, uint16_t *out, int64_t count, float scale) {

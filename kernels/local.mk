@@ -13,6 +13,7 @@
 #   attention.cu  sparse MLA attention, prefill (bf16 rows) and decode (fp8 cache)
 #   combine.cu    DCP LSE combine
 #   restore.cu    PCP output rows back to global token order
+#   quant.cu      per-tensor e4m3 quantisation of activations (fp8 GEMM inputs)
 #   gemm.cu       cuBLASLt GEMMs (bf16, fp8 with per-tensor scales), bf16 out
 #   moe.cu        the MoE block, one TP×PCP shard (cplab_moe.h): generated
 #                 weights, router top-k, permutation, grouped GEMMs, SwiGLU,
@@ -24,7 +25,7 @@
 # GPU tests: tests/gpu/local.mk.
 KERNEL_SOURCES = %reldir%/probe.cu %reldir%/devmem.cu %reldir%/poison.cu %reldir%/gen.cu %reldir%/gather.cu \
 	%reldir%/indexer.cu %reldir%/topk.cu %reldir%/convert.cu %reldir%/attention.cu %reldir%/combine.cu %reldir%/restore.cu \
-	%reldir%/gemm.cu %reldir%/moe.cu %reldir%/stream.cu
+	%reldir%/gemm.cu %reldir%/moe.cu %reldir%/quant.cu %reldir%/stream.cu
 KERNEL_INCLUDES = %reldir%/cplab_kernels.h %reldir%/check.cuh %reldir%/kformat.cuh %reldir%/cplab_moe.h \
 	%reldir%/cplab_stream.h
 EXTRA_DIST += $(KERNEL_SOURCES) $(KERNEL_INCLUDES)

@@ -28,3 +28,14 @@ expect_exit 0 "the results file renders again" "$BENCH" --report "$WORK/r.h5"
 expect_exit 0 "engine: mixed batches under PCP and TP, piecewise, checked" "$ENGINE" --model-set "$MODEL" \
   --layouts pcp2,tp2 --mixed 24+2@70 --graphs piecewise --reps 1 --warmup 0 --check 12
 expect_grep "$WORK/err" "rows equal to cplab-exec's" "mixed batches checked against cplab-exec"
+# fp8 projections (e4m3 GEMMs): the attention path is the same and still checked; a model
+# dimension that is not a multiple of 16 is refused, naming the GEMM.
+expect_exit 0 "engine: fp8 projections, TP/DCP and PCP, checked" "$ENGINE" --model-set "$MODEL,index_n_heads=16" \
+  --layouts tp2dcp2,pcp2 --prefill 40 --decode 80 --out-tokens 1 --batch 2 --graphs eager,full --reps 1 --check 8 \
+  --gemm fp8
+n=$(grep -c "rows equal to cplab-exec's" "$WORK/err")
+if [ "$n" -eq 8 ]; then pass "fp8: 8 configurations checked against cplab-exec"; else fail "fp8: $n checked, expected 8"; fi
+expect_grep "$WORK/out" "projections: fp8" "the report says the projections were fp8"
+expect_exit 2 "fp8 with a dimension not a multiple of 16" "$ENGINE" --model-set "$MODEL" --layouts tp1 --prefill 40 \
+  --reps 1 --gemm fp8
+expect_grep "$WORK/err" "the indexer weights GEMM is 4 x 256" "the GEMM that fp8 cannot run is named"

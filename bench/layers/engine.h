@@ -38,6 +38,7 @@ typedef struct cplab_bench_engine_opts {
   int warmup;         /* untimed repetitions before them */
   int layers;         /* layers per step */
   int64_t check_rows; /* > 0: after timing, compare that many sampled rows per step with cplab-exec's pass */
+  int fp8;            /* projections as fp8 GEMMs (e4m3, per-tensor scales) instead of bf16 */
 } cplab_bench_engine_opts;
 
 typedef struct cplab_bench_measured {

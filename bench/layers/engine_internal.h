@@ -42,6 +42,10 @@ extern const int engine_piece_phase[PIECE_COUNT];
 /* 1 for pieces that piecewise graphs leave outside (attention). */
 extern const int engine_piece_is_attention[PIECE_COUNT];
 
+/* The projections' GEMMs: q_a/kv_a, q_b, W_UK absorption, the indexer's
+ * wq_b, wk and weights (before attention), W_UV and o_proj (after). */
+enum proj_gemm { PROJ_A, PROJ_QB, PROJ_UK, PROJ_IQ, PROJ_IK, PROJ_IW, PROJ_UV, PROJ_O, PROJ_GEMMS };
+
 /* Device allocations freed together (any number). */
 typedef struct engine_mem {
   void **p;
@@ -80,9 +84,13 @@ typedef struct engine_rank {
   /* caches (exec_single's, all ranks) */
   uint8_t *kv_all, *idx_all, *kv_own;
   int64_t slots_all, num_slots;
-  /* projections: weights and activations (bf16) */
-  uint16_t *w_a, *w_qb, *w_uk, *w_uv, *w_o, *w_iq, *w_ik, *w_iw;
-  uint16_t *x, *a_out, *q_lat, *qb_out, *uk_in, *uk_out, *iq_out, *ik_out, *iw_out, *attn_bf16, *uv_out, *o_out;
+  /* projections (engine_proj.c): weights and GEMM inputs bf16, or e4m3
+   * with per-tensor scales; outputs bf16 */
+  void *w[PROJ_GEMMS];          /* by enum proj_gemm */
+  float *w_scale;               /* device [PROJ_GEMMS] (fp8), and a_scale = 1 at [PROJ_GEMMS] */
+  void *x, *q_lat, *uk_in, *attn_q, *uv_q; /* inputs; attn_q / uv_q: quantised (fp8) */
+  uint16_t *a_out, *qb_out, *uk_out, *iq_out, *ik_out, *iw_out, *attn_bf16, *uv_out, *o_out;
+  int64_t proj_rows;            /* T, rounded up to 16 for fp8 GEMMs */
   /* indexer */
   uint8_t *iq;                 /* e4m3 [T][IH][128] */
   float *iscale, *iw;          /* [T][IH] */
@@ -125,6 +133,7 @@ typedef struct engine_step {
   const cplab_rank_table *t;
   cplab_gemm *gemm;
   void *stream;
+  int fp8;                      /* projections as fp8 GEMMs */
   uint8_t *copy_src, *copy_dst; /* scratch of the stand-in copies */
   size_t copy_bytes;
   size_t step_copy_bytes;       /* the step's output gather (after the layers) */
@@ -135,6 +144,12 @@ typedef struct engine_step {
 int engine_rank_setup(engine_step *s, int r, const cplab_step_input *in, const cplab_rank_plan *rp, cplab_moe *moe,
                       cplab_diag *d);
 void engine_rank_free(engine_rank *k);
+/* The projections (engine_proj.c): weights, inputs and outputs of rank k,
+ * and the GEMMs before and after attention. */
+int engine_proj_setup(engine_step *s, engine_rank *k, cplab_diag *d);
+int engine_proj_pre(engine_step *s, const engine_rank *k, cplab_diag *d);
+int engine_proj_post(engine_step *s, const engine_rank *k, cplab_diag *d);
+
 /* Launch piece p of rank r on s->stream (no synchronisation, no allocation:
  * capturable). */
 int engine_rank_piece(engine_step *s, int r, int piece, cplab_diag *d);

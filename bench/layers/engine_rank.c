@@ -23,9 +23,8 @@ const int engine_segment_first[ENGINE_SEGMENTS + 1] = {PIECE_PRE_COMM, PIECE_PAR
 const int engine_piece_phase[PIECE_COUNT] = {4, 0, 1, 2, 4, 2, 0, 4, 3, 4};
 const int engine_piece_is_attention[PIECE_COUNT] = {0, 0, 1, 1, 1, 1, 0, 0, 0, 0};
 
-/* Tensor ids of the generated bf16 inputs (cplab_gen_bf16). */
-enum { GEN_W_A = 1, GEN_W_QB, GEN_W_UK, GEN_W_UV, GEN_W_O, GEN_W_IQ, GEN_W_IK, GEN_W_IW, GEN_X, GEN_Q_LAT, GEN_UK_IN,
-       GEN_MOE_X = 100 };
+/* Tensor id of the generated MoE input (cplab_gen_bf16; the projections' are engine_proj.c's). */
+enum { GEN_MOE_X = 100 };
 
 int engine_mem_alloc(engine_mem *m, void *out, size_t bytes, cplab_diag *d) {
   if (m->n == m->cap) {
@@ -228,46 +227,6 @@ static int setup_prefill_rows(engine_step *s, engine_rank *k, int64_t *max_keys,
   return rc;
 }
 
-/* A generated bf16 tensor of count values, scaled by 1/sqrt(fan_in). */
-static int gen_tensor(engine_rank *k, void *stream, uint16_t **out, uint32_t tensor, int64_t count, int64_t fan_in,
-                      cplab_diag *d) {
-  int rc = engine_mem_alloc(&k->mem, out, sizeof(uint16_t) * (size_t)count, d);
-  float scale = fan_in > 0 ? (float)(1.0 / sqrt((double)fan_in)) : 1.0f;
-  uint64_t seed = k->in->seed ^ ((uint64_t)k->r << 40);
-  if (!rc) rc = cplab_gen_bf16(seed, tensor, *out, count, scale, stream, d);
-  return rc;
-}
-
-static int setup_projections(engine_rank *k, void *stream, cplab_diag *d) {
-  const cplab_model *m = k->in->model;
-  int64_t T = k->T, Hl = k->Hl, dm = m->hidden_size, ql = m->q_lora_rank, kvl = m->kv_lora_rank;
-  int64_t rope = m->qk_rope_head_dim, nope = m->qk_nope_head_dim, v = m->v_head_dim, hi = m->index_n_heads;
-  int64_t di = m->index_head_dim, a = ql + kvl + rope;
-  engine_mem *mm = &k->mem;
-  int rc = gen_tensor(k, stream, &k->w_a, GEN_W_A, a * dm, dm, d);
-  if (!rc) rc = gen_tensor(k, stream, &k->w_qb, GEN_W_QB, Hl * (nope + rope) * ql, ql, d);
-  if (!rc) rc = gen_tensor(k, stream, &k->w_uk, GEN_W_UK, kvl * nope, nope, d);
-  if (!rc) rc = gen_tensor(k, stream, &k->w_uv, GEN_W_UV, v * kvl, kvl, d);
-  if (!rc) rc = gen_tensor(k, stream, &k->w_o, GEN_W_O, dm * Hl * v, Hl * v, d);
-  if (!rc) rc = gen_tensor(k, stream, &k->w_iq, GEN_W_IQ, hi * di * ql, ql, d);
-  if (!rc) rc = gen_tensor(k, stream, &k->w_ik, GEN_W_IK, di * dm, dm, d);
-  if (!rc) rc = gen_tensor(k, stream, &k->w_iw, GEN_W_IW, hi * dm, dm, d);
-  if (!rc) rc = gen_tensor(k, stream, &k->x, GEN_X, T * dm, 0, d);
-  if (!rc) rc = gen_tensor(k, stream, &k->q_lat, GEN_Q_LAT, T * ql, 0, d);
-  if (!rc) rc = gen_tensor(k, stream, &k->uk_in, GEN_UK_IN, T * Hl * nope, 0, d);
-  size_t b = sizeof(uint16_t);
-  if (!rc) rc = engine_mem_alloc(mm, &k->a_out, b * (size_t)(T * a), d);
-  if (!rc) rc = engine_mem_alloc(mm, &k->qb_out, b * (size_t)(T * Hl * (nope + rope)), d);
-  if (!rc) rc = engine_mem_alloc(mm, &k->uk_out, b * (size_t)(T * Hl * kvl), d);
-  if (!rc) rc = engine_mem_alloc(mm, &k->iq_out, b * (size_t)(T * hi * di), d);
-  if (!rc) rc = engine_mem_alloc(mm, &k->ik_out, b * (size_t)(T * di), d);
-  if (!rc) rc = engine_mem_alloc(mm, &k->iw_out, b * (size_t)(T * hi), d);
-  if (!rc) rc = engine_mem_alloc(mm, &k->attn_bf16, b * (size_t)(T * Hl * CPLAB_MLA_NOPE_DIM), d);
-  if (!rc) rc = engine_mem_alloc(mm, &k->uv_out, b * (size_t)(T * Hl * v), d);
-  if (!rc) rc = engine_mem_alloc(mm, &k->o_out, b * (size_t)(T * dm), d);
-  return rc;
-}
-
 /* The MoE input rows: its own tokens on the fast path and without PCP, the
  * gathered P·padded rows on the general path. */
 static int setup_moe(engine_step *s, engine_rank *k, cplab_moe *moe, cplab_diag *d) {
@@ -357,7 +316,7 @@ int engine_rank_setup(engine_step *s, int r, const cplab_step_input *in, const c
   k->slots_all = (int64_t)s->world * k->num_slots;
   k->kv_own = k->kv_all + (size_t)r * (size_t)k->num_slots * CPLAB_MLA_ENTRY_BYTES;
   int rc = setup_copies(s, k, d);
-  if (!rc) rc = setup_projections(k, s->stream, d);
+  if (!rc) rc = engine_proj_setup(s, k, d);
   if (!rc) rc = setup_attention(s, k, d);
   if (!rc) rc = setup_moe(s, k, moe, d);
   if (!rc) rc = cplab_dev_sync(s->stream, d);
@@ -371,21 +330,6 @@ static int piece_copies(engine_step *s, const engine_rank *k, int piece, cplab_d
   int rc = 0;
   for (int c = 0; c < k->num_copies && !rc; c++)
     if (k->copies[c].piece == piece) rc = cplab_dev_copy_async(s->copy_dst, s->copy_src, k->copies[c].bytes, s->stream, d);
-  return rc;
-}
-
-static int piece_proj_pre(engine_step *s, const engine_rank *k, cplab_diag *d) {
-  const cplab_model *m = k->in->model;
-  int64_t T = k->T, Hl = k->Hl, dm = m->hidden_size, ql = m->q_lora_rank, kvl = m->kv_lora_rank;
-  int64_t rope = m->qk_rope_head_dim, nope = m->qk_nope_head_dim, hi = m->index_n_heads, di = m->index_head_dim;
-  cplab_gemm *g = s->gemm;
-  void *st = s->stream;
-  int rc = cplab_gemm_bf16(g, T, ql + kvl + rope, dm, k->x, k->w_a, k->a_out, st, d);
-  if (!rc) rc = cplab_gemm_bf16(g, T, Hl * (nope + rope), ql, k->q_lat, k->w_qb, k->qb_out, st, d);
-  if (!rc) rc = cplab_gemm_bf16(g, T * Hl, kvl, nope, k->uk_in, k->w_uk, k->uk_out, st, d);
-  if (!rc) rc = cplab_gemm_bf16(g, T, hi * di, ql, k->q_lat, k->w_iq, k->iq_out, st, d);
-  if (!rc) rc = cplab_gemm_bf16(g, T, di, dm, k->x, k->w_ik, k->ik_out, st, d);
-  if (!rc) rc = cplab_gemm_bf16(g, T, hi, dm, k->x, k->w_iw, k->iw_out, st, d);
   return rc;
 }
 
@@ -483,26 +427,17 @@ static int piece_combine(engine_step *s, const engine_rank *k, cplab_diag *d) {
   return rc;
 }
 
-static int piece_proj_post(engine_step *s, const engine_rank *k, cplab_diag *d) {
-  const cplab_model *m = k->in->model;
-  int64_t T = k->T, Hl = k->Hl, v = m->v_head_dim;
-  int rc = cplab_f32_to_bf16(k->attn_out, T * Hl * CPLAB_MLA_NOPE_DIM, k->attn_bf16, s->stream, d);
-  if (!rc) rc = cplab_gemm_bf16(s->gemm, T * Hl, v, m->kv_lora_rank, k->attn_bf16, k->w_uv, k->uv_out, s->stream, d);
-  if (!rc) rc = cplab_gemm_bf16(s->gemm, T, m->hidden_size, Hl * v, k->uv_out, k->w_o, k->o_out, s->stream, d);
-  return rc;
-}
-
 int engine_rank_piece(engine_step *s, int r, int piece, cplab_diag *d) {
   const engine_rank *k = &s->ranks[r];
   switch (piece) {
   case PIECE_PRE_COMM: case PIECE_MID_COMM: case PIECE_MOE_COMM: case PIECE_COUNT:
     return piece_copies(s, k, piece, d);
-  case PIECE_PROJ_PRE: return piece_proj_pre(s, k, d);
+  case PIECE_PROJ_PRE: return engine_proj_pre(s, k, d);
   case PIECE_INDEXER: return piece_indexer(s, k, d);
   case PIECE_ATTN: return piece_attention(s, k, d);
   case PIECE_PART_COMM: return piece_part_comm(s, k, d);
   case PIECE_COMBINE: return piece_combine(s, k, d);
-  case PIECE_PROJ_POST: return piece_proj_post(s, k, d);
+  case PIECE_PROJ_POST: return engine_proj_post(s, k, d);
   case PIECE_MOE: return k->moe_rows > 0 ? cplab_moe_run(k->moe_plan, k->moe_x, k->moe_out, s->stream, d) : 0;
   default: CPLAB_FAIL(d, CPLAB_EINTERNAL, "no piece %d", piece);
   }

@@ -24,7 +24,7 @@ bench_cplab_bench_LDADD = libcplab_benchplan.la $(CPLAB_CORE_LIBS) $(HDF5_LIBS)
 # backend and kernels: it is built where CUDA is; without CUDA, cplab-bench
 # keeps --dry-run and --report.
 ENGINE_SOURCES = %reldir%/engine.c %reldir%/engine.h %reldir%/engine_internal.h %reldir%/engine_rank.c \
-	%reldir%/measure.c
+	%reldir%/engine_proj.c %reldir%/measure.c
 EXTRA_DIST += %reldir%/README.md $(ENGINE_SOURCES)
 if HAVE_CUDA
 bench_cplab_bench_SOURCES += $(ENGINE_SOURCES) exec/rank.c exec/rank.h exec/single.c exec/output.c exec/exec.h

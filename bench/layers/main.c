@@ -50,6 +50,7 @@ static void usage(FILE *out) {
         "  --reps N              timed repetitions per configuration (default 10)\n"
         "  --warmup N            untimed repetitions before them (default 2)\n"
         "  --layers L            decoder layers per step (default 1)\n"
+        "  --gemm bf16|fp8       the projections' GEMMs: bf16 (default) or fp8 (e4m3, per-tensor scales)\n"
         "  --check ROWS          after timing, compare ROWS sampled rows per step with cplab-exec's\n"
         "                        pass on the same plans (top-k and attention, bit for bit)\n\n"
         "Modes and output:\n"
@@ -71,11 +72,11 @@ static void usage(FILE *out) {
 enum {
   OPT_PRESET = CPLAB_OPT_PROGRAM, OPT_LAYOUTS, OPT_PREFILL, OPT_DECODE, OPT_MIXED, OPT_BATCH, OPT_OUT_TOKENS,
   OPT_GRAPHS, OPT_INTERLEAVE, OPT_BLOCK_SIZE, OPT_DRY_RUN, OPT_REPORT, OPT_NO_PLOTS, OPT_MODEL_SET, OPT_REPS,
-  OPT_WARMUP, OPT_LAYERS, OPT_CHECK
+  OPT_WARMUP, OPT_LAYERS, OPT_CHECK, OPT_GEMM
 };
 
 typedef struct bench_args {
-  const char *preset, *layouts, *prefill, *decode, *mixed, *graphs, *report, *model_set;
+  const char *preset, *layouts, *prefill, *decode, *mixed, *graphs, *report, *model_set, *gemm;
   int64_t batch, out_tokens, interleave, block_size, reps, warmup, layers, check;
   int dry_run, no_plots;
 } bench_args;
@@ -93,6 +94,11 @@ static int bench_option(void *ctx, int opt, const char *arg, cplab_diag *d) {
   case OPT_DRY_RUN: a->dry_run = 1; return 0;
   case OPT_NO_PLOTS: a->no_plots = 1; return 0;
   case OPT_MODEL_SET: a->model_set = arg; return 0;
+  case OPT_GEMM:
+    if (strcmp(arg, "bf16") != 0 && strcmp(arg, "fp8") != 0)
+      CPLAB_FAIL(d, CPLAB_EUSAGE, "--gemm %s: expected bf16 or fp8", arg);
+    a->gemm = arg;
+    return 0;
   case OPT_REPS: return cplab_cli_parse_int("--reps", arg, 1, 100000, &a->reps, d);
   case OPT_WARMUP: return cplab_cli_parse_int("--warmup", arg, 0, 1000, &a->warmup, d);
   case OPT_LAYERS: return cplab_cli_parse_int("--layers", arg, 1, 1000, &a->layers, d);
@@ -117,6 +123,7 @@ static int parse_args(int argc, char **argv, cplab_cli *cli, bench_args *a, cpla
       {"no-plots", no_argument, NULL, OPT_NO_PLOTS},           {"model-set", required_argument, NULL, OPT_MODEL_SET},
       {"reps", required_argument, NULL, OPT_REPS},             {"warmup", required_argument, NULL, OPT_WARMUP},
       {"layers", required_argument, NULL, OPT_LAYERS},         {"check", required_argument, NULL, OPT_CHECK},
+      {"gemm", required_argument, NULL, OPT_GEMM},
       {NULL, 0, NULL, 0}};
   int rc = cplab_cli_parse(argc, argv, CPLAB_CLI_COMMON_SHORTOPTS, longopts, cli, bench_option, a, NULL, d);
   if (rc) return rc;
@@ -129,8 +136,8 @@ static int parse_args(int argc, char **argv, cplab_cli *cli, bench_args *a, cpla
   if (a->dry_run && a->report)
     CPLAB_FAIL(d, CPLAB_EUSAGE, "choose --dry-run (the plans' work), --report FILE.h5 (render results) or neither "
                "(measure)");
-  if ((a->dry_run || a->report) && (a->reps || a->warmup >= 0 || a->layers || a->check))
-    CPLAB_FAIL(d, CPLAB_EUSAGE, "--reps, --warmup, --layers and --check go with measuring, not with %s",
+  if ((a->dry_run || a->report) && (a->reps || a->warmup >= 0 || a->layers || a->check || a->gemm))
+    CPLAB_FAIL(d, CPLAB_EUSAGE, "--reps, --warmup, --layers, --check and --gemm go with measuring, not with %s",
                a->dry_run ? "--dry-run" : "--report");
   if (a->dry_run && cli->out) CPLAB_FAIL(d, CPLAB_EUSAGE, "--dry-run writes to standard output; drop -o");
   if (cli->json && !a->dry_run) CPLAB_FAIL(d, CPLAB_EUSAGE, "--json goes with --dry-run (-o writes PREFIX.json)");
@@ -201,7 +208,7 @@ static int measure(const bench_args *a, const cplab_cli *cli, const cplab_bench_
                    cplab_diag *d) {
 #if CPLAB_BENCH_ENGINE
   cplab_bench_engine_opts o = {a->reps ? (int)a->reps : 10, a->warmup >= 0 ? (int)a->warmup : 2,
-                               a->layers ? (int)a->layers : 1, a->check};
+                               a->layers ? (int)a->layers : 1, a->check, a->gemm && strcmp(a->gemm, "fp8") == 0};
   cplab_bench_results r;
   char command[2048];
   cplab_bench_results_init(&r);

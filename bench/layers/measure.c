@@ -74,6 +74,11 @@ static void fill_meta(cplab_bench_meta *meta, const cplab_bench_matrix *m, const
   int n = snprintf(meta->note, sizeof meta->note,
                    "single-device backend: every rank of a layout ran on one GPU, one after another; a segment "
                    "between two collectives counts its slowest rank; communication was device copies");
+  if (n > 0 && (size_t)n < sizeof meta->note) {
+    int more = snprintf(meta->note + n, sizeof meta->note - (size_t)n, "; projections: %s GEMMs",
+                        o->fp8 ? "fp8 (e4m3, per-tensor scales)" : "bf16");
+    n = more > 0 ? n + more : n;
+  }
   if (m->model_set[0] && n > 0 && (size_t)n < sizeof meta->note) /* cut short if it must be: a note, not data */
     if (snprintf(meta->note + n, sizeof meta->note - (size_t)n, "; model fields over the preset: %s", m->model_set) < 0)
       meta->note[n] = 0;

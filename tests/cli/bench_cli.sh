@@ -73,6 +73,8 @@ expect_exit 2 "both modes" "$BENCH" --dry-run --report x.h5
 expect_grep "$WORK/err" "choose --dry-run" "both modes: the message names the modes"
 expect_exit 2 "--reps with --dry-run" "$BENCH" --dry-run --reps 3
 expect_grep "$WORK/err" "go with measuring" "measuring options outside measuring are named"
+expect_exit 2 "bad --gemm" "$BENCH" --gemm fp16 --prefill 64
+expect_grep "$WORK/err" "expected bf16 or fp8" "a bad --gemm is named"
 expect_exit 2 "bad --model-set" "$BENCH" --dry-run --model-set hidden_size
 expect_grep "$WORK/err" "is not FIELD=VALUE" "a malformed --model-set is named"
 expect_exit 2 "unknown --model-set field" "$BENCH" --dry-run --model-set hidden_sise=1024 --prefill 64

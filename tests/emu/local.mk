@@ -51,12 +51,12 @@ EMU_DEPS = $(EMU_HDRS) $(top_srcdir)/tools/cuda-emu/cu2emu.py $(top_srcdir)/kern
 EMU_KERNEL_OBJECTS = tests/emu/gen/probe.emu.o tests/emu/gen/devmem.emu.o tests/emu/gen/poison.emu.o \
 	tests/emu/gen/gen.emu.o tests/emu/gen/gather.emu.o tests/emu/gen/indexer.emu.o tests/emu/gen/topk.emu.o \
 	tests/emu/gen/convert.emu.o tests/emu/gen/attention.emu.o tests/emu/gen/combine.emu.o \
-	tests/emu/gen/restore.emu.o tests/emu/gen/moe.emu.o
+	tests/emu/gen/restore.emu.o tests/emu/gen/moe.emu.o tests/emu/gen/quant.emu.o
 EMU_OBJECTS = $(EMU_KERNEL_OBJECTS) tests/emu/cuda_emu.o tests/emu/gemm_host.o tests/emu/stream_host.o
 EMU_GENERATED = tests/emu/gen/probe.emu.cpp tests/emu/gen/devmem.emu.cpp tests/emu/gen/poison.emu.cpp \
 	tests/emu/gen/gen.emu.cpp tests/emu/gen/gather.emu.cpp tests/emu/gen/indexer.emu.cpp \
 	tests/emu/gen/topk.emu.cpp tests/emu/gen/convert.emu.cpp tests/emu/gen/attention.emu.cpp \
-	tests/emu/gen/combine.emu.cpp tests/emu/gen/restore.emu.cpp tests/emu/gen/moe.emu.cpp \
+	tests/emu/gen/combine.emu.cpp tests/emu/gen/restore.emu.cpp tests/emu/gen/moe.emu.cpp tests/emu/gen/quant.emu.cpp \
 	tests/emu/gen/test_emu_self.emu.cpp tests/emu/gen/fp8_device.emu.cpp
 CLEANFILES += $(EMU_GENERATED) $(EMU_OBJECTS) tests/emu/gen/test_emu_self.emu.o tests/emu/gen/fp8_device.emu.o \
 	tests/emu/libcplab_emu.a
@@ -99,6 +99,9 @@ tests/emu/gen/restore.emu.cpp: $(top_srcdir)/kernels/restore.cu $(top_srcdir)/to
 tests/emu/gen/moe.emu.cpp: $(top_srcdir)/kernels/moe.cu $(top_srcdir)/tools/cuda-emu/cu2emu.py
 	@$(MKDIR_P) tests/emu/gen
 	$(AM_V_GEN)$(EMU_CU2EMU) $(top_srcdir)/kernels/moe.cu $@
+tests/emu/gen/quant.emu.cpp: $(top_srcdir)/kernels/quant.cu $(top_srcdir)/tools/cuda-emu/cu2emu.py
+	@$(MKDIR_P) tests/emu/gen
+	$(AM_V_GEN)$(EMU_CU2EMU) $(top_srcdir)/kernels/quant.cu $@
 tests/emu/gen/fp8_device.emu.cpp: $(top_srcdir)/tests/numeric/fp8_device.cu $(top_srcdir)/tools/cuda-emu/cu2emu.py
 	@$(MKDIR_P) tests/emu/gen
 	$(AM_V_GEN)$(EMU_CU2EMU) $(top_srcdir)/tests/numeric/fp8_device.cu $@
@@ -130,6 +133,8 @@ tests/emu/gen/restore.emu.o: tests/emu/gen/restore.emu.cpp $(EMU_DEPS)
 	$(AM_V_EMU)$(EMU_COMPILE) -c -o $@ tests/emu/gen/restore.emu.cpp
 tests/emu/gen/moe.emu.o: tests/emu/gen/moe.emu.cpp $(EMU_DEPS)
 	$(AM_V_EMU)$(EMU_COMPILE) -c -o $@ tests/emu/gen/moe.emu.cpp
+tests/emu/gen/quant.emu.o: tests/emu/gen/quant.emu.cpp $(EMU_DEPS)
+	$(AM_V_EMU)$(EMU_COMPILE) -c -o $@ tests/emu/gen/quant.emu.cpp
 tests/emu/gen/test_emu_self.emu.o: tests/emu/gen/test_emu_self.emu.cpp $(EMU_DEPS) $(top_srcdir)/tests/gpu/kt.h \
 	$(top_srcdir)/include/cplab/fp8.h
 	$(AM_V_EMU)$(EMU_COMPILE) -c -o $@ tests/emu/gen/test_emu_self.emu.cpp
@@ -153,7 +158,7 @@ EMU_TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/kernels -I$(top_srcdir)/sim
 EMU_TEST_LIBS = tests/emu/libcplab_emu.a libcplab_sim.la $(CPLAB_CORE_LIBS) -lstdc++
 EMU_TESTS = tests/emu/emu_self.sh tests/emu/emu_probe.sh tests/emu/emu_gen.sh tests/emu/emu_convert.sh \
 	tests/emu/emu_indexer.sh tests/emu/emu_attention.sh tests/emu/emu_gemm.sh tests/emu/emu_numeric_fp8.sh \
-	tests/emu/emu_restore.sh tests/emu/emu_moe.sh tests/emu/emu_stream.sh
+	tests/emu/emu_restore.sh tests/emu/emu_moe.sh tests/emu/emu_stream.sh tests/emu/emu_quant.sh
 TESTS += $(EMU_TESTS)
 EXTRA_DIST += $(EMU_TESTS) tests/emu/local.mk tests/emu/cuda_emu.h tests/emu/cuda_emu.cpp tests/emu/gemm_host.cpp \
 	tests/emu/stream_host.cpp \
@@ -162,7 +167,7 @@ EXTRA_DIST += $(EMU_TESTS) tests/emu/local.mk tests/emu/cuda_emu.h tests/emu/cud
 
 check_PROGRAMS += tests/emu/test_emu_self tests/emu/test_emu_probe tests/emu/test_emu_gen tests/emu/test_emu_convert \
 	tests/emu/test_emu_indexer tests/emu/test_emu_attention tests/emu/test_emu_gemm tests/emu/test_emu_numeric_fp8 \
-	tests/emu/test_emu_restore tests/emu/test_emu_moe tests/emu/test_emu_stream
+	tests/emu/test_emu_restore tests/emu/test_emu_moe tests/emu/test_emu_stream tests/emu/test_emu_quant
 tests_emu_test_emu_self_SOURCES = tests/gpu/kt.c tests/gpu/kt.h
 tests_emu_test_emu_self_CPPFLAGS = $(EMU_TEST_CPPFLAGS)
 tests_emu_test_emu_self_LDADD = tests/emu/gen/test_emu_self.emu.o $(EMU_TEST_LIBS)
@@ -196,6 +201,9 @@ tests_emu_test_emu_moe_LDADD = $(EMU_TEST_LIBS)
 tests_emu_test_emu_stream_SOURCES = tests/gpu/test_gpu_stream.c tests/gpu/kt.c tests/gpu/kt.h
 tests_emu_test_emu_stream_CPPFLAGS = $(EMU_TEST_CPPFLAGS)
 tests_emu_test_emu_stream_LDADD = $(EMU_TEST_LIBS)
+tests_emu_test_emu_quant_SOURCES = tests/gpu/test_gpu_quant.c tests/gpu/kt.c tests/gpu/kt.h
+tests_emu_test_emu_quant_CPPFLAGS = $(EMU_TEST_CPPFLAGS)
+tests_emu_test_emu_quant_LDADD = $(EMU_TEST_LIBS)
 
 # The executor under emulation: cplab-exec's single-device backend (exec/
 # sources, unchanged) linked against the emulated kernels, so that its
