@@ -161,13 +161,19 @@ static int gemm_enqueue(cplab_gemm *h, const gemm_call *g, lt_problem *p, cudaSt
   KCHECK_LT(d, cublasLtMatmulPreferenceSetAttribute(p->pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c,
                                                     sizeof al_c));
 
-  cublasLtMatmulHeuristicResult_t res;
+  // Several candidates: cublasLtMatmul itself can refuse the heuristic's
+  // first candidate with NOT_SUPPORTED (seen for fp8 on an H200 with CUDA 13
+  // at 8192^3 and at cplab-bench's projection shapes, while 256x512x1024
+  // ran); then the next candidate is tried. A refusal is argument
+  // validation, before anything is enqueued.
+  enum { GEMM_CANDIDATES = 8 };
+  cublasLtMatmulHeuristicResult_t res[GEMM_CANDIDATES];
   int found = 0;
-  memset(&res, 0, sizeof res);
-  cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(h->lt, p->op, p->a, p->b, p->c, p->c, p->pref, 1, &res, &found);
+  memset(res, 0, sizeof res);
+  cublasStatus_t st =
+      cublasLtMatmulAlgoGetHeuristic(h->lt, p->op, p->a, p->b, p->c, p->c, p->pref, GEMM_CANDIDATES, res, &found);
   // NOT_SUPPORTED, or success with no usable result: nothing fits this problem.
-  bool none = st == CUBLAS_STATUS_NOT_SUPPORTED ||
-              (st == CUBLAS_STATUS_SUCCESS && (found < 1 || res.state != CUBLAS_STATUS_SUCCESS));
+  bool none = st == CUBLAS_STATUS_NOT_SUPPORTED || (st == CUBLAS_STATUS_SUCCESS && found < 1);
   if (none)
     return cplab_diag_set(d, CPLAB_EUNSUPPORTED,
                           "%s: cuBLASLt has no algorithm for m=%lld n=%lld k=%lld (pointer alignment A %u, B %u, "
@@ -179,8 +185,19 @@ static int gemm_enqueue(cplab_gemm *h, const gemm_call *g, lt_problem *p, cudaSt
   // alpha and beta in host memory (the default pointer mode), of the scale
   // type CUDA_R_32F. beta = 0: C is not read, so it may be D itself.
   const float alpha = 1.0f, beta = 0.0f;
-  KCHECK_LT(d, cublasLtMatmul(h->lt, p->op, &alpha, g->B, p->a, g->A, p->b, &beta, g->C, p->c, g->C, p->c, &res.algo,
-                              h->workspace, h->workspace_bytes, stream));
+  st = CUBLAS_STATUS_NOT_SUPPORTED;
+  int tried = 0;
+  for (int i = 0; i < found && st == CUBLAS_STATUS_NOT_SUPPORTED; i++) {
+    if (res[i].state != CUBLAS_STATUS_SUCCESS) continue;
+    tried++;
+    st = cublasLtMatmul(h->lt, p->op, &alpha, g->B, p->a, g->A, p->b, &beta, g->C, p->c, g->C, p->c, &res[i].algo,
+                        h->workspace, h->workspace_bytes, stream);
+  }
+  if (st == CUBLAS_STATUS_NOT_SUPPORTED)
+    return cplab_diag_set(d, CPLAB_EUNSUPPORTED,
+                          "%s: cuBLASLt refused all %d candidate algorithms for m=%lld n=%lld k=%lld (NOT_SUPPORTED)",
+                          g->name, tried, (long long)g->m, (long long)g->n, (long long)g->k);
+  if (st != CUBLAS_STATUS_SUCCESS) return lt_fail(d, st, "cublasLtMatmul", __LINE__);
   return 0;
 }
 
