@@ -242,6 +242,9 @@ extern "C" int cplab_gemm_fp8(cplab_gemm *h, int64_t m, int64_t n, int64_t k, co
   KCHECK_ARG(d, kaligned(A, 16) && kaligned(B, 16) && kaligned(C, 16),
              "cplab_gemm_fp8: A, B and C must be 16-byte aligned (cuBLASLt fp8 kernels)");
   KCHECK_ARG(d, a_scale && b_scale, "cplab_gemm_fp8: NULL scale pointer (per-tensor fp32 scales in device memory)");
-  KCHECK_ARG(d, kaligned(a_scale, 4) && kaligned(b_scale, 4), "cplab_gemm_fp8: scales must be 4-byte aligned");
+  // cuBLASLt refuses every fp8 algorithm (NOT_SUPPORTED) when a scale sits
+  // at a 4-byte offset (seen on an H200, CUDA 13): 16 bytes are asked here.
+  KCHECK_ARG(d, kaligned(a_scale, 16) && kaligned(b_scale, 16),
+             "cplab_gemm_fp8: a_scale and b_scale must be 16-byte aligned (cuBLASLt refuses the GEMM otherwise)");
   return gemm_run(h, &g, stream, d);
 }

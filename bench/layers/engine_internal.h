@@ -87,7 +87,7 @@ typedef struct engine_rank {
   /* projections (engine_proj.c): weights and GEMM inputs bf16, or e4m3
    * with per-tensor scales; outputs bf16 */
   void *w[PROJ_GEMMS];          /* by enum proj_gemm */
-  float *w_scale;               /* device [PROJ_GEMMS] (fp8), and a_scale = 1 at [PROJ_GEMMS] */
+  float *w_scale;               /* fp8: device per-tensor scales, weight g's at g·64, the inputs' (1) after them */
   void *x, *q_lat, *uk_in, *attn_q, *uv_q; /* inputs; attn_q / uv_q: quantised (fp8) */
   uint16_t *a_out, *qb_out, *uk_out, *iq_out, *ik_out, *iw_out, *attn_bf16, *uv_out, *o_out;
   int64_t proj_rows;            /* T, rounded up to 16 for fp8 GEMMs */

@@ -22,6 +22,8 @@
 /* Tensor ids of the generated values (cplab_gen_bf16 / cplab_gen_e4m3):
  * weights 1 + enum proj_gemm, inputs after them. */
 enum { GEN_W = 1, GEN_X = 1 + PROJ_GEMMS, GEN_Q_LAT, GEN_UK_IN };
+/* Floats between two per-tensor scales in device memory (256 bytes). */
+enum { SCALE_STRIDE = 64 };
 
 /* The shape of each GEMM: C[m][n] = A[m][k] · W[n][k]^T, m in units of rows
  * (the rank's tokens) times m_per_row. */
@@ -59,16 +61,18 @@ int engine_proj_setup(engine_step *s, engine_rank *k, cplab_diag *d) {
   proj_shape sh[PROJ_GEMMS];
   shapes(k, sh);
   k->proj_rows = s->fp8 ? (k->T + 15) / 16 * 16 : k->T;
-  float scales[PROJ_GEMMS + 1];
+  /* The scales 256 bytes apart: cplab_gemm_fp8 wants each 16-byte aligned. */
+  float scales[(PROJ_GEMMS + 1) * SCALE_STRIDE];
+  memset(scales, 0, sizeof scales);
   int rc = 0;
   for (int g = 0; g < PROJ_GEMMS && !rc; g++) {
     if (s->fp8 && (sh[g].n % 16 || sh[g].k % 16))
       rc = cplab_diag_set(d, CPLAB_EUNSUPPORTED, "fp8 projections: the %s GEMM is %lld x %lld (n x k); cuBLASLt's fp8 "
                           "GEMMs need multiples of 16", proj_names[g], (long long)sh[g].n, (long long)sh[g].k);
-    scales[g] = (float)(1.0 / sqrt((double)sh[g].k));
-    if (!rc) rc = gen(s, k, &k->w[g], GEN_W + (uint32_t)g, sh[g].n * sh[g].k, scales[g], d);
+    scales[g * SCALE_STRIDE] = (float)(1.0 / sqrt((double)sh[g].k));
+    if (!rc) rc = gen(s, k, &k->w[g], GEN_W + (uint32_t)g, sh[g].n * sh[g].k, scales[g * SCALE_STRIDE], d);
   }
-  scales[PROJ_GEMMS] = 1.0f;
+  scales[PROJ_GEMMS * SCALE_STRIDE] = 1.0f; /* the inputs' a_scale */
   int64_t R = k->proj_rows;
   const cplab_model *m = k->in->model;
   if (!rc) rc = gen(s, k, &k->x, GEN_X, R * m->hidden_size, 1.0f, d);
@@ -91,8 +95,8 @@ static int gemm(engine_step *s, const engine_rank *k, int g, const void *A, uint
   shapes(k, sh);
   int64_t m = k->proj_rows * sh[g].m_per_row;
   if (!s->fp8) return cplab_gemm_bf16(s->gemm, m, sh[g].n, sh[g].k, A, k->w[g], C, s->stream, d);
-  return cplab_gemm_fp8(s->gemm, m, sh[g].n, sh[g].k, A, k->w[g], k->w_scale + PROJ_GEMMS, k->w_scale + g, C,
-                        s->stream, d);
+  return cplab_gemm_fp8(s->gemm, m, sh[g].n, sh[g].k, A, k->w[g], k->w_scale + PROJ_GEMMS * SCALE_STRIDE,
+                        k->w_scale + g * SCALE_STRIDE, C, s->stream, d);
 }
 
 int engine_proj_pre(engine_step *s, const engine_rank *k, cplab_diag *d) {

@@ -127,7 +127,8 @@ static void check_fp8(cplab_gemm *h, uint64_t *rng, shape s, float a_scale, floa
 }
 
 /* k = 0: C all +0; m = 0: nothing written (C keeps its poison); fp8 with a
- * size not a multiple of 16: CPLAB_EINVAL, C untouched. */
+ * size not a multiple of 16: CPLAB_EINVAL, C untouched; fp8 with a scale
+ * pointer not 16-byte aligned: CPLAB_EINVAL. */
 static void check_edges(cplab_gemm *h) {
   enum { M = 16, N = 32 };
   uint16_t c[M * N];
@@ -154,7 +155,15 @@ static void check_edges(cplab_gemm *h) {
   kt_check(rc == 0 && rc2 == CPLAB_EINVAL && strstr(d.msg, "multiples of 16") && untouched,
            "fp8 with m = 0: rc %d; with m = 8: rc %d (%s), \"%s\"; C untouched: %s", rc, rc2, cplab_err_name(rc2),
            d.msg, untouched ? "yes" : "no");
-  kt_free(dC), kt_free(dA), kt_free(dB), kt_free(ds);
+  /* A scale 4 bytes into an allocation: cuBLASLt refuses fp8 GEMMs with such
+   * scale pointers, so the wrapper asks for 16-byte alignment up front. */
+  float two[2] = {1.0f, 1.0f};
+  float *ds2 = kt_dev_from(two, sizeof two);
+  cplab_diag e = {0};
+  rc = cplab_gemm_fp8(h, M, N, 16, dA, dB, ds2 + 1, ds2, dC, NULL, &e);
+  kt_check(rc == CPLAB_EINVAL && strstr(e.msg, "16-byte aligned"), "fp8 with a_scale 4 bytes off alignment: rc %d (%s), "
+           "\"%s\"", rc, cplab_err_name(rc), e.msg);
+  kt_free(dC), kt_free(dA), kt_free(dB), kt_free(ds), kt_free(ds2);
 }
 
 int main(void) {
