@@ -161,37 +161,36 @@ static int gemm_enqueue(cplab_gemm *h, const gemm_call *g, lt_problem *p, cudaSt
   KCHECK_LT(d, cublasLtMatmulPreferenceSetAttribute(p->pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c,
                                                     sizeof al_c));
 
-  // Several candidates: cublasLtMatmul itself can refuse the heuristic's
-  // first candidate with NOT_SUPPORTED (seen for fp8 on an H200 with CUDA 13
-  // at 8192^3 and at cplab-bench's projection shapes, while 256x512x1024
-  // ran); then the next candidate is tried. A refusal is argument
-  // validation, before anything is enqueued.
+  // The heuristic's first candidate, and only if cublasLtMatmul refuses it
+  // (NOT_SUPPORTED: argument validation, before anything is enqueued) up to
+  // seven more. Asking for eight on every call costs host time that eager
+  // decode steps, made of small GEMMs, show (cplab-bench on an H200: 1.27 ms
+  // per step of GLM-5 pcp4dcp4 with one candidate, 5.68 ms with eight).
   enum { GEMM_CANDIDATES = 8 };
   cublasLtMatmulHeuristicResult_t res[GEMM_CANDIDATES];
-  int found = 0;
-  memset(res, 0, sizeof res);
-  cublasStatus_t st =
-      cublasLtMatmulAlgoGetHeuristic(h->lt, p->op, p->a, p->b, p->c, p->c, p->pref, GEMM_CANDIDATES, res, &found);
-  // NOT_SUPPORTED, or success with no usable result: nothing fits this problem.
-  bool none = st == CUBLAS_STATUS_NOT_SUPPORTED || (st == CUBLAS_STATUS_SUCCESS && found < 1);
-  if (none)
-    return cplab_diag_set(d, CPLAB_EUNSUPPORTED,
-                          "%s: cuBLASLt has no algorithm for m=%lld n=%lld k=%lld (pointer alignment A %u, B %u, "
-                          "C %u bytes; workspace %zu bytes)",
-                          g->name, (long long)g->m, (long long)g->n, (long long)g->k, al_b, al_a, al_c,
-                          h->workspace_bytes);
-  if (st != CUBLAS_STATUS_SUCCESS) return lt_fail(d, st, "cublasLtMatmulAlgoGetHeuristic", __LINE__);
-
-  // alpha and beta in host memory (the default pointer mode), of the scale
-  // type CUDA_R_32F. beta = 0: C is not read, so it may be D itself.
-  const float alpha = 1.0f, beta = 0.0f;
-  st = CUBLAS_STATUS_NOT_SUPPORTED;
-  int tried = 0;
-  for (int i = 0; i < found && st == CUBLAS_STATUS_NOT_SUPPORTED; i++) {
-    if (res[i].state != CUBLAS_STATUS_SUCCESS) continue;
-    tried++;
-    st = cublasLtMatmul(h->lt, p->op, &alpha, g->B, p->a, g->A, p->b, &beta, g->C, p->c, g->C, p->c, &res[i].algo,
-                        h->workspace, h->workspace_bytes, stream);
+  const float alpha = 1.0f, beta = 0.0f; // host memory (the default pointer mode), scale type CUDA_R_32F;
+                                         // beta = 0: C is not read, so it may be D itself
+  cublasStatus_t st = CUBLAS_STATUS_NOT_SUPPORTED;
+  int tried = 0, skip = 0;
+  for (int want = 1; want <= GEMM_CANDIDATES && st == CUBLAS_STATUS_NOT_SUPPORTED; want *= GEMM_CANDIDATES) {
+    int found = 0;
+    memset(res, 0, sizeof res);
+    cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(h->lt, p->op, p->a, p->b, p->c, p->c, p->pref, want, res, &found);
+    // NOT_SUPPORTED, or success with no usable result: nothing fits this problem.
+    if (hs == CUBLAS_STATUS_NOT_SUPPORTED || (hs == CUBLAS_STATUS_SUCCESS && found < 1))
+      return cplab_diag_set(d, CPLAB_EUNSUPPORTED,
+                            "%s: cuBLASLt has no algorithm for m=%lld n=%lld k=%lld (pointer alignment A %u, B %u, "
+                            "C %u bytes; workspace %zu bytes)",
+                            g->name, (long long)g->m, (long long)g->n, (long long)g->k, al_b, al_a, al_c,
+                            h->workspace_bytes);
+    if (hs != CUBLAS_STATUS_SUCCESS) return lt_fail(d, hs, "cublasLtMatmulAlgoGetHeuristic", __LINE__);
+    for (int i = skip; i < found && st == CUBLAS_STATUS_NOT_SUPPORTED; i++) {
+      if (res[i].state != CUBLAS_STATUS_SUCCESS) continue;
+      tried++;
+      st = cublasLtMatmul(h->lt, p->op, &alpha, g->B, p->a, g->A, p->b, &beta, g->C, p->c, g->C, p->c, &res[i].algo,
+                          h->workspace, h->workspace_bytes, stream);
+    }
+    skip = found; /* the first `found` were tried */
   }
   if (st == CUBLAS_STATUS_NOT_SUPPORTED)
     return cplab_diag_set(d, CPLAB_EUNSUPPORTED,
