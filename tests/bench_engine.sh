@@ -10,7 +10,7 @@
 BENCH="$top_builddir/bench/cplab-bench"
 # A small model of the preset's form (the kernels' fixed dimensions kept).
 MODEL=hidden_size=256,q_lora_rank=128,num_heads=8,n_routed_experts=8,n_active_experts=2,moe_intermediate_size=64
-MODEL=$MODEL,index_n_heads=4,index_topk=64
+MODEL=$MODEL,index_n_heads=4,index_topk=16
 
 expect_exit 0 "engine: 3 layouts x prefill/decode x eager/full, 2 layers, checked" "$ENGINE" --model-set "$MODEL" \
   --layouts tp2dcp2,pcp2dcp2,tp2pcp2dcp4 --prefill 48 --decode 80 --out-tokens 2 --batch 2 --graphs eager,full \

@@ -6,18 +6,24 @@
  *   PRE_COMM   the collectives before attention (KV and indexer-key insert
  *              gathers, the decode query gather): device copies
  *   PROJ_PRE   the q_a/kv_a, q_b, W_UK absorption and indexer projections
- *   INDEXER    key gathers, indexer logits, top-k
- *   ATTN       workspace gathers, conversion, sparse MLA (prefill rows; the
- *              decode rows' partial over this rank's DCP shard)
- *   PART_COMM  the decode partials' all-gather over DCP: real copies of the
- *              peers' partials (they feed the combine)
+ *   KEY_SHARD  this rank's blocks of the gathered indexer keys, from its own
+ *              cache (prefill chunks; decode rows' local keys under DCP)
+ *   WS_SHARD   its blocks of the plan's prefill workspaces (or, without a
+ *              gathered plan, each prefill row's context from its cache)
+ *   SHARD_COMM the all-gathers of those blocks over DCP: real copies of the
+ *              peers' blocks (ncclAllGather in place on several GPUs)
+ *   INDEXER    the keys in logical order, indexer logits, top-k
+ *   ATTN       conversion and sparse MLA (prefill rows; the decode rows'
+ *              partial over this rank's DCP shard)
+ *   PART_COMM  the decode partials' all-gather over DCP: real copies
  *   COMBINE    the LSE combine of the decode rows
  *   PROJ_POST  W_UV and o_proj
  *   MID_COMM   the o_proj all-reduce, the MoE dispatch gathers
  *   MOE        the MoE block on the plan's path (cplab_moe_run)
  *   MOE_COMM   the MoE combine (reduce-scatter or the fast all-reduce)
- * Ranks meet at the collectives: a layer is four segments, PRE_COMM..ATTN,
- * PART_COMM..PROJ_POST, MID_COMM..MOE and MOE_COMM, and on one device a
+ * Ranks meet at the collectives: a layer is five segments,
+ * PRE_COMM..WS_SHARD, SHARD_COMM..ATTN, PART_COMM..PROJ_POST,
+ * MID_COMM..MOE and MOE_COMM, and on one device a
  * segment lasts as long as its slowest rank. */
 #ifndef CPLAB_BENCH_ENGINE_INTERNAL_H
 #define CPLAB_BENCH_ENGINE_INTERNAL_H
@@ -31,10 +37,10 @@
 #include "exec.h"
 
 enum {
-  PIECE_PRE_COMM, PIECE_PROJ_PRE, PIECE_INDEXER, PIECE_ATTN, PIECE_PART_COMM, PIECE_COMBINE, PIECE_PROJ_POST,
-  PIECE_MID_COMM, PIECE_MOE, PIECE_MOE_COMM, PIECE_COUNT
+  PIECE_PRE_COMM, PIECE_PROJ_PRE, PIECE_KEY_SHARD, PIECE_WS_SHARD, PIECE_SHARD_COMM, PIECE_INDEXER, PIECE_ATTN,
+  PIECE_PART_COMM, PIECE_COMBINE, PIECE_PROJ_POST, PIECE_MID_COMM, PIECE_MOE, PIECE_MOE_COMM, PIECE_COUNT
 };
-enum { ENGINE_SEGMENTS = 4 };
+enum { ENGINE_SEGMENTS = 5 };
 /* First piece of each segment, and PIECE_COUNT as the end. */
 extern const int engine_segment_first[ENGINE_SEGMENTS + 1];
 /* The phase of report.h each piece counts to (0 proj, 1 indexer, 2 attention, 3 moe, 4 comm). */
@@ -55,11 +61,22 @@ int engine_mem_alloc(engine_mem *m, void *out, size_t bytes, cplab_diag *d);
 int engine_mem_put(engine_mem *m, void *out, const void *host, size_t bytes, cplab_diag *d);
 void engine_mem_free(engine_mem *m);
 
+/* A buffer gathered rank-major over the DCP group: block o (rows
+ * [o·block, (o+1)·block)) is DCP rank o's, gathered from its own cache
+ * through own_slots (-1: padding). */
+typedef struct engine_gathered {
+  void *buf;
+  int64_t block;
+  int64_t *own_slots; /* device [block] */
+} engine_gathered;
+
 /* One prefill row (a contiguous run of one request's tokens on this rank). */
 typedef struct engine_prefill_row {
   int64_t tok0, len;      /* local tokens */
   int64_t nkeys;          /* keys 0 .. seq_len - 1 */
-  int64_t *key_slots;     /* device [nkeys]: slots in the all-ranks indexer cache */
+  int key_chunk;          /* its indexer chunk's gathered keys (key_rows index them), or -1: */
+  int64_t *key_rows;      /* device [nkeys] */
+  int64_t *key_slots;     /* device [nkeys]: slots in the all-ranks indexer cache (no gathered keys: DCP 1) */
   int ws;                 /* the plan's workspace chunk, or -1: its own workspace below */
   uint16_t *own_ws;       /* [nkeys][576]: the request's context in logical order (no gathered plan) */
   int64_t *own_ws_slots;  /* device [nkeys] */
@@ -82,7 +99,7 @@ typedef struct engine_rank {
   int64_t moe_rows;
   float scale;
   /* caches (exec_single's, all ranks) */
-  uint8_t *kv_all, *idx_all, *kv_own;
+  uint8_t *kv_all, *idx_all, *kv_own, *idx_own;
   int64_t slots_all, num_slots;
   /* projections (engine_proj.c): weights and GEMM inputs bf16, or e4m3
    * with per-tensor scales; outputs bf16 */
@@ -102,16 +119,19 @@ typedef struct engine_rank {
   float *score;                /* [T][K] */
   int num_prefill;
   engine_prefill_row *prefill;
-  /* the plan's gathered workspaces */
-  int nws;
-  uint16_t **ws;
-  int64_t *ws_rows, **ws_slots;
+  /* the plan's gathered workspaces (rows: 576 bf16) and indexer keys
+   * (132-byte entries, by indexer chunk; buf NULL for chunks no region starts in) */
+  int nws, nkb;
+  engine_gathered *ws, *kb;
   /* attention */
   uint16_t *mla_q;             /* [T][Hl][576] */
   float *attn_out, *attn_lse;  /* [T][Hl][512], [T][Hl] */
-  /* decode rows: joint keys, group queries, partials of every DCP peer */
+  /* decode rows: joint keys (DCP 1: slots in the all-ranks cache; DCP > 1:
+   * rows of dec_local, the gathered local keys), group queries, partials of
+   * every DCP peer */
   int64_t dec_keys;
   int64_t *dec_key_slots;
+  engine_gathered dec_local;
   int32_t *dec_req, *block_table;
   uint16_t *qg;                /* [Tdec][Hg][576] */
   float *gout, *glse, *fin;    /* [D][Tdec][Hg][512], [D][Tdec][Hg], [Tdec][Hg][512] */

@@ -2,12 +2,18 @@
  * the index lists of its plan (built on the host from the same maps as the
  * executor, uploaded once before timing) and the launches of each piece.
  *
- * The attention path is the executor's, batched over the rank's tokens:
- * every kernel, map and conversion is the one cplab-exec runs row by row,
- * so a rank's top-k and attention outputs equal cplab-exec's bit for bit
- * (engine.c checks that with --check). The projections run at the model's
- * shapes on generated inputs; their outputs do not feed the attention,
- * whose queries are the generated ones the simulator and executor use. */
+ * The attention path is the executor's, batched over the rank's tokens, with
+ * the data movement of a multi-GPU run: each rank gathers its own blocks of
+ * the rank-major workspaces and indexer keys from its own cache, and the
+ * all-gathers over DCP (device copies here) fill in the peers' blocks. Every
+ * kernel, map and conversion is the one cplab-exec runs row by row, so a
+ * rank's top-k and attention outputs equal cplab-exec's bit for bit
+ * (engine.c checks that with --check). Decode rows under DCP gather every
+ * rank's local keys of their requests (vLLM instead merges each rank's
+ * local top-k; the result is the same top-k). The projections run at the
+ * model's shapes on generated inputs (engine_proj.c); their outputs do not
+ * feed the attention, whose queries are the generated ones the simulator
+ * and executor use. */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -15,13 +21,15 @@
 
 #include "cplab/kv.h"
 #include "cplab/kvformat.h"
+#include "cplab/layout.h"
 #include "cplab/maps.h"
 #include "engine_internal.h"
 
-const int engine_segment_first[ENGINE_SEGMENTS + 1] = {PIECE_PRE_COMM, PIECE_PART_COMM, PIECE_MID_COMM, PIECE_MOE_COMM,
-                                                       PIECE_COUNT};
-const int engine_piece_phase[PIECE_COUNT] = {4, 0, 1, 2, 4, 2, 0, 4, 3, 4};
-const int engine_piece_is_attention[PIECE_COUNT] = {0, 0, 1, 1, 1, 1, 0, 0, 0, 0};
+const int engine_segment_first[ENGINE_SEGMENTS + 1] = {PIECE_PRE_COMM, PIECE_SHARD_COMM, PIECE_PART_COMM,
+                                                       PIECE_MID_COMM, PIECE_MOE_COMM, PIECE_COUNT};
+/* PRE_COMM .. MOE_COMM: comm, proj, indexer, attention, comm, indexer, attention, comm, attention, proj, comm, moe, comm */
+const int engine_piece_phase[PIECE_COUNT] = {4, 0, 1, 2, 4, 1, 2, 4, 2, 0, 4, 3, 4};
+const int engine_piece_is_attention[PIECE_COUNT] = {0, 0, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
 
 /* Tensor id of the generated MoE input (cplab_gen_bf16; the projections' are engine_proj.c's). */
 enum { GEN_MOE_X = 100 };
@@ -58,16 +66,16 @@ void engine_mem_free(engine_mem *m) {
 void engine_rank_free(engine_rank *k) {
   cplab_moe_plan_destroy(k->moe_plan);
   engine_mem_free(&k->mem);
-  free(k->prefill), free(k->ws), free(k->ws_rows), free(k->ws_slots), free(k->copies);
+  free(k->prefill), free(k->ws), free(k->kb), free(k->copies);
   memset(k, 0, sizeof *k);
 }
 
 static double dtype_bytes(cplab_dtype t) { return t == CPLAB_DT_FP32 ? 4.0 : t == CPLAB_DT_BF16 ? 2.0 : 1.0; }
 
 /* The piece a collective's stand-in copy runs in; -1 for the collectives the
- * kernels themselves carry out on one device (gathers that read the peers'
- * caches, the decode partials' real copies); PIECE_COUNT for the step's
- * output gather after the layers. */
+ * engine carries out with real data (the workspace and indexer-key
+ * all-gathers of SHARD_COMM, the decode partials' of PART_COMM);
+ * PIECE_COUNT for the step's output gather after the layers. */
 static int copy_piece(cplab_coll_what w) {
   switch (w) {
   case CPLAB_CW_KV_INSERT_GATHER: case CPLAB_CW_INDEX_K_INSERT_GATHER: case CPLAB_CW_DECODE_Q_GATHER:
@@ -122,19 +130,65 @@ static int group_heads(engine_step *s, engine_rank *k, int *tmin, cplab_diag *d)
   return 0;
 }
 
+/* Under DCP, decode row i's keys are gathered rank-major: block o of
+ * dec_local holds every DCP rank's local keys of the decode rows, row after
+ * row, each row given as many entries as DCP rank 0 (which holds the most)
+ * has. Row i's logical key t is then entry owner(t)·block + off + local(t). */
+static int64_t decode_local_len(const engine_rank *k, const cplab_row *row, int o) {
+  return cplab_kv_local_len(row->seq_len, o, k->in->par->interleave, k->D);
+}
+
+static void decode_rows(const engine_rank *k, const cplab_row *row, int64_t block, int64_t off, int64_t *rows) {
+  int I = k->in->par->interleave;
+  for (int64_t t = 0; t < row->seq_len; t++)
+    rows[t] = cplab_kv_owner(t, I, k->D) * block + off + cplab_kv_local_idx(t, I, k->D);
+}
+
+/* This rank's block of dec_local: local key l of each decode row, from its own cache. */
+static int decode_own_block(engine_rank *k, cplab_diag *d) {
+  const cplab_split *sp = &k->rp->split;
+  const cplab_parallel *par = k->in->par;
+  const cplab_schedule *sc = &k->rp->sched;
+  int64_t *slots = malloc(sizeof *slots * (size_t)(k->dec_local.block + 1)), off = 0;
+  if (!slots) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
+  for (int i = 0; i < sp->num_rows; i++) {
+    const cplab_row *row = &sp->rows[i];
+    if (row->len <= 0 || row->is_prefill) continue;
+    const int32_t *brow = sc->block_table + (int64_t)row->req * sc->max_blocks;
+    int64_t mine = decode_local_len(k, row, k->o), most = decode_local_len(k, row, 0);
+    for (int64_t l = 0; l < most; l++) {
+      int64_t t = (l / par->interleave) * par->interleave * k->D + (int64_t)k->o * par->interleave + l % par->interleave;
+      slots[off + l] = l < mine ? cplab_kv_slot_global(par, k->o, brow, sc->max_blocks, t) : -1;
+    }
+    off += most;
+  }
+  int rc = engine_mem_put(&k->mem, &k->dec_local.own_slots, slots, sizeof *slots * (size_t)off, d);
+  if (!rc)
+    rc = engine_mem_alloc(&k->mem, &k->dec_local.buf, (size_t)k->D * (size_t)off * CPLAB_IDX_ENTRY_BYTES, d);
+  free(slots);
+  return rc;
+}
+
 /* Per token: request id and position (generation), key bounds. Decode rows'
- * keys are joined, one request after another (dec_key_slots). */
+ * keys are joined, one request after another (dec_key_slots: slots in the
+ * all-ranks cache without DCP, rows of dec_local with it). */
 static int token_lists(engine_step *s, engine_rank *k, int32_t *id, int32_t *pos, int32_t *ks, int32_t *ke,
                        int32_t *dec_req, int64_t **dec_slots, cplab_diag *d) {
   const cplab_split *sp = &k->rp->split;
-  int64_t off = 0;
+  int64_t off = 0, loff = 0;
+  k->dec_local.block = 0;
+  for (int i = 0; i < sp->num_rows; i++)
+    if (sp->rows[i].len > 0 && !sp->rows[i].is_prefill) k->dec_local.block += decode_local_len(k, &sp->rows[i], 0);
   for (int i = 0; i < sp->num_rows; i++) {
     const cplab_row *row = &sp->rows[i];
     if (row->len <= 0 || row->is_prefill) continue;
     int64_t *grown = realloc(*dec_slots, sizeof **dec_slots * (size_t)(off + row->seq_len));
     if (!grown) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
     *dec_slots = grown;
-    int rc = exec_single_key_slots(s->xs, k->r, k->rp, NULL, row, row->seq_len, grown + off, d);
+    int rc = 0;
+    if (k->D == 1) rc = exec_single_key_slots(s->xs, k->r, k->rp, NULL, row, row->seq_len, grown + off, d);
+    else decode_rows(k, row, k->dec_local.block, loff, grown + off);
+    loff += decode_local_len(k, row, 0);
     if (rc) return rc;
     for (int64_t t = 0; t < row->len; t++) {
       int64_t tok = row->token_offset + t;
@@ -155,26 +209,72 @@ static int token_lists(engine_step *s, engine_rank *k, int32_t *id, int32_t *pos
   return 0;
 }
 
-/* The plan's gathered workspaces: every chunk's rows from the peers' caches. */
-static int setup_workspaces(engine_step *s, engine_rank *k, cplab_diag *d) {
+/* A rank-major gathered buffer of src (W blocks): this rank's block's slots
+ * in its own cache, and the buffer (row_bytes per row). */
+static int gathered_alloc(engine_rank *k, const cplab_maps_sources *src, int W, size_t row_bytes, engine_gathered *g,
+                          cplab_diag *d) {
+  g->block = src->rows / W;
+  int64_t *own = malloc(sizeof *own * (size_t)(g->block + 1));
+  if (!own) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
+  for (int64_t i = 0; i < g->block; i++) {
+    int64_t at = (int64_t)k->o * g->block + i;
+    own[i] = src->peer[at] == k->o ? src->slot[at] : -1;
+  }
+  int rc = engine_mem_put(&k->mem, &g->own_slots, own, sizeof *own * (size_t)g->block, d);
+  if (!rc) rc = engine_mem_alloc(&k->mem, &g->buf, row_bytes * (size_t)src->rows, d);
+  free(own);
+  return rc;
+}
+
+/* The plan's gathered workspaces (every prefill chunk) and indexer keys
+ * (every indexer chunk a region starts in). */
+static int setup_gathered(engine_rank *k, cplab_diag *d) {
   const cplab_prefill_plan *pl = &k->rp->prefill;
+  const cplab_indexer_plan *ip = &k->rp->indexer;
   k->nws = pl->active ? pl->num_chunks : 0;
+  k->nkb = ip->active ? ip->num_chunks : 0;
   k->ws = calloc((size_t)k->nws + 1, sizeof *k->ws);
-  k->ws_rows = calloc((size_t)k->nws + 1, sizeof *k->ws_rows);
-  k->ws_slots = calloc((size_t)k->nws + 1, sizeof *k->ws_slots);
-  if (!k->ws || !k->ws_rows || !k->ws_slots) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
+  k->kb = calloc((size_t)k->nkb + 1, sizeof *k->kb);
+  if (!k->ws || !k->kb) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
   int rc = 0;
   for (int ch = 0; ch < k->nws && !rc; ch++) {
     cplab_maps_sources src;
     rc = cplab_maps_workspace_sources(k->rp, ch, &src, d);
-    if (rc) break;
-    for (int64_t i = 0; i < src.rows; i++) src.slot[i] = exec_single_peer_slot(s->xs, k->r, src.peer[i], src.slot[i]);
-    k->ws_rows[ch] = src.rows;
-    rc = engine_mem_put(&k->mem, &k->ws_slots[ch], src.slot, sizeof(int64_t) * (size_t)src.rows, d);
-    if (!rc) rc = engine_mem_alloc(&k->mem, &k->ws[ch], sizeof(uint16_t) * CPLAB_MLA_ROW_DIM * (size_t)src.rows, d);
+    if (!rc) rc = gathered_alloc(k, &src, k->D, sizeof(uint16_t) * CPLAB_MLA_ROW_DIM, &k->ws[ch], d);
+    cplab_maps_sources_free(&src);
+  }
+  for (int r = 0; r < (ip->active ? ip->num_regions : 0) && !rc; r++) {
+    int c = ip->region_chunk[r];
+    if (k->kb[c].buf) continue;
+    cplab_maps_sources src;
+    rc = cplab_maps_key_sources(k->rp, c, &src, d);
+    if (!rc) rc = gathered_alloc(k, &src, k->D, CPLAB_IDX_ENTRY_BYTES, &k->kb[c], d);
     cplab_maps_sources_free(&src);
   }
   return rc;
+}
+
+/* Prefill rows: their keys in logical order and where they attend. */
+/* Where prefill row pr's keys 0 .. nkeys-1 come from, in logical order:
+ * rows of its indexer chunk's gathered keys through the layout's
+ * de-interleave, or (no gathered keys: DCP 1) each key's owner's cache. */
+static int prefill_keys(engine_step *s, engine_rank *k, const cplab_row *row, engine_prefill_row *pr, int64_t *rows,
+                        cplab_diag *d) {
+  const cplab_indexer_plan *ip = &k->rp->indexer;
+  pr->key_chunk = -1;
+  if (!ip->active) {
+    int rc = exec_single_key_slots(s->xs, k->r, k->rp, NULL, row, pr->nkeys, rows, d);
+    return rc ? rc : engine_mem_put(&k->mem, &pr->key_slots, rows, sizeof *rows * (size_t)pr->nkeys, d);
+  }
+  int region = cplab_indexer_region_of(ip, row->req);
+  if (region < 0) CPLAB_FAIL(d, CPLAB_EINTERNAL, "request %d has no indexer region", row->req);
+  pr->key_chunk = ip->region_chunk[region];
+  int64_t total = k->kb[pr->key_chunk].block * k->D;
+  for (int64_t t = 0; t < pr->nkeys; t++) {
+    int64_t g = cplab_layout_deinterleave(k->rp->layout, &k->rp->env, ip, region, t);
+    rows[t] = g < 0 || g >= total ? -1 : g;
+  }
+  return engine_mem_put(&k->mem, &pr->key_rows, rows, sizeof *rows * (size_t)pr->nkeys, d);
 }
 
 /* Prefill rows: their keys in logical order and where they attend. */
@@ -182,14 +282,10 @@ static int setup_prefill_rows(engine_step *s, engine_rank *k, int64_t *max_keys,
   const cplab_rank_plan *rp = k->rp;
   const cplab_split *sp = &rp->split;
   const cplab_parallel *par = k->in->par;
-  const cplab_indexer_plan *ip = &rp->indexer;
-  int nsrc = ip->active ? ip->num_chunks : 0, rc = 0;
-  cplab_maps_sources *src = calloc((size_t)nsrc + 1, sizeof *src);
+  int rc = 0;
   k->prefill = calloc((size_t)sp->num_rows + 1, sizeof *k->prefill);
   int64_t *slots = NULL;
-  if (!src || !k->prefill) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
-  int got = 0;
-  for (; got < nsrc && !rc; got++) rc = cplab_maps_key_sources(rp, got, &src[got], d);
+  if (!k->prefill) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
   for (int i = 0; i < sp->num_rows && !rc; i++) {
     const cplab_row *row = &sp->rows[i];
     if (row->len <= 0 || !row->is_prefill) continue;
@@ -201,8 +297,7 @@ static int setup_prefill_rows(engine_step *s, engine_rank *k, int64_t *max_keys,
       rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
       break;
     }
-    rc = exec_single_key_slots(s->xs, k->r, rp, src, row, pr->nkeys, slots, d);
-    if (!rc) rc = engine_mem_put(&k->mem, &pr->key_slots, slots, sizeof *slots * (size_t)pr->nkeys, d);
+    rc = prefill_keys(s, k, row, pr, slots, d);
     int64_t start = 0, shard = 0;
     if (!rc && rp->prefill.active) {
       int region = cplab_prefill_region_of(&rp->prefill, row->req);
@@ -222,8 +317,7 @@ static int setup_prefill_rows(engine_step *s, engine_rank *k, int64_t *max_keys,
     if (!rc) rc = engine_mem_put(&k->mem, &pr->ws_start, &start, sizeof start, d);
     if (!rc) rc = engine_mem_put(&k->mem, &pr->shard_rows, &shard, sizeof shard, d);
   }
-  for (int c = 0; c < got; c++) cplab_maps_sources_free(&src[c]);
-  free(src), free(slots);
+  free(slots);
   return rc;
 }
 
@@ -257,8 +351,9 @@ static int setup_attention(engine_step *s, engine_rank *k, cplab_diag *d) {
   int rc = id && pos && ks && ke && dec_req ? 0 : cplab_diag_set(d, CPLAB_ENOMEM, "out of memory"), tmin = 0;
   if (!rc) rc = group_heads(s, k, &tmin, d);
   if (!rc) rc = token_lists(s, k, id, pos, ks, ke, dec_req, &dec_slots, d);
+  if (!rc) rc = setup_gathered(k, d);
   if (!rc) rc = setup_prefill_rows(s, k, &max_keys, &max_len, d);
-  if (!rc) rc = setup_workspaces(s, k, d);
+  if (!rc && k->D > 1 && k->Tdec > 0) rc = decode_own_block(k, d);
   max_keys = k->dec_keys > max_keys ? k->dec_keys : max_keys;
   max_len = k->Tdec > max_len ? k->Tdec : max_len;
   if (!rc) rc = engine_mem_put(mm, &did, id, sizeof *id * (size_t)T, d);
@@ -315,6 +410,7 @@ int engine_rank_setup(engine_step *s, int r, const cplab_step_input *in, const c
   exec_single_caches(s->xs, &k->kv_all, &k->idx_all, &k->num_slots);
   k->slots_all = (int64_t)s->world * k->num_slots;
   k->kv_own = k->kv_all + (size_t)r * (size_t)k->num_slots * CPLAB_MLA_ENTRY_BYTES;
+  k->idx_own = k->idx_all + (size_t)r * (size_t)k->num_slots * CPLAB_IDX_ENTRY_BYTES;
   int rc = setup_copies(s, k, d);
   if (!rc) rc = engine_proj_setup(s, k, d);
   if (!rc) rc = setup_attention(s, k, d);
@@ -347,15 +443,79 @@ static int topk_rows(engine_step *s, const engine_rank *k, int64_t tok0, int64_t
   return rc;
 }
 
+/* This rank's blocks of the gathered keys (prefill chunks; decode rows' local keys under DCP). */
+static int piece_key_shard(engine_step *s, const engine_rank *k, cplab_diag *d) {
+  int rc = 0;
+  for (int c = 0; c < k->nkb && !rc; c++) {
+    const engine_gathered *g = &k->kb[c];
+    if (g->buf)
+      rc = cplab_gather_idx(k->idx_own, k->num_slots, g->own_slots, g->block,
+                            (uint8_t *)g->buf + (size_t)k->o * (size_t)g->block * CPLAB_IDX_ENTRY_BYTES, s->stream, d);
+  }
+  const engine_gathered *g = &k->dec_local;
+  if (!rc && g->buf)
+    rc = cplab_gather_idx(k->idx_own, k->num_slots, g->own_slots, g->block,
+                          (uint8_t *)g->buf + (size_t)k->o * (size_t)g->block * CPLAB_IDX_ENTRY_BYTES, s->stream, d);
+  return rc;
+}
+
+/* This rank's blocks of the workspaces; without a gathered plan, each prefill row's context. */
+static int piece_ws_shard(engine_step *s, const engine_rank *k, cplab_diag *d) {
+  size_t row = sizeof(uint16_t) * CPLAB_MLA_ROW_DIM;
+  int rc = 0;
+  for (int ch = 0; ch < k->nws && !rc; ch++) {
+    const engine_gathered *g = &k->ws[ch];
+    rc = cplab_gather_mla(k->kv_own, k->num_slots, g->own_slots, g->block,
+                          (uint16_t *)(void *)((char *)g->buf + (size_t)k->o * (size_t)g->block * row), s->stream, d);
+  }
+  for (int i = 0; i < k->num_prefill && !rc; i++) {
+    const engine_prefill_row *pr = &k->prefill[i];
+    if (pr->ws < 0) rc = cplab_gather_mla(k->kv_all, k->slots_all, pr->own_ws_slots, pr->nkeys, pr->own_ws, s->stream, d);
+  }
+  return rc;
+}
+
+/* Peer block o of a gathered buffer, copied from the peer's own copy of it. */
+static int copy_block(engine_step *s, const engine_gathered *mine, const engine_gathered *peer, int o, size_t row_bytes,
+                      cplab_diag *d) {
+  size_t at = (size_t)o * (size_t)mine->block * row_bytes;
+  return cplab_dev_copy_async((char *)mine->buf + at, (const char *)peer->buf + at, (size_t)mine->block * row_bytes,
+                              s->stream, d);
+}
+
+/* The all-gathers of the blocks over DCP (on one device: copies of the peers' blocks). */
+static int piece_shard_comm(engine_step *s, const engine_rank *k, cplab_diag *d) {
+  if (k->D == 1) return 0;
+  const int *mem = cplab_rank_table_members(s->t, CPLAB_GROUP_DCP, k->r);
+  int rc = 0;
+  for (int o = 0; o < k->D && !rc; o++) {
+    if (o == k->o) continue;
+    const engine_rank *p = &s->ranks[mem[o]];
+    for (int ch = 0; ch < k->nws && !rc; ch++)
+      rc = copy_block(s, &k->ws[ch], &p->ws[ch], o, sizeof(uint16_t) * CPLAB_MLA_ROW_DIM, d);
+    for (int c = 0; c < k->nkb && !rc; c++)
+      if (k->kb[c].buf) rc = copy_block(s, &k->kb[c], &p->kb[c], o, CPLAB_IDX_ENTRY_BYTES, d);
+    if (!rc && k->dec_local.buf) rc = copy_block(s, &k->dec_local, &p->dec_local, o, CPLAB_IDX_ENTRY_BYTES, d);
+  }
+  return rc;
+}
+
 static int piece_indexer(engine_step *s, const engine_rank *k, cplab_diag *d) {
   int rc = 0;
   if (k->Tdec > 0) {
-    rc = cplab_gather_idx(k->idx_all, k->slots_all, k->dec_key_slots, k->dec_keys, k->keys, s->stream, d);
+    const engine_gathered *g = &k->dec_local;
+    rc = g->buf ? cplab_gather_idx(g->buf, (int64_t)k->D * g->block, k->dec_key_slots, k->dec_keys, k->keys, s->stream, d)
+                : cplab_gather_idx(k->idx_all, k->slots_all, k->dec_key_slots, k->dec_keys, k->keys, s->stream, d);
     if (!rc) rc = topk_rows(s, k, 0, k->Tdec, k->dec_keys, d);
   }
   for (int i = 0; i < k->num_prefill && !rc; i++) {
     const engine_prefill_row *pr = &k->prefill[i];
-    rc = cplab_gather_idx(k->idx_all, k->slots_all, pr->key_slots, pr->nkeys, k->keys, s->stream, d);
+    if (pr->key_chunk >= 0) {
+      const engine_gathered *g = &k->kb[pr->key_chunk];
+      rc = cplab_gather_idx(g->buf, (int64_t)k->D * g->block, pr->key_rows, pr->nkeys, k->keys, s->stream, d);
+    } else {
+      rc = cplab_gather_idx(k->idx_all, k->slots_all, pr->key_slots, pr->nkeys, k->keys, s->stream, d);
+    }
     if (!rc) rc = topk_rows(s, k, pr->tok0, pr->len, pr->nkeys, d);
   }
   return rc;
@@ -379,14 +539,11 @@ static int piece_attention(engine_step *s, const engine_rank *k, cplab_diag *d) 
                                    k->gout + (size_t)k->o * gq * CPLAB_MLA_NOPE_DIM, k->glse + (size_t)k->o * gq,
                                    s->stream, d);
   }
-  for (int ch = 0; ch < k->nws && !rc; ch++)
-    rc = cplab_gather_mla(k->kv_all, k->slots_all, k->ws_slots[ch], k->ws_rows[ch], k->ws[ch], s->stream, d);
   for (int i = 0; i < k->num_prefill && !rc; i++) {
     const engine_prefill_row *pr = &k->prefill[i];
-    const uint16_t *ws = pr->ws >= 0 ? k->ws[pr->ws] : pr->own_ws;
-    int64_t rows = pr->ws >= 0 ? k->ws_rows[pr->ws] : pr->nkeys;
+    const uint16_t *ws = pr->ws >= 0 ? k->ws[pr->ws].buf : pr->own_ws;
+    int64_t rows = pr->ws >= 0 ? (int64_t)k->D * k->ws[pr->ws].block : pr->nkeys;
     int32_t *conv = k->conv + (size_t)pr->tok0 * K;
-    if (pr->ws < 0) rc = cplab_gather_mla(k->kv_all, k->slots_all, pr->own_ws_slots, pr->nkeys, pr->own_ws, s->stream, d);
     /* One region: region_row 0 for every row, i.e. the zeros of ks. */
     if (!rc)
       rc = cplab_convert_prefill_topk(k->topk + (size_t)pr->tok0 * K, pr->len, k->K, k->ks + pr->tok0, pr->ws_start,
@@ -433,6 +590,9 @@ int engine_rank_piece(engine_step *s, int r, int piece, cplab_diag *d) {
   case PIECE_PRE_COMM: case PIECE_MID_COMM: case PIECE_MOE_COMM: case PIECE_COUNT:
     return piece_copies(s, k, piece, d);
   case PIECE_PROJ_PRE: return engine_proj_pre(s, k, d);
+  case PIECE_KEY_SHARD: return piece_key_shard(s, k, d);
+  case PIECE_WS_SHARD: return piece_ws_shard(s, k, d);
+  case PIECE_SHARD_COMM: return piece_shard_comm(s, k, d);
   case PIECE_INDEXER: return piece_indexer(s, k, d);
   case PIECE_ATTN: return piece_attention(s, k, d);
   case PIECE_PART_COMM: return piece_part_comm(s, k, d);

@@ -1,6 +1,7 @@
 /* cplab-bench's measuring mode: the matrix walked configuration by
  * configuration through the engine (engine.h), each one a point of the
  * results (report.h), with the run's provenance. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -19,6 +20,23 @@ typedef struct measure_ctx {
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
+}
+
+/* Achieved TFLOPS per phase where the phase was timed alone: the plans'
+ * work of the busiest rank (plancost.h, per layer) over the phase's time. */
+static void print_rates(FILE *out, const cplab_bench_config *c, const cplab_bench_measured *ms, int layers) {
+  const cplab_bench_plan_cost *pc = c->cost;
+  double work[3] = {0, 0, 0}; /* proj, indexer, attention */
+  for (int r = 0; r < pc->world; r++) {
+    const cplab_bench_work *w = &pc->ranks[r];
+    work[0] = w->proj_flop > work[0] ? w->proj_flop : work[0];
+    work[1] = w->indexer_flop > work[1] ? w->indexer_flop : work[1];
+    work[2] = w->attn_flop > work[2] ? w->attn_flop : work[2];
+  }
+  static const char *const names[3] = {"proj", "indexer", "attention"};
+  for (int p = 0; p < 3; p++)
+    if (isfinite(ms->phase_ms[p]) && ms->phase_ms[p] > 0 && work[p] > 0)
+      fprintf(out, ", %s %.3g TFLOPS", names[p], work[p] * layers / (ms->phase_ms[p] * 1e-3) / 1e12);
 }
 
 static void point_of(const cplab_bench_config *c, const cplab_bench_measured *ms, cplab_bench_point *p) {
@@ -53,6 +71,7 @@ static int measure_one(void *ctx, const cplab_bench_config *c, cplab_diag *d) {
             s ? cplab_stats_quantile_sorted(s, ms.n, 0.5) : ms.samples_ms[0], ms.n,
             (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
     free(s);
+    print_rates(x->progress, c, &ms, x->o->layers);
     if (ms.checked_rows) fprintf(x->progress, ", %lld rows equal to cplab-exec's", (long long)ms.checked_rows);
     fputc('\n', x->progress);
     fflush(x->progress);

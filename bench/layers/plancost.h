@@ -3,8 +3,8 @@
  * FLOP of the synthetic decoder layer, indexer (query, key) pairs, sparse
  * attention FLOP and the bytes of every collective by purpose.
  *
- * cplab-bench prints it with --dry-run (no GPU needed) and divides measured
- * times by it (achieved TFLOPS per phase). The rules, chosen to match what
+ * cplab-bench prints it with --dry-run (no GPU needed), and its progress
+ * line divides it by the measured phase times (achieved TFLOPS per phase). The rules, chosen to match what
  * the executor and a serving engine run (shared/reference/perf-anchors.md §7):
  *   - projections: the fused q_a/kv_a and the indexer's wq_b/wk/weights are
  *     replicated over TP (every TP rank computes them for its tokens); q_b,
