@@ -29,6 +29,8 @@ const char *cplab_dtype_name(cplab_dtype t) {
   return "?";
 }
 
+int cplab_dtype_bytes(cplab_dtype t) { return t == CPLAB_DT_FP32 ? 4 : t == CPLAB_DT_BF16 ? 2 : 1; }
+
 static const char *const what_names[CPLAB_CW_COUNT] = {
     "kv_insert_gather",
     "index_k_insert_gather",

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "cplab/error.h"
+#include "cplab/kv.h"
 #include "cplab/kvformat.h"
 #include "cplab/plan.h"
 
@@ -39,7 +40,7 @@ void sim_mem_fini(sim_mem *m);
 
 /* Token position p of request g that DCP peer o holds at local index li. */
 static inline int64_t sim_mem_position(int64_t li, int o, int interleave, int dcp) {
-  return (li / interleave) * (int64_t)interleave * dcp + (int64_t)o * interleave + li % interleave;
+  return cplab_kv_position(li, o, interleave, dcp);
 }
 
 /* Peer o's KV (656 bytes) and indexer (132 bytes) entries at slot; 0 when

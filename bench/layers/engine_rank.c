@@ -70,8 +70,6 @@ void engine_rank_free(engine_rank *k) {
   memset(k, 0, sizeof *k);
 }
 
-static double dtype_bytes(cplab_dtype t) { return t == CPLAB_DT_FP32 ? 4.0 : t == CPLAB_DT_BF16 ? 2.0 : 1.0; }
-
 /* The piece a collective's stand-in copy runs in; -1 for the collectives the
  * engine carries out with real data (the workspace and indexer-key
  * all-gathers of SHARD_COMM, the decode partials' of PART_COMM);
@@ -91,7 +89,7 @@ static int copy_piece(cplab_coll_what w) {
 /* The bytes a rank receives in a ring implementation of the collective:
  * all-gather (G-1)·n, reduce-scatter (G-1)/G·n, all-reduce twice that. */
 static size_t copy_bytes(const cplab_parallel *par, const cplab_collective *c) {
-  double g = cplab_group_size(par, c->group), n = (double)c->count * dtype_bytes(c->dtype);
+  double g = cplab_group_size(par, c->group), n = (double)c->count * cplab_dtype_bytes(c->dtype);
   double b = c->kind == CPLAB_COLL_ALL_GATHER ? (g - 1) * n : c->kind == CPLAB_COLL_REDUCE_SCATTER ? (g - 1) / g * n
                                                                                                  : 2 * (g - 1) / g * n;
   return (size_t)b;
@@ -157,7 +155,7 @@ static int decode_own_block(engine_rank *k, cplab_diag *d) {
     const int32_t *brow = sc->block_table + (int64_t)row->req * sc->max_blocks;
     int64_t mine = decode_local_len(k, row, k->o), most = decode_local_len(k, row, 0);
     for (int64_t l = 0; l < most; l++) {
-      int64_t t = (l / par->interleave) * par->interleave * k->D + (int64_t)k->o * par->interleave + l % par->interleave;
+      int64_t t = cplab_kv_position(l, k->o, par->interleave, k->D);
       slots[off + l] = l < mine ? cplab_kv_slot_global(par, k->o, brow, sc->max_blocks, t) : -1;
     }
     off += most;

@@ -8,8 +8,6 @@
 /* 2·(576 + 512): the score and value products of one attended row and head. */
 #define ATTN_FLOP_PER_ROW_HEAD (2.0 * (CPLAB_MLA_ROW_DIM + CPLAB_MLA_NOPE_DIM))
 
-static double dtype_bytes(cplab_dtype t) { return t == CPLAB_DT_FP32 ? 4.0 : t == CPLAB_DT_BF16 ? 2.0 : 1.0; }
-
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 /* Projection FLOP of one token on a rank with heads_local heads. */
@@ -73,7 +71,7 @@ int cplab_bench_work_of(const cplab_step_input *in, const cplab_rank_plan *p, cp
   for (int c = 0; c < p->num_collectives; c++) {
     const cplab_collective *col = &p->collectives[c];
     if ((int)col->what < 0 || col->what >= CPLAB_CW_COUNT) CPLAB_FAIL(d, CPLAB_EINTERNAL, "plan cost: bad collective");
-    out->comm_bytes[col->what] += (double)col->count * dtype_bytes(col->dtype);
+    out->comm_bytes[col->what] += (double)col->count * cplab_dtype_bytes(col->dtype);
   }
   return 0;
 }

@@ -27,6 +27,12 @@ static inline int64_t cplab_kv_local_idx(int64_t p, int interleave, int dcp) {
   return (p / ((int64_t)interleave * dcp)) * interleave + p % interleave;
 }
 
+/* The position of the token DCP rank r holds at local index li (the inverse
+ * of cplab_kv_owner and cplab_kv_local_idx). */
+static inline int64_t cplab_kv_position(int64_t li, int r, int interleave, int dcp) {
+  return (li / interleave) * (int64_t)interleave * dcp + (int64_t)r * interleave + li % interleave;
+}
+
 /* Tokens of a context of length len that rank r of the DCP group holds. */
 static inline int64_t cplab_kv_local_len(int64_t len, int r, int interleave, int dcp) {
   int64_t base = (len / interleave / dcp) * interleave;

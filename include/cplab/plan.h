@@ -145,6 +145,8 @@ typedef struct cplab_collective {
 
 const char *cplab_coll_kind_name(cplab_coll_kind k);
 const char *cplab_dtype_name(cplab_dtype t);
+/* Bytes of one element: bf16 2, fp32 4, u8 1. */
+int cplab_dtype_bytes(cplab_dtype t);
 const char *cplab_coll_what_name(cplab_coll_what w); /* "mla_kv_gather", ... */
 
 typedef struct cplab_rank_plan {

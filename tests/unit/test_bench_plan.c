@@ -7,6 +7,7 @@
  * per-token figure of the preset (perf-anchors §1: 1.03 GFLOP for GLM-5). */
 #include <math.h>
 
+#include "cplab/kv.h"
 #include "dryrun.h"
 #include "matrix.h"
 #include "plancost.h"
@@ -238,11 +239,35 @@ static void test_walk_skips_repeated_modes(void **state) {
   assert_string_equal(seen, "eager;piecewise;eager;piecewise;full;");
 }
 
+/* The shared helpers the engine counts and moves keys with: a position's
+ * owner and local index invert cplab_kv_position, each rank's local length
+ * counts exactly its positions, and the element sizes of the collectives. */
+static void test_kv_position_and_dtype_bytes(void **state) {
+  (void)state;
+  const int Is[] = {1, 2, 4, 64}, Ds[] = {1, 2, 3, 4, 8};
+  for (size_t a = 0; a < sizeof Is / sizeof Is[0]; a++)
+    for (size_t b = 0; b < sizeof Ds / sizeof Ds[0]; b++) {
+      int I = Is[a], D = Ds[b];
+      int64_t held[8] = {0};
+      for (int64_t p = 0; p < 1000; p++) {
+        int o = cplab_kv_owner(p, I, D);
+        assert_int_equal(cplab_kv_position(cplab_kv_local_idx(p, I, D), o, I, D), p);
+        assert_int_equal(cplab_kv_local_idx(p, I, D), held[o]); /* local indices count up per rank */
+        held[o]++;
+      }
+      for (int o = 0; o < D; o++) assert_int_equal(cplab_kv_local_len(1000, o, I, D), held[o]);
+    }
+  assert_int_equal(cplab_dtype_bytes(CPLAB_DT_BF16), 2);
+  assert_int_equal(cplab_dtype_bytes(CPLAB_DT_FP32), 4);
+  assert_int_equal(cplab_dtype_bytes(CPLAB_DT_U8), 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_layout_labels),       cmocka_unit_test(test_lists),
       cmocka_unit_test(test_scenarios_hold_the_workload), cmocka_unit_test(test_prefill_work),
       cmocka_unit_test(test_decode_work),         cmocka_unit_test(test_walk_skips_repeated_modes),
+      cmocka_unit_test(test_kv_position_and_dtype_bytes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
