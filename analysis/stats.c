@@ -14,6 +14,12 @@ double cplab_stats_quantile_sorted(const double *sorted, size_t n, double q) {
   return gsl_stats_quantile_from_sorted_data(sorted, 1, n, q);
 }
 
+double cplab_stats_median(double *x, size_t n) {
+  if (n == 0) return NAN;
+  gsl_sort(x, 1, n);
+  return cplab_stats_quantile_sorted(x, n, 0.5);
+}
+
 static int check_samples(const double *x, size_t n, int resamples, cplab_diag *d) {
   if (!x || n == 0) CPLAB_FAIL(d, CPLAB_EINVAL, "statistics need at least one sample");
   if (resamples < 100) CPLAB_FAIL(d, CPLAB_EINVAL, "a bootstrap needs at least 100 resamples, got %d", resamples);

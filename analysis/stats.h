@@ -21,6 +21,8 @@ typedef struct cplab_stats {
 /* Quantile q in [0, 1] of n sorted values, by linear interpolation between
  * order statistics (GSL's definition: (n - 1)·q). */
 double cplab_stats_quantile_sorted(const double *sorted, size_t n, double q);
+/* The median of x[0 .. n), sorting x in place (NAN when n == 0). */
+double cplab_stats_median(double *x, size_t n);
 
 /* Summary of n samples (n >= 1; the samples are not modified) with a
  * bootstrap of `resamples` draws (>= 100; 2000 is a good default). With n = 1

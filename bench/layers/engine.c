@@ -283,15 +283,6 @@ static int check_step(engine_step *s, const cplab_step_input *in, cplab_rank_pla
 
 /* ---- a configuration ------------------------------------------------------ */
 
-static double median_of(double *x, size_t n) {
-  for (size_t i = 1; i < n; i++) /* insertion sort: n is a few hundred at most */
-    for (size_t j = i; j > 0 && x[j - 1] > x[j]; j--) {
-      double t = x[j];
-      x[j] = x[j - 1], x[j - 1] = t;
-    }
-  return n == 0 ? NAN : n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
-}
-
 typedef struct engine_run {
   cplab_bench_engine *e;
   const cplab_bench_engine_opts *o;
@@ -366,7 +357,7 @@ int cplab_bench_engine_measure(cplab_bench_engine *e, const cplab_bench_config *
   if (!rc && !col) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
   for (int p = 0; p < CPLAB_BENCH_PHASES && !rc; p++) {
     for (size_t i = 0; i < out->n; i++) col[i] = x.phases[i * CPLAB_BENCH_PHASES + p];
-    out->phase_ms[p] = median_of(col, out->n);
+    out->phase_ms[p] = cplab_stats_median(col, out->n);
   }
   free(col), free(x.phases);
   exec_single_free(x.xs);

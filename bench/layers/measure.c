@@ -17,11 +17,6 @@ typedef struct measure_ctx {
   int index;
 } measure_ctx;
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* Achieved TFLOPS per phase where the phase was timed alone: the plans'
  * work of the busiest rank (plancost.h, per layer) over the phase's time. */
 static void print_rates(FILE *out, const cplab_bench_config *c, const cplab_bench_measured *ms, int layers) {
@@ -66,9 +61,9 @@ static int measure_one(void *ctx, const cplab_bench_config *c, cplab_diag *d) {
   rc = cplab_bench_results_add(x->r, &p, d);
   if (!rc && x->progress) {
     double *s = malloc(sizeof *s * ms.n);
-    if (s) memcpy(s, ms.samples_ms, sizeof *s * ms.n), qsort(s, ms.n, sizeof *s, cmp_double);
+    if (s) memcpy(s, ms.samples_ms, sizeof *s * ms.n);
     fprintf(x->progress, "[%d] %s (runs %s): median %.3f ms of %zu, %.1f s", ++x->index, c->title, ms.runtime_mode,
-            s ? cplab_stats_quantile_sorted(s, ms.n, 0.5) : ms.samples_ms[0], ms.n,
+            s ? cplab_stats_median(s, ms.n) : ms.samples_ms[0], ms.n,
             (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
     free(s);
     print_rates(x->progress, c, &ms, x->o->layers);

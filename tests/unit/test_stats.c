@@ -26,6 +26,17 @@ static void test_known_quantiles(void **state) {
   assert_true(s.median == 7.5 && s.p99 == 7.5 && s.ci_low == 7.5 && s.ci_high == 7.5 && s.stddev == 0);
 }
 
+/* The median sorts in place: odd and even counts, unsorted input, none. */
+static void test_median(void **state) {
+  (void)state;
+  double odd[] = {5, 1, 4, 2, 3}, even[] = {10, 2, 8, 4}, one[] = {7};
+  assert_true(cplab_stats_median(odd, 5) == 3.0);
+  assert_true(odd[0] == 1.0 && odd[4] == 5.0);
+  assert_true(cplab_stats_median(even, 4) == 6.0);
+  assert_true(cplab_stats_median(one, 1) == 7.0);
+  assert_true(isnan(cplab_stats_median(NULL, 0)));
+}
+
 static void test_errors_and_determinism(void **state) {
   (void)state;
   double x[5] = {1, 2, 3, 4, 5}, bad[3] = {1, NAN, 2};
@@ -76,6 +87,7 @@ static void test_interval_coverage(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_known_quantiles),
+      cmocka_unit_test(test_median),
       cmocka_unit_test(test_errors_and_determinism),
       cmocka_unit_test(test_interval_coverage),
   };
