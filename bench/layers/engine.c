@@ -300,7 +300,7 @@ static int run_step(engine_run *x, size_t st, cplab_diag *d) {
   cplab_step_input in = {&sc->steps[st], st, sc->seed, &sc->par, &sc->model, x->layout};
   cplab_rank_plan **plans = calloc((size_t)W, sizeof *plans);
   engine_step s = {W, calloc((size_t)W, sizeof(engine_rank)), x->xs, x->t, x->e->gemm, x->e->stream, x->o->fp8,
-                    NULL, NULL, 0, 0};
+                    NULL, NULL, 0};
   engine_units us = {0};
   if (!plans || !s.ranks) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
   for (int r = 0; r < W && !rc; r++) rc = cplab_rank_plan_derive(&in, r, CPLAB_PLAN_TOKEN_MAPS, &plans[r], d);

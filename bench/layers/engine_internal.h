@@ -108,6 +108,7 @@ typedef struct engine_rank {
   void *x, *q_lat, *uk_in, *attn_q, *uv_q; /* inputs; attn_q / uv_q: quantised (fp8) */
   uint16_t *a_out, *qb_out, *uk_out, *iq_out, *ik_out, *iw_out, *attn_bf16, *uv_out, *o_out;
   int64_t proj_rows;            /* T, rounded up to 16 for fp8 GEMMs */
+  int64_t proj_mnk[PROJ_GEMMS][3]; /* each GEMM's m, n, k */
   /* indexer */
   uint8_t *iq;                 /* e4m3 [T][IH][128] */
   float *iscale, *iw;          /* [T][IH] */
@@ -156,7 +157,6 @@ typedef struct engine_step {
   int fp8;                      /* projections as fp8 GEMMs */
   uint8_t *copy_src, *copy_dst; /* scratch of the stand-in copies */
   size_t copy_bytes;
-  size_t step_copy_bytes;       /* the step's output gather (after the layers) */
 } engine_step;
 
 /* Rank r's buffers, index lists (host maps uploaded once) and generated

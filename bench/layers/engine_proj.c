@@ -74,6 +74,8 @@ int engine_proj_setup(engine_step *s, engine_rank *k, cplab_diag *d) {
   }
   scales[PROJ_GEMMS * SCALE_STRIDE] = 1.0f; /* the inputs' a_scale */
   int64_t R = k->proj_rows;
+  for (int g = 0; g < PROJ_GEMMS; g++) /* fixed for the step: the launches only read them */
+    k->proj_mnk[g][0] = R * sh[g].m_per_row, k->proj_mnk[g][1] = sh[g].n, k->proj_mnk[g][2] = sh[g].k;
   const cplab_model *m = k->in->model;
   if (!rc) rc = gen(s, k, &k->x, GEN_X, R * m->hidden_size, 1.0f, d);
   if (!rc) rc = gen(s, k, &k->q_lat, GEN_Q_LAT, R * m->q_lora_rank, 1.0f, d);
@@ -91,11 +93,9 @@ int engine_proj_setup(engine_step *s, engine_rank *k, cplab_diag *d) {
 }
 
 static int gemm(engine_step *s, const engine_rank *k, int g, const void *A, uint16_t *C, cplab_diag *d) {
-  proj_shape sh[PROJ_GEMMS];
-  shapes(k, sh);
-  int64_t m = k->proj_rows * sh[g].m_per_row;
-  if (!s->fp8) return cplab_gemm_bf16(s->gemm, m, sh[g].n, sh[g].k, A, k->w[g], C, s->stream, d);
-  return cplab_gemm_fp8(s->gemm, m, sh[g].n, sh[g].k, A, k->w[g], k->w_scale + PROJ_GEMMS * SCALE_STRIDE,
+  const int64_t *mnk = k->proj_mnk[g];
+  if (!s->fp8) return cplab_gemm_bf16(s->gemm, mnk[0], mnk[1], mnk[2], A, k->w[g], C, s->stream, d);
+  return cplab_gemm_fp8(s->gemm, mnk[0], mnk[1], mnk[2], A, k->w[g], k->w_scale + PROJ_GEMMS * SCALE_STRIDE,
                         k->w_scale + g * SCALE_STRIDE, C, s->stream, d);
 }
 
@@ -117,11 +117,9 @@ int engine_proj_post(engine_step *s, const engine_rank *k, cplab_diag *d) {
     if (!rc) rc = gemm(s, k, PROJ_O, k->uv_out, k->o_out, d);
     return rc;
   }
-  proj_shape sh[PROJ_GEMMS];
-  shapes(k, sh);
   int rc = cplab_f32_to_e4m3(k->attn_out, n, 1.0f, k->attn_q, s->stream, d);
   if (!rc) rc = gemm(s, k, PROJ_UV, k->attn_q, k->uv_out, d);
-  if (!rc) rc = cplab_bf16_to_e4m3(k->uv_out, k->proj_rows * sh[PROJ_O].k, 1.0f, k->uv_q, s->stream, d);
+  if (!rc) rc = cplab_bf16_to_e4m3(k->uv_out, k->proj_mnk[PROJ_O][0] * k->proj_mnk[PROJ_O][2], 1.0f, k->uv_q, s->stream, d);
   if (!rc) rc = gemm(s, k, PROJ_O, k->uv_q, k->o_out, d);
   return rc;
 }
