@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "check.cuh"
+#include "gemm_args.cuh"
 #include "cplab_kernels.h"
 
 // Hopper's cuBLASLt kernels use up to 32 MiB (split-K partial sums, stream-K
@@ -224,26 +225,15 @@ static int gemm_run(cplab_gemm *h, const gemm_call *g, void *stream, cplab_diag 
 extern "C" int cplab_gemm_bf16(cplab_gemm *h, int64_t m, int64_t n, int64_t k, const uint16_t *A, const uint16_t *B,
                                uint16_t *C, void *stream, cplab_diag *d) {
   gemm_call g = {"cplab_gemm_bf16", CUDA_R_16BF, m, n, k, A, B, NULL, NULL, C};
-  KCHECK_ARG(d, kaligned(A, 2) && kaligned(B, 2), "cplab_gemm_bf16: A and B must be 2-byte aligned");
-  return gemm_run(h, &g, stream, d);
+  int rc = gemm_bf16_args(A, B, d);
+  return rc ? rc : gemm_run(h, &g, stream, d);
 }
 
 extern "C" int cplab_gemm_fp8(cplab_gemm *h, int64_t m, int64_t n, int64_t k, const uint8_t *A, const uint8_t *B,
                               const float *a_scale, const float *b_scale, uint16_t *C, void *stream, cplab_diag *d) {
   gemm_call g = {"cplab_gemm_fp8", CUDA_R_8F_E4M3, m, n, k, A, B, a_scale, b_scale, C};
   if (m == 0 || n == 0) return gemm_run(h, &g, stream, d); // nothing to do: no further checks
-  // cuBLASLt's fp8 kernels need every dimension a multiple of 16 and 16-byte
-  // aligned matrices (the tensor-core requirements its documentation lists
-  // for fp8); outside them the heuristic finds nothing, so say why here.
-  KCHECK_ARG(d, m % 16 == 0 && n % 16 == 0 && k % 16 == 0,
-             "cplab_gemm_fp8: m, n and k must be multiples of 16 (cuBLASLt fp8 kernels), got m=%lld n=%lld k=%lld",
-             (long long)m, (long long)n, (long long)k);
-  KCHECK_ARG(d, kaligned(A, 16) && kaligned(B, 16) && kaligned(C, 16),
-             "cplab_gemm_fp8: A, B and C must be 16-byte aligned (cuBLASLt fp8 kernels)");
-  KCHECK_ARG(d, a_scale && b_scale, "cplab_gemm_fp8: NULL scale pointer (per-tensor fp32 scales in device memory)");
-  // cuBLASLt refuses every fp8 algorithm (NOT_SUPPORTED) when a scale sits
-  // at a 4-byte offset (seen on an H200, CUDA 13): 16 bytes are asked here.
-  KCHECK_ARG(d, kaligned(a_scale, 16) && kaligned(b_scale, 16),
-             "cplab_gemm_fp8: a_scale and b_scale must be 16-byte aligned (cuBLASLt refuses the GEMM otherwise)");
+  int rc = gemm_fp8_args(m, n, k, A, B, a_scale, b_scale, C, d);
+  if (rc) return rc;
   return gemm_run(h, &g, stream, d);
 }

@@ -21,13 +21,14 @@
 #   stream.cu     streams, timing events and CUDA graphs (cplab_stream.h):
 #                 the benchmark engine captures its work on streams of its own
 #   check.cuh     CUDA error checks shared by the launchers
+#   gemm_args.cuh the GEMM launchers' argument rules (gemm.cu and its CPU stand-in)
 #   kformat.cuh   the cache formats on the device
 # GPU tests: tests/gpu/local.mk.
 KERNEL_SOURCES = %reldir%/probe.cu %reldir%/devmem.cu %reldir%/poison.cu %reldir%/gen.cu %reldir%/gather.cu \
 	%reldir%/indexer.cu %reldir%/topk.cu %reldir%/convert.cu %reldir%/attention.cu %reldir%/combine.cu %reldir%/restore.cu \
 	%reldir%/gemm.cu %reldir%/moe.cu %reldir%/quant.cu %reldir%/stream.cu
 KERNEL_INCLUDES = %reldir%/cplab_kernels.h %reldir%/check.cuh %reldir%/kformat.cuh %reldir%/cplab_moe.h \
-	%reldir%/cplab_stream.h
+	%reldir%/cplab_stream.h %reldir%/gemm_args.cuh
 EXTRA_DIST += $(KERNEL_SOURCES) $(KERNEL_INCLUDES)
 
 if HAVE_CUDA
@@ -49,8 +50,10 @@ KERNEL_COMMON_DEPS = $(srcdir)/%reldir%/cplab_kernels.h $(top_srcdir)/include/cp
 KERNEL_CHECK_DEPS = $(KERNEL_COMMON_DEPS) $(srcdir)/%reldir%/check.cuh
 KERNEL_FORMAT_DEPS = $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/kformat.cuh $(top_srcdir)/include/cplab/kvformat.h
 %reldir%/probe.o: $(KERNEL_COMMON_DEPS)
-%reldir%/devmem.o %reldir%/poison.o %reldir%/convert.o %reldir%/topk.o %reldir%/combine.o %reldir%/restore.o \
-	%reldir%/gemm.o: $(KERNEL_CHECK_DEPS)
+%reldir%/devmem.o %reldir%/poison.o %reldir%/convert.o %reldir%/topk.o %reldir%/combine.o %reldir%/restore.o: \
+	$(KERNEL_CHECK_DEPS)
+%reldir%/gemm.o: $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/gemm_args.cuh
+%reldir%/quant.o: $(KERNEL_FORMAT_DEPS)
 %reldir%/gather.o %reldir%/indexer.o %reldir%/attention.o: $(KERNEL_FORMAT_DEPS)
 %reldir%/gen.o: $(KERNEL_FORMAT_DEPS) $(top_srcdir)/include/cplab/philox.h
 %reldir%/moe.o: $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/cplab_moe.h

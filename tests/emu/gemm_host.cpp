@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "check.cuh"
+#include "gemm_args.cuh"
 #include "cplab_kernels.h"
 
 struct cplab_gemm {
@@ -122,21 +123,15 @@ int gemm_run(cplab_gemm *h, const gemm_call *g, void *stream, cplab_diag *d) {
 extern "C" int cplab_gemm_bf16(cplab_gemm *h, int64_t m, int64_t n, int64_t k, const uint16_t *A, const uint16_t *B,
                                uint16_t *C, void *stream, cplab_diag *d) {
   gemm_call g = {"cplab_gemm_bf16", false, m, n, k, A, B, NULL, NULL, C};
-  KCHECK_ARG(d, kaligned(A, 2) && kaligned(B, 2), "cplab_gemm_bf16: A and B must be 2-byte aligned");
-  return gemm_run(h, &g, stream, d);
+  int rc = gemm_bf16_args(A, B, d);
+  return rc ? rc : gemm_run(h, &g, stream, d);
 }
 
 extern "C" int cplab_gemm_fp8(cplab_gemm *h, int64_t m, int64_t n, int64_t k, const uint8_t *A, const uint8_t *B,
                               const float *a_scale, const float *b_scale, uint16_t *C, void *stream, cplab_diag *d) {
   gemm_call g = {"cplab_gemm_fp8", true, m, n, k, A, B, a_scale, b_scale, C};
   if (m == 0 || n == 0) return gemm_run(h, &g, stream, d);
-  KCHECK_ARG(d, m % 16 == 0 && n % 16 == 0 && k % 16 == 0,
-             "cplab_gemm_fp8: m, n and k must be multiples of 16 (cuBLASLt fp8 kernels), got m=%lld n=%lld k=%lld",
-             (long long)m, (long long)n, (long long)k);
-  KCHECK_ARG(d, kaligned(A, 16) && kaligned(B, 16) && kaligned(C, 16),
-             "cplab_gemm_fp8: A, B and C must be 16-byte aligned (cuBLASLt fp8 kernels)");
-  KCHECK_ARG(d, a_scale && b_scale, "cplab_gemm_fp8: NULL scale pointer (per-tensor fp32 scales in device memory)");
-  KCHECK_ARG(d, kaligned(a_scale, 16) && kaligned(b_scale, 16),
-             "cplab_gemm_fp8: a_scale and b_scale must be 16-byte aligned (cuBLASLt refuses the GEMM otherwise)");
+  int rc = gemm_fp8_args(m, n, k, A, B, a_scale, b_scale, C, d);
+  if (rc) return rc;
   return gemm_run(h, &g, stream, d);
 }

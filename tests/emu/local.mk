@@ -45,7 +45,7 @@ EMU_HDRS = $(top_srcdir)/tests/emu/cuda_emu.h $(top_srcdir)/tests/emu/include/cu
 	$(top_srcdir)/tests/emu/include/cuda_bf16.h $(top_srcdir)/tests/emu/include/cuda_fp8.h
 EMU_DEPS = $(EMU_HDRS) $(top_srcdir)/tools/cuda-emu/cu2emu.py $(top_srcdir)/kernels/cplab_kernels.h \
 	$(top_srcdir)/kernels/check.cuh $(top_srcdir)/kernels/kformat.cuh $(top_srcdir)/kernels/cplab_moe.h \
-	$(top_srcdir)/kernels/cplab_stream.h \
+	$(top_srcdir)/kernels/cplab_stream.h $(top_srcdir)/kernels/gemm_args.cuh \
 	$(top_srcdir)/include/cplab/error.h $(top_srcdir)/include/cplab/kvformat.h $(top_srcdir)/include/cplab/philox.h
 
 EMU_KERNEL_OBJECTS = tests/emu/gen/probe.emu.o tests/emu/gen/devmem.emu.o tests/emu/gen/poison.emu.o \
