@@ -55,20 +55,11 @@ int exec_single_layer(exec_single *x, const cplab_step_input *in, cplab_rank_pla
 
 /* What cplab-bench's measurement engine (bench/layers/engine*.c) borrows
  * from this backend, so that it runs on the same caches and index maps:
- *   - the caches of every rank ([world][num_slots] entries, rank r's at
- *     r·num_slots) and their generated contents for one layer;
- *   - peer o of rank r's DCP group: its slot in those caches (-1: none);
- *   - the slots of a row's keys 0 .. n-1 in logical order (-1: a zero key),
- *     prefill rows through the layout's de-interleave of the gathered keys
- *     (chunk_keys: cplab_maps_key_sources of every indexer chunk), other rows
- *     from each key's owner. */
+ * the caches of every rank ([world][num_slots] entries, rank r's at
+ * r·num_slots) and their generated contents for one layer. */
 void exec_single_caches(const exec_single *x, uint8_t **kv, uint8_t **idx, int64_t *num_slots);
 int exec_single_fill(exec_single *x, const cplab_step_input *in, cplab_rank_plan *const *plans, int layer,
                      cplab_diag *d);
-int64_t exec_single_peer_slot(const exec_single *x, int r, int o, int64_t slot);
-int exec_single_key_slots(const exec_single *x, int r, const cplab_rank_plan *rp,
-                          const cplab_maps_sources *chunk_keys, const cplab_row *row, int64_t n, int64_t *slots,
-                          cplab_diag *d);
 
 /* The NCCL backend (nccl.c; built with NCCL): this process is global rank
  * `rank` on its own GPU (local rank mod devices); mpi = 0 only for world 1. */
@@ -77,6 +68,15 @@ int exec_nccl_alloc(const cplab_scenario *s, const cplab_layout *layout, int ran
                     cplab_diag *d);
 void exec_nccl_free(exec_nccl *x);
 int exec_nccl_device(const exec_nccl *x);
+/* The GPU global rank `rank` runs on (the MPI launcher's local rank, or
+ * rank, modulo the devices), made current. CPLAB_ENODEV without a GPU. */
+int exec_nccl_pick_device(int rank, int *device, cplab_diag *d);
+/* For cplab-bench's engine: this rank's caches (num_slots entries each),
+ * their generated contents for one layer, and the communicator of one of
+ * its groups (an ncclComm_t). */
+void exec_nccl_caches(const exec_nccl *x, uint8_t **kv, uint8_t **idx, int64_t *num_slots);
+int exec_nccl_fill(exec_nccl *x, const cplab_step_input *in, const cplab_rank_plan *plan, int layer, cplab_diag *d);
+void *exec_nccl_comm(const exec_nccl *x, cplab_group_kind group);
 /* One layer of one step on this rank (plan derived by this rank). */
 int exec_nccl_layer(exec_nccl *x, const cplab_step_input *in, const cplab_rank_plan *plan, int layer,
                     int64_t sampled_rows, exec_layer *out, cplab_diag *d);

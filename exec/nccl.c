@@ -39,15 +39,15 @@ struct exec_nccl {
     if (r_ != ncclSuccess) CPLAB_FAIL(d, CPLAB_ENCCL, "%s failed: %s", #call, ncclGetErrorString(r_));     \
   } while (0)
 
-static int pick_device(exec_nccl *x, cplab_diag *d) {
+int exec_nccl_pick_device(int rank, int *device, cplab_diag *d) {
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || count == 0)
     CPLAB_FAIL(d, CPLAB_ENODEV, "no CUDA device: %s", e != cudaSuccess ? cudaGetErrorString(e) : "none visible");
   const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-  x->device = (lr ? atoi(lr) : x->rank) % count;
-  if ((e = cudaSetDevice(x->device)) != cudaSuccess)
-    CPLAB_FAIL(d, CPLAB_ECUDA, "cudaSetDevice(%d) failed: %s", x->device, cudaGetErrorString(e));
+  *device = (lr ? atoi(lr) : rank) % count;
+  if ((e = cudaSetDevice(*device)) != cudaSuccess)
+    CPLAB_FAIL(d, CPLAB_ECUDA, "cudaSetDevice(%d) failed: %s", *device, cudaGetErrorString(e));
   return 0;
 }
 
@@ -93,7 +93,7 @@ int exec_nccl_alloc(const cplab_scenario *s, const cplab_layout *layout, int ran
   x->mpi_dcp = MPI_COMM_NULL;
   int rc = cplab_rank_ids_get(&s->par, rank, &x->ids, d);
   if (!rc) rc = member_heads(x, &s->par, d);
-  if (!rc) rc = pick_device(x, d);
+  if (!rc) rc = exec_nccl_pick_device(rank, &x->device, d);
   if (!rc) rc = exec_num_slots(s, layout, &x->num_slots, d);
   if (!rc) rc = make_comms(x, d);
   if (!rc) rc = cplab_dev_alloc((void **)&x->kv, (size_t)x->num_slots * CPLAB_MLA_ENTRY_BYTES, d);
@@ -121,6 +121,18 @@ void exec_nccl_free(exec_nccl *x) {
 }
 
 int exec_nccl_device(const exec_nccl *x) { return x->device; }
+
+void exec_nccl_caches(const exec_nccl *x, uint8_t **kv, uint8_t **idx, int64_t *num_slots) {
+  *kv = x->kv, *idx = x->idx, *num_slots = x->num_slots;
+}
+
+int exec_nccl_fill(exec_nccl *x, const cplab_step_input *in, const cplab_rank_plan *plan, int layer, cplab_diag *d) {
+  return exec_fill_cache(in, plan, layer, x->kv, x->idx, x->num_slots, d);
+}
+
+void *exec_nccl_comm(const exec_nccl *x, cplab_group_kind group) {
+  return group == CPLAB_GROUP_TP ? x->tp : group == CPLAB_GROUP_PCP ? x->pcp : x->dcp;
+}
 
 static int64_t nccl_slot(const exec_rank *c, int o, int64_t slot) {
   const exec_nccl *x = c->be;
@@ -335,7 +347,7 @@ static const exec_ops nccl_ops = {nccl_workspace, nccl_keys_prepare, nccl_topk, 
 
 int exec_nccl_layer(exec_nccl *x, const cplab_step_input *in, const cplab_rank_plan *plan, int layer,
                     int64_t sampled_rows, exec_layer *out, cplab_diag *d) {
-  int rc = exec_fill_cache(in, plan, layer, x->kv, x->idx, x->num_slots, d);
+  int rc = exec_nccl_fill(x, in, plan, layer, d);
   exec_rank c = {.ops = &nccl_ops, .be = x, .in = in, .rp = plan, .layer = layer, .r = x->rank, .kv_read = x->kv,
                  .idx_read = x->idx, .read_slots = x->num_slots, .kv_own = x->kv, .idx_own = x->idx,
                  .num_slots = x->num_slots};

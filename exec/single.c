@@ -46,7 +46,8 @@ void exec_single_free(exec_single *x) {
   free(x);
 }
 
-int64_t exec_single_peer_slot(const exec_single *x, int r, int o, int64_t slot) {
+/* Peer o of rank r's DCP group: its slot in the all-ranks allocation (-1: none). */
+static int64_t peer_slot(const exec_single *x, int r, int o, int64_t slot) {
   if (o < 0 || slot < 0 || slot >= x->num_slots) return -1;
   return (int64_t)cplab_rank_table_members(x->t, CPLAB_GROUP_DCP, r)[o] * x->num_slots + slot;
 }
@@ -65,7 +66,7 @@ int exec_single_fill(exec_single *x, const cplab_step_input *in, cplab_rank_plan
 }
 
 /* Peer o of rank c->r's DCP group: its slot in the all-ranks allocation. */
-static int64_t single_slot(const exec_rank *c, int o, int64_t slot) { return exec_single_peer_slot(c->be, c->r, o, slot); }
+static int64_t single_slot(const exec_rank *c, int o, int64_t slot) { return peer_slot(c->be, c->r, o, slot); }
 
 static int single_workspace(exec_rank *c, int ch, cplab_diag *d) {
   cplab_maps_sources src;
@@ -109,8 +110,11 @@ static int single_keys_prepare(exec_rank *c, cplab_diag *d) {
   return rc;
 }
 
-int exec_single_key_slots(const exec_single *x, int r, const cplab_rank_plan *rp, const cplab_maps_sources *chunk_keys,
-                          const cplab_row *row, int64_t n, int64_t *slots, cplab_diag *d) {
+/* The slots of a row's keys 0 .. n-1 in logical order (-1: a zero key), prefill
+ * rows through the layout's de-interleave of the gathered keys (chunk_keys:
+ * every indexer chunk's sources), other rows from each key's owner. */
+static int key_slots(const exec_single *x, int r, const cplab_rank_plan *rp, const cplab_maps_sources *chunk_keys,
+                     const cplab_row *row, int64_t n, int64_t *slots, cplab_diag *d) {
   const cplab_indexer_plan *ip = &rp->indexer;
   const cplab_parallel *par = &x->t->par;
   if (row->is_prefill && ip->active) {
@@ -119,14 +123,14 @@ int exec_single_key_slots(const exec_single *x, int r, const cplab_rank_plan *rp
     const cplab_maps_sources *src = &chunk_keys[ip->region_chunk[k]];
     for (int64_t t = 0; t < n; t++) {
       int64_t g = cplab_layout_deinterleave(rp->layout, &rp->env, ip, k, t);
-      slots[t] = g < 0 || g >= src->rows ? -1 : exec_single_peer_slot(x, r, src->peer[g], src->slot[g]);
+      slots[t] = g < 0 || g >= src->rows ? -1 : peer_slot(x, r, src->peer[g], src->slot[g]);
     }
     return 0;
   }
   const int32_t *brow = rp->sched.block_table + (int64_t)row->req * rp->sched.max_blocks;
   for (int64_t t = 0; t < n; t++) {
     int o = cplab_kv_owner(t, par->interleave, par->dcp);
-    slots[t] = exec_single_peer_slot(x, r, o, cplab_kv_slot_global(par, o, brow, rp->sched.max_blocks, t));
+    slots[t] = peer_slot(x, r, o, cplab_kv_slot_global(par, o, brow, rp->sched.max_blocks, t));
   }
   return 0;
 }
@@ -136,7 +140,7 @@ static int single_topk(exec_rank *c, const cplab_row *row, int64_t pos, int32_t 
   int64_t n = pos + 1;
   int64_t *slots = malloc(sizeof *slots * (size_t)n);
   void *dslots, *dkeys;
-  int rc = slots ? exec_single_key_slots(c->be, c->r, c->rp, ((single_keys *)c->keys)->src, row, n, slots, d)
+  int rc = slots ? key_slots(c->be, c->r, c->rp, ((single_keys *)c->keys)->src, row, n, slots, d)
                  : cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
   if (!rc) rc = exec_arena_put(a, &dslots, slots, sizeof *slots * (size_t)n, d);
   if (!rc) rc = exec_arena_alloc(a, &dkeys, (size_t)n * CPLAB_IDX_ENTRY_BYTES, d);

@@ -1,6 +1,7 @@
 /* cplab-bench's measurement engine: see engine.h. This file drives a
- * configuration: per step, the plans and every rank's buffers
- * (engine_rank.c), the units that are launched (pieces, or graphs of
+ * configuration: per step, the plans and the buffers of the ranks this
+ * process holds (engine_rank.c; every rank on one device, one rank per
+ * process under NCCL), the units that are launched (pieces, or graphs of
  * pieces), the timed repetitions, and the check against the executor. */
 #pragma GCC diagnostic ignored "-Wstrict-prototypes"
 #include "engine.h"
@@ -14,8 +15,10 @@
 #include "cplab/parallel.h"
 #include "engine_internal.h"
 #include "rank.h"
+#include "steptime.h"
 
 struct cplab_bench_engine {
+  cplab_bench_backend be;
   void *stream;
   cplab_gemm *gemm;
   /* The MoE shards of the last configuration, kept while the next one
@@ -46,13 +49,20 @@ void cplab_bench_engine_free(cplab_bench_engine *e) {
   free(e);
 }
 
-int cplab_bench_engine_create(cplab_bench_engine **out, cplab_diag *d) {
+int cplab_bench_engine_create(cplab_bench_engine **out, const cplab_bench_backend *be, cplab_diag *d) {
   cplab_gpu_info info;
   *out = NULL;
-  int rc = cplab_gpu_query(&info, d);
+  int rc = cplab_gpu_query(&info, d), device = 0;
+#if CPLAB_BENCH_NCCL
+  if (!rc && be->nccl) rc = exec_nccl_pick_device(be->rank, &device, d); /* before the stream: it lives there */
+#else
+  if (!rc && be->nccl) rc = cplab_diag_set(d, CPLAB_EUNSUPPORTED, "--backend nccl: this build has no NCCL");
+#endif
+  (void)device;
   if (rc) return rc;
   cplab_bench_engine *e = calloc(1, sizeof *e);
   if (!e) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
+  e->be = *be;
   rc = cplab_stream_create(&e->stream, d);
   if (!rc) rc = cplab_gemm_create(&e->gemm, d);
   if (rc) cplab_bench_engine_free(e);
@@ -65,13 +75,15 @@ int cplab_bench_engine_card(char *card, size_t len, cplab_diag *d) {
   return exec_device_describe(card, len, cuda, sizeof cuda, d);
 }
 
-/* Shard q of S for the model: kept from the last configuration when equal. */
-static int moe_shards(cplab_bench_engine *e, const cplab_scenario *s, cplab_diag *d) {
+/* The MoE shards of the model, S of them: all on one device, this rank's
+ * (`only`) under NCCL; kept from the last configuration when equal. */
+static int moe_shards(cplab_bench_engine *e, const cplab_scenario *s, int only, cplab_diag *d) {
   const cplab_model *m = &s->model;
   int S = s->par.tp * s->par.pcp;
   cplab_moe_shape shape = {(int)m->hidden_size, (int)m->n_routed_experts, (int)m->n_active_experts,
                            (int)m->moe_intermediate_size, (int)m->n_shared_experts, S, 0};
-  if (e->moe && e->moe_shards == S && e->moe_seed == s->seed && memcmp(&shape, &e->moe_shape, sizeof shape) == 0)
+  if (e->moe && e->moe_shards == S && e->moe_seed == s->seed && memcmp(&shape, &e->moe_shape, sizeof shape) == 0 &&
+      (only < 0 || e->moe[only]))
     return 0;
   moe_release(e);
   if (!(e->moe = calloc((size_t)S, sizeof *e->moe))) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
@@ -80,7 +92,7 @@ static int moe_shards(cplab_bench_engine *e, const cplab_scenario *s, cplab_diag
   for (; e->moe_shards < S && !rc; e->moe_shards++) {
     cplab_moe_shape q = shape;
     q.shard = e->moe_shards;
-    rc = cplab_moe_create(&q, s->seed, &e->moe[e->moe_shards], d);
+    if (only < 0 || q.shard == only) rc = cplab_moe_create(&q, s->seed, &e->moe[e->moe_shards], d);
   }
   if (rc) moe_release(e);
   return rc;
@@ -126,13 +138,17 @@ static int units_add(engine_units *us, engine_step *s, int r, int seg, int first
   return graph ? cplab_graph_capture(s->stream, unit_body, u, &u->graph, d) : 0;
 }
 
+/* The ranks this process holds: [first, end). */
+static int held_first(const engine_step *s) { return s->me < 0 ? 0 : s->me; }
+static int held_end(const engine_step *s) { return s->me < 0 ? s->world : s->me + 1; }
+
 static int units_build(engine_units *us, engine_step *s, cplab_graph_mode mode, int layers, cplab_diag *d) {
   memset(us, 0, sizeof *us);
   us->layers = layers;
   if (!(us->u = calloc((size_t)s->world * PIECE_COUNT, sizeof *us->u))) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
   int rc = 0;
   for (int seg = 0; seg < ENGINE_SEGMENTS && !rc; seg++)
-    for (int r = 0; r < s->world && !rc; r++) {
+    for (int r = held_first(s); r < held_end(s) && !rc; r++) {
       int first = engine_segment_first[seg], end = engine_segment_first[seg + 1];
       if (mode == CPLAB_GRAPH_NONE) {
         for (int p = first; p < end && !rc; p++) rc = units_add(us, s, r, seg, p, p + 1, 0, d);
@@ -171,7 +187,7 @@ static int step_launch(engine_units *us, engine_step *s, cplab_diag *d) {
       if (!rc) rc = u->graph ? cplab_graph_launch(u->graph, s->stream, d) : unit_body(u, s->stream, d);
       if (!rc) rc = cplab_event_record(ev[1], s->stream, d);
     }
-  for (int r = 0; r < s->world && !rc; r++) { /* the step's output gather */
+  for (int r = held_first(s); r < held_end(s) && !rc; r++) { /* the step's output gather */
     rc = cplab_event_record(us->out_ev[2 * r], s->stream, d);
     if (!rc) rc = engine_rank_piece(s, r, PIECE_COUNT, d);
     if (!rc) rc = cplab_event_record(us->out_ev[2 * r + 1], s->stream, d);
@@ -179,52 +195,45 @@ static int step_launch(engine_units *us, engine_step *s, cplab_diag *d) {
   return rc;
 }
 
-/* The step's time from the events, and per phase where units are of one
- * phase (phase[ph] = NAN where a graph merges it with another). */
+/* The step's time from the events (steptime.h), and per phase where units
+ * are of one phase. Under NCCL each process times its own rank, the ranks
+ * share their times, and the step's time is the slowest rank's wall time
+ * from its first launch to its output gather's end: the NCCL calls wait for
+ * the peers, so summing each segment's slowest rank would count a wait twice. */
 static int step_time(engine_units *us, engine_step *s, double *total, double phase[CPLAB_BENCH_PHASES], cplab_diag *d) {
-  int W = s->world, rc = 0;
-  double seg_max[ENGINE_SEGMENTS], ph_max[ENGINE_SEGMENTS][CPLAB_BENCH_PHASES];
-  int mixed[CPLAB_BENCH_PHASES] = {0};
-  double *seg_rank = calloc((size_t)W * ENGINE_SEGMENTS * (CPLAB_BENCH_PHASES + 1), sizeof *seg_rank);
-  if (!seg_rank) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
-  *total = 0;
-  for (int ph = 0; ph < CPLAB_BENCH_PHASES; ph++) phase[ph] = 0;
-  for (int l = 0; l < us->layers && !rc; l++) {
-    memset(seg_rank, 0, sizeof *seg_rank * (size_t)W * ENGINE_SEGMENTS * (CPLAB_BENCH_PHASES + 1));
+  enum { ROW = CPLAB_BENCH_PHASES + 1 };
+  int W = s->world, rc = 0, mixed[CPLAB_BENCH_PHASES] = {0};
+  size_t nseg = (size_t)us->layers * (size_t)W * ENGINE_SEGMENTS * ROW;
+  double *t = calloc(nseg + (size_t)W + 1, sizeof *t), *out = t ? t + nseg : NULL, span = 0;
+  if (!t) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
+  for (int l = 0; l < us->layers && !rc; l++)
     for (int i = 0; i < us->n && !rc; i++) {
       engine_unit *u = &us->u[i];
-      cplab_event **ev = unit_events(us, i, l);
       float ms = 0;
-      rc = cplab_event_elapsed_ms(ev[0], ev[1], &ms, d);
-      double *row = seg_rank + ((size_t)u->r * ENGINE_SEGMENTS + (size_t)u->seg) * (CPLAB_BENCH_PHASES + 1);
-      row[CPLAB_BENCH_PHASES] += ms;
+      rc = cplab_event_elapsed_ms(unit_events(us, i, l)[0], unit_events(us, i, l)[1], &ms, d);
+      double *row = t + (((size_t)l * (size_t)W + (size_t)u->r) * ENGINE_SEGMENTS + (size_t)u->seg) * ROW;
       int ph = engine_piece_phase[u->first];
       for (int p = u->first + 1; p < u->end; p++)
         if (engine_piece_phase[p] != ph) mixed[ph] = mixed[engine_piece_phase[p]] = 1;
-      row[ph] += ms;
+      row[ph] += ms, row[CPLAB_BENCH_PHASES] += ms;
     }
-    for (int g = 0; g < ENGINE_SEGMENTS; g++) {
-      seg_max[g] = 0;
-      for (int ph = 0; ph < CPLAB_BENCH_PHASES; ph++) ph_max[g][ph] = 0;
-      for (int r = 0; r < W; r++) {
-        const double *row = seg_rank + ((size_t)r * ENGINE_SEGMENTS + (size_t)g) * (CPLAB_BENCH_PHASES + 1);
-        seg_max[g] = fmax(seg_max[g], row[CPLAB_BENCH_PHASES]);
-        for (int ph = 0; ph < CPLAB_BENCH_PHASES; ph++) ph_max[g][ph] = fmax(ph_max[g][ph], row[ph]);
-      }
-      *total += seg_max[g];
-      for (int ph = 0; ph < CPLAB_BENCH_PHASES; ph++) phase[ph] += ph_max[g][ph];
-    }
-  }
-  double out_max = 0;
-  for (int r = 0; r < W && !rc; r++) {
+  for (int r = held_first(s); r < held_end(s) && !rc; r++) {
     float ms = 0;
     rc = cplab_event_elapsed_ms(us->out_ev[2 * r], us->out_ev[2 * r + 1], &ms, d);
-    out_max = fmax(out_max, ms);
+    out[r] = ms;
+    if (!rc && s->nccl) { /* under NCCL the units are this rank's: unit 0 is its first */
+      rc = cplab_event_elapsed_ms(unit_events(us, 0, 0)[0], us->out_ev[2 * r + 1], &ms, d);
+      span = ms;
+    }
   }
-  *total += out_max, phase[4] += out_max;
-  for (int ph = 0; ph < CPLAB_BENCH_PHASES; ph++)
-    if (mixed[ph]) phase[ph] = NAN;
-  free(seg_rank);
+  if (!rc && s->nccl) { /* every rank's times, and the slowest span (times are >= 0, the others' rows 0 here) */
+    t[nseg + (size_t)W] = span;
+    rc = engine_nccl_max(t, nseg + (size_t)W + 1, d);
+    span = t[nseg + (size_t)W];
+  }
+  if (!rc) cplab_bench_step_time(t, us->layers, W, out, mixed, total, phase);
+  if (!rc && s->nccl) *total = span;
+  free(t);
   return rc;
 }
 
@@ -266,13 +275,19 @@ static int check_rank(engine_step *s, int r, const exec_layer *ex, cplab_diag *d
   return rc;
 }
 
-static int check_step(engine_step *s, const cplab_step_input *in, cplab_rank_plan **plans, int64_t rows,
-                      int64_t *checked, cplab_diag *d) {
+/* cplab-exec's pass on the same plans and caches: every rank on one device
+ * (exec_single), this process's rank under NCCL (exec_nccl, a collective
+ * call of every rank). */
+static int check_step(engine_step *s, exec_single *xs, const cplab_step_input *in, cplab_rank_plan **plans,
+                      int64_t rows, int64_t *checked, cplab_diag *d) {
   exec_layer *ex = calloc((size_t)s->world, sizeof *ex);
   if (!ex) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
   int rc = cplab_dev_sync(s->stream, d);
-  if (!rc) rc = exec_single_layer(s->xs, in, plans, 0, rows, ex, d);
-  for (int r = 0; r < s->world && !rc; r++) {
+#if CPLAB_BENCH_NCCL
+  if (!rc && s->nccl) rc = exec_nccl_layer(s->nccl, in, plans[s->me], 0, rows, &ex[s->me], d);
+#endif
+  if (!rc && !s->nccl) rc = exec_single_layer(xs, in, plans, 0, rows, ex, d);
+  for (int r = held_first(s); r < held_end(s) && !rc; r++) {
     rc = check_rank(s, r, &ex[r], d);
     *checked += ex[r].rows;
   }
@@ -289,51 +304,87 @@ typedef struct engine_run {
   const cplab_scenario *sc;
   const cplab_layout *layout;
   cplab_rank_table *t;
-  exec_single *xs;
-  double *phases; /* [reps][PHASES] */
+  exec_single *xs; /* one device */
+  exec_nccl *xn;   /* NCCL */
+  double *phases;  /* [reps][PHASES] */
   cplab_bench_measured *out;
 } engine_run;
+
+/* The held ranks' plans, caches and buffers; under NCCL every rank's setup
+ * is done before the ranks agree on their collectives and shapes. */
+static int step_setup(engine_run *x, engine_step *s, const cplab_step_input *in, cplab_rank_plan **plans,
+                      cplab_diag *d) {
+  int rc = plans && s->ranks ? 0 : cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
+  for (int r = held_first(s); r < held_end(s) && !rc; r++)
+    rc = cplab_rank_plan_derive(in, r, CPLAB_PLAN_TOKEN_MAPS, &plans[r], d);
+#if CPLAB_BENCH_NCCL
+  if (!rc && s->nccl) rc = exec_nccl_fill(s->nccl, in, plans[s->me], 0, d);
+#endif
+  if (!rc && !s->nccl) rc = exec_single_fill(x->xs, in, plans, 0, d);
+  for (int r = held_first(s); r < held_end(s) && !rc; r++) {
+    const cplab_rank_ids *ids = &plans[r]->ids;
+    rc = engine_rank_setup(s, r, in, plans[r], x->e->moe[ids->pcp * x->sc->par.tp + ids->tp], d);
+  }
+  if (s->nccl) { /* a rank that failed must not leave the others waiting in a collective */
+    rc = engine_nccl_status(rc, d);
+    if (!rc) rc = engine_nccl_agree_counts(s, &s->ranks[s->me], d);
+    if (!rc) rc = engine_nccl_agree_shapes(s, &s->ranks[s->me], d);
+  }
+  engine_mem *mem = rc ? NULL : &s->ranks[held_first(s)].mem; /* freed last (run_step) */
+  if (!rc) rc = engine_mem_alloc(mem, &s->copy_src, s->copy_bytes, d);
+  if (!rc) rc = engine_mem_alloc(mem, &s->copy_dst, s->copy_bytes, d);
+  return rc;
+}
+
+/* The timed repetitions (ranks started together under NCCL). */
+static int step_reps(engine_run *x, engine_step *s, engine_units *us, cplab_diag *d) {
+  int rc = 0;
+  for (int w = 0; w < x->o->warmup && !rc; w++) rc = step_launch(us, s, d);
+  if (!rc) rc = cplab_dev_sync(s->stream, d);
+  double steps = (double)x->sc->num_steps;
+  for (int i = 0; i < x->o->reps && !rc; i++) {
+    double total = 0, ph[CPLAB_BENCH_PHASES] = {0};
+    if (s->nccl) rc = engine_nccl_barrier(s, d);
+    if (!rc) rc = step_launch(us, s, d);
+    if (!rc) rc = step_time(us, s, &total, ph, d);
+    if (rc) break;
+    x->out->samples_ms[i] += total / steps;
+    for (int p = 0; p < CPLAB_BENCH_PHASES; p++) x->phases[(size_t)i * CPLAB_BENCH_PHASES + p] += ph[p] / steps;
+  }
+  return rc;
+}
 
 static int run_step(engine_run *x, size_t st, cplab_diag *d) {
   const cplab_scenario *sc = x->sc;
   int W = cplab_parallel_world(&sc->par), rc = 0;
   cplab_step_input in = {&sc->steps[st], st, sc->seed, &sc->par, &sc->model, x->layout};
   cplab_rank_plan **plans = calloc((size_t)W, sizeof *plans);
-  engine_step s = {W, calloc((size_t)W, sizeof(engine_rank)), x->xs, x->t, x->e->gemm, x->e->stream, x->o->fp8,
-                    NULL, NULL, 0};
+  engine_step s = {.world = W, .me = x->xn ? x->e->be.rank : -1, .ranks = calloc((size_t)W, sizeof(engine_rank)),
+                   .nccl = x->xn, .t = x->t, .gemm = x->e->gemm, .stream = x->e->stream, .fp8 = x->o->fp8};
+#if CPLAB_BENCH_NCCL
+  if (x->xn) exec_nccl_caches(x->xn, &s.kv, &s.idx, &s.num_slots);
+#endif
+  if (x->xs) exec_single_caches(x->xs, &s.kv, &s.idx, &s.num_slots);
   engine_units us = {0};
-  if (!plans || !s.ranks) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
-  for (int r = 0; r < W && !rc; r++) rc = cplab_rank_plan_derive(&in, r, CPLAB_PLAN_TOKEN_MAPS, &plans[r], d);
-  if (!rc) rc = exec_single_fill(x->xs, &in, plans, 0, d);
-  for (int r = 0; r < W && !rc; r++) {
-    const cplab_rank_ids *ids = &plans[r]->ids;
-    rc = engine_rank_setup(&s, r, &in, plans[r], x->e->moe[ids->pcp * sc->par.tp + ids->tp], d);
-  }
-  if (!rc) rc = engine_mem_alloc(&s.ranks[0].mem, &s.copy_src, s.copy_bytes, d);
-  if (!rc) rc = engine_mem_alloc(&s.ranks[0].mem, &s.copy_dst, s.copy_bytes, d);
-  cplab_graph_mode mode = rc ? CPLAB_GRAPH_NONE : plans[0]->sched.runtime_mode;
+  /* Under NCCL the ranks compare their status before each part that calls
+   * collectives, so that a rank's failure stops the others there. */
+  rc = step_setup(x, &s, &in, plans, d);
+  cplab_graph_mode mode = rc ? CPLAB_GRAPH_NONE : plans[held_first(&s)]->sched.runtime_mode;
   if (mode != CPLAB_GRAPH_NONE && mode != CPLAB_GRAPH_PIECEWISE) mode = CPLAB_GRAPH_FULL;
   if (!rc && st == 0) snprintf(x->out->runtime_mode, sizeof x->out->runtime_mode, "%s", cplab_graph_mode_name(mode));
   if (!rc) rc = units_build(&us, &s, mode, x->o->layers, d);
-  for (int w = 0; w < x->o->warmup && !rc; w++) rc = step_launch(&us, &s, d);
-  if (!rc) rc = cplab_dev_sync(s.stream, d);
-  double steps = (double)sc->num_steps;
-  for (int i = 0; i < x->o->reps && !rc; i++) {
-    double total = 0, ph[CPLAB_BENCH_PHASES] = {0};
-    rc = step_launch(&us, &s, d);
-    if (!rc) rc = step_time(&us, &s, &total, ph, d);
-    if (rc) break;
-    x->out->samples_ms[i] += total / steps;
-    for (int p = 0; p < CPLAB_BENCH_PHASES; p++) x->phases[(size_t)i * CPLAB_BENCH_PHASES + p] += ph[p] / steps;
-  }
-  for (int r = 0; r < W && !rc; r++) /* the MoE's routing stayed the plan's */
+  if (s.nccl) rc = engine_nccl_status(rc, d);
+  if (!rc) rc = step_reps(x, &s, &us, d);
+  for (int r = held_first(&s); r < held_end(&s) && !rc; r++) /* the MoE's routing stayed the plan's */
     rc = s.ranks[r].moe_plan ? cplab_moe_plan_check(s.ranks[r].moe_plan, d) : 0;
-  if (!rc && x->o->check_rows > 0) rc = check_step(&s, &in, plans, x->o->check_rows, &x->out->checked_rows, d);
+  if (s.nccl) rc = engine_nccl_status(rc, d);
+  if (!rc && x->o->check_rows > 0) rc = check_step(&s, x->xs, &in, plans, x->o->check_rows, &x->out->checked_rows, d);
+  if (s.nccl) rc = engine_nccl_status(rc, d);
   if (rc) cplab_diag_prefix(d, "step %zu: ", st);
   cplab_diag ignore = {0};
   cplab_dev_sync(s.stream, &ignore);
   units_free(&us);
-  for (int r = W - 1; r >= 0 && s.ranks; r--) engine_rank_free(&s.ranks[r]); /* rank 0 holds the copy scratch */
+  for (int r = W - 1; r >= 0 && s.ranks; r--) engine_rank_free(&s.ranks[r]); /* the first held rank holds the scratch */
   for (int r = 0; r < W && plans; r++) cplab_rank_plan_free(plans[r]);
   free(s.ranks), free(plans);
   return rc;
@@ -343,15 +394,28 @@ int cplab_bench_engine_measure(cplab_bench_engine *e, const cplab_bench_config *
                                cplab_bench_measured *out, cplab_diag *d) {
   memset(out, 0, sizeof *out);
   if (o->reps < 1 || o->warmup < 0 || o->layers < 1) CPLAB_FAIL(d, CPLAB_EINVAL, "engine: reps, warmup or layers out of range");
-  engine_run x = {e, o, c->scenario, cplab_layout_find(c->scenario->layout), NULL, NULL, NULL, out};
+  engine_run x = {e, o, c->scenario, cplab_layout_find(c->scenario->layout), NULL, NULL, NULL, NULL, out};
   if (!x.layout) CPLAB_FAIL(d, CPLAB_ENOTFOUND, "unknown layout '%s'", c->scenario->layout);
+  int world = cplab_parallel_world(&c->scenario->par);
+  if (e->be.nccl && world != e->be.size)
+    CPLAB_FAIL(d, CPLAB_EUSAGE, "%s: the layout has %d ranks, and the NCCL backend runs one process per rank "
+               "(this run has %d)", c->title, world, e->be.size);
   out->n = (size_t)o->reps;
   out->samples_ms = calloc(out->n, sizeof *out->samples_ms);
   x.phases = calloc(out->n * CPLAB_BENCH_PHASES, sizeof *x.phases);
   int rc = out->samples_ms && x.phases ? 0 : cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
   if (!rc && !(x.t = cplab_rank_table_alloc(&c->scenario->par, d))) rc = d->code ? d->code : CPLAB_ENOMEM;
-  if (!rc) rc = moe_shards(e, c->scenario, d);
-  if (!rc) rc = exec_single_alloc(c->scenario, x.layout, x.t, &x.xs, d);
+  int only = -1;
+  if (!rc && e->be.nccl) {
+    cplab_rank_ids ids;
+    rc = cplab_rank_ids_get(&c->scenario->par, e->be.rank, &ids, d);
+    only = ids.pcp * c->scenario->par.tp + ids.tp;
+  }
+  if (!rc) rc = moe_shards(e, c->scenario, only, d);
+#if CPLAB_BENCH_NCCL
+  if (!rc && e->be.nccl) rc = exec_nccl_alloc(c->scenario, x.layout, e->be.rank, e->be.mpi, &x.xn, d);
+#endif
+  if (!rc && !e->be.nccl) rc = exec_single_alloc(c->scenario, x.layout, x.t, &x.xs, d);
   for (size_t st = 0; st < c->scenario->num_steps && !rc; st++) rc = run_step(&x, st, d);
   double *col = rc ? NULL : malloc(sizeof *col * out->n);
   if (!rc && !col) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
@@ -359,8 +423,12 @@ int cplab_bench_engine_measure(cplab_bench_engine *e, const cplab_bench_config *
     for (size_t i = 0; i < out->n; i++) col[i] = x.phases[i * CPLAB_BENCH_PHASES + p];
     out->phase_ms[p] = cplab_stats_median(col, out->n);
   }
+  if (!rc && e->be.nccl) rc = engine_nccl_sum(&out->checked_rows, 1, d);
   free(col), free(x.phases);
   exec_single_free(x.xs);
+#if CPLAB_BENCH_NCCL
+  exec_nccl_free(x.xn);
+#endif
   cplab_rank_table_free(x.t);
   if (rc) {
     cplab_diag_prefix(d, "%s: ", c->title);

@@ -35,12 +35,13 @@
 #include "cplab_moe.h"
 #include "cplab_stream.h"
 #include "exec.h"
+#include "steptime.h"
 
 enum {
   PIECE_PRE_COMM, PIECE_PROJ_PRE, PIECE_KEY_SHARD, PIECE_WS_SHARD, PIECE_SHARD_COMM, PIECE_INDEXER, PIECE_ATTN,
   PIECE_PART_COMM, PIECE_COMBINE, PIECE_PROJ_POST, PIECE_MID_COMM, PIECE_MOE, PIECE_MOE_COMM, PIECE_COUNT
 };
-enum { ENGINE_SEGMENTS = 5 };
+enum { ENGINE_SEGMENTS = CPLAB_BENCH_SEGMENTS };
 /* First piece of each segment, and PIECE_COUNT as the end. */
 extern const int engine_segment_first[ENGINE_SEGMENTS + 1];
 /* The phase of report.h each piece counts to (0 proj, 1 indexer, 2 attention, 3 moe, 4 comm). */
@@ -83,10 +84,13 @@ typedef struct engine_prefill_row {
   int64_t *ws_start, *shard_rows; /* device, one value each: the conversion's region */
 } engine_prefill_row;
 
-/* A copy standing in for a collective on one device. */
+/* One of the plan's collectives that the engine does not carry out with
+ * real data: on one device a copy of the bytes a rank would receive, on
+ * several GPUs the NCCL call of the plan's kind, group and size. */
 typedef struct engine_copy {
   int piece;
-  size_t bytes;
+  size_t bytes;          /* single device: the ring's received bytes */
+  cplab_collective coll; /* NCCL: what is called (count agreed over the ranks) */
 } engine_copy;
 
 typedef struct engine_rank {
@@ -98,9 +102,9 @@ typedef struct engine_rank {
   int K, Hl, Hg, head_off, D, o;
   int64_t moe_rows;
   float scale;
-  /* caches (exec_single's, all ranks) */
-  uint8_t *kv_all, *idx_all, *kv_own, *idx_own;
-  int64_t slots_all, num_slots;
+  /* this rank's caches (num_slots entries each) */
+  uint8_t *kv_own, *idx_own;
+  int64_t num_slots;
   /* projections (engine_proj.c): weights and GEMM inputs bf16, or e4m3
    * with per-tensor scales; outputs bf16 */
   void *w[PROJ_GEMMS];          /* by enum proj_gemm */
@@ -140,22 +144,27 @@ typedef struct engine_rank {
   cplab_moe_plan *moe_plan;
   uint16_t *moe_x;
   float *moe_out;
-  /* collectives as copies */
+  /* the plan's other collectives */
   int num_copies;
   engine_copy *copies;
   engine_mem mem;
 } engine_rank;
 
-/* What every rank of a step shares on the device. */
+/* What the ranks of a step share in this process. On one device (the
+ * single-device backend) that is every rank of the layout, with every
+ * rank's caches in one allocation; on several GPUs (NCCL) one rank, `me`. */
 typedef struct engine_step {
   int world;
-  engine_rank *ranks;
-  exec_single *xs;
+  int me;                       /* the rank this process holds, or -1: all of them (one device) */
+  engine_rank *ranks;           /* [world]; under NCCL only ranks[me] is set up */
+  exec_nccl *nccl;              /* NCCL: the executor's communicators; NULL on one device */
+  uint8_t *kv, *idx;            /* caches: [world][num_slots] entries on one device, this rank's under NCCL */
+  int64_t num_slots;
   const cplab_rank_table *t;
   cplab_gemm *gemm;
   void *stream;
   int fp8;                      /* projections as fp8 GEMMs */
-  uint8_t *copy_src, *copy_dst; /* scratch of the stand-in copies */
+  uint8_t *copy_src, *copy_dst; /* scratch of the collectives' stand-ins (copies or NCCL calls) */
   size_t copy_bytes;
 } engine_step;
 
@@ -173,5 +182,44 @@ int engine_proj_post(engine_step *s, const engine_rank *k, cplab_diag *d);
 /* Launch piece p of rank r on s->stream (no synchronisation, no allocation:
  * capturable). */
 int engine_rank_piece(engine_step *s, int r, int piece, cplab_diag *d);
+
+/* The NCCL transport (engine_nccl.c; built with NCCL), each launched on
+ * s->stream and capturable:
+ *   engine_nccl_shards    SHARD_COMM: every gathered buffer of rank k,
+ *                         all-gathered in place over DCP (block o is DCP
+ *                         rank o's, so the buffers come out rank-major)
+ *   engine_nccl_partials  PART_COMM: the decode partials, likewise
+ *   engine_nccl_calls     the plan's collectives of `piece` (engine_copy)
+ * and what the ranks agree on over MPI (every rank calls them together,
+ * after engine_nccl_status found every rank's setup done):
+ *   engine_nccl_agree_counts  each collective's count: the largest rank's
+ *                         (NCCL needs equal counts), and the scratch it needs
+ *   engine_nccl_agree_shapes  that the DCP peers' gathered blocks match
+ *   engine_nccl_max / _sum    a reduction of doubles / int64 over the ranks
+ *   engine_nccl_status    0 when every rank's rc is 0; otherwise rc, or
+ *                         CPLAB_EDISAGREE "another rank failed"
+ *   engine_nccl_barrier   every rank's queued work done, then MPI_Barrier */
+#if CPLAB_BENCH_NCCL
+int engine_nccl_shards(engine_step *s, const engine_rank *k, cplab_diag *d);
+int engine_nccl_partials(engine_step *s, const engine_rank *k, cplab_diag *d);
+int engine_nccl_calls(engine_step *s, const engine_rank *k, int piece, cplab_diag *d);
+int engine_nccl_agree_counts(engine_step *s, engine_rank *k, cplab_diag *d);
+int engine_nccl_agree_shapes(engine_step *s, const engine_rank *k, cplab_diag *d);
+int engine_nccl_max(double *v, size_t n, cplab_diag *d);
+int engine_nccl_sum(int64_t *v, size_t n, cplab_diag *d);
+int engine_nccl_status(int rc, cplab_diag *d);
+int engine_nccl_barrier(engine_step *s, cplab_diag *d);
+#else /* no NCCL in this build: s->nccl is always NULL, and these are never reached */
+static inline int engine_no_nccl(cplab_diag *d) { return cplab_diag_set(d, CPLAB_EUNSUPPORTED, "this build has no NCCL"); }
+#define engine_nccl_shards(s, k, d) engine_no_nccl(d)
+#define engine_nccl_partials(s, k, d) engine_no_nccl(d)
+#define engine_nccl_calls(s, k, piece, d) engine_no_nccl(d)
+#define engine_nccl_agree_counts(s, k, d) engine_no_nccl(d)
+#define engine_nccl_agree_shapes(s, k, d) engine_no_nccl(d)
+#define engine_nccl_max(v, n, d) engine_no_nccl(d)
+#define engine_nccl_sum(v, n, d) engine_no_nccl(d)
+#define engine_nccl_status(rc, d) (rc)
+#define engine_nccl_barrier(s, d) engine_no_nccl(d)
+#endif
 
 #endif

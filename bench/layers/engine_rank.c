@@ -5,7 +5,8 @@
  * The attention path is the executor's, batched over the rank's tokens, with
  * the data movement of a multi-GPU run: each rank gathers its own blocks of
  * the rank-major workspaces and indexer keys from its own cache, and the
- * all-gathers over DCP (device copies here) fill in the peers' blocks. Every
+ * all-gathers over DCP fill in the peers' blocks (device copies from the
+ * peers on one device, ncclAllGather in place on several GPUs). Every
  * kernel, map and conversion is the one cplab-exec runs row by row, so a
  * rank's top-k and attention outputs equal cplab-exec's bit for bit
  * (engine.c checks that with --check). Decode rows under DCP gather every
@@ -102,7 +103,7 @@ static int setup_copies(engine_step *s, engine_rank *k, cplab_diag *d) {
     int piece = copy_piece(rp->collectives[c].what);
     size_t bytes = copy_bytes(k->in->par, &rp->collectives[c]);
     if (piece < 0 || bytes == 0) continue;
-    k->copies[k->num_copies++] = (engine_copy){piece, bytes};
+    k->copies[k->num_copies++] = (engine_copy){piece, bytes, rp->collectives[c]};
     if (bytes > s->copy_bytes) s->copy_bytes = bytes;
   }
   return 0;
@@ -125,6 +126,19 @@ static int group_heads(engine_step *s, engine_rank *k, int *tmin, cplab_diag *d)
   *tmin = lo;
   k->Hg = n * k->Hl;
   k->head_off = (k->rp->ids.tp - lo) * k->Hl;
+  return 0;
+}
+
+/* A row's keys 0 .. n-1 in this rank's own cache, in logical order (-1: none).
+ * Only without DCP, where a rank's cache holds every key of its requests. */
+static int own_key_slots(const engine_rank *k, const cplab_row *row, int64_t n, int64_t *slots, cplab_diag *d) {
+  const cplab_schedule *sc = &k->rp->sched;
+  if (k->D != 1) CPLAB_FAIL(d, CPLAB_EINTERNAL, "rank %d: request %d's keys need the gathered plan under DCP", k->r, row->req);
+  const int32_t *brow = sc->block_table + (int64_t)row->req * sc->max_blocks;
+  for (int64_t t = 0; t < n; t++) {
+    int64_t slot = cplab_kv_slot_global(k->in->par, 0, brow, sc->max_blocks, t);
+    slots[t] = slot >= 0 && slot < k->num_slots ? slot : -1;
+  }
   return 0;
 }
 
@@ -168,9 +182,9 @@ static int decode_own_block(engine_rank *k, cplab_diag *d) {
 }
 
 /* Per token: request id and position (generation), key bounds. Decode rows'
- * keys are joined, one request after another (dec_key_slots: slots in the
- * all-ranks cache without DCP, rows of dec_local with it). */
-static int token_lists(engine_step *s, engine_rank *k, int32_t *id, int32_t *pos, int32_t *ks, int32_t *ke,
+ * keys are joined, one request after another (dec_key_slots: slots in this
+ * rank's cache without DCP, rows of dec_local with it). */
+static int token_lists(engine_rank *k, int32_t *id, int32_t *pos, int32_t *ks, int32_t *ke,
                        int32_t *dec_req, int64_t **dec_slots, cplab_diag *d) {
   const cplab_split *sp = &k->rp->split;
   int64_t off = 0, loff = 0;
@@ -184,7 +198,7 @@ static int token_lists(engine_step *s, engine_rank *k, int32_t *id, int32_t *pos
     if (!grown) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
     *dec_slots = grown;
     int rc = 0;
-    if (k->D == 1) rc = exec_single_key_slots(s->xs, k->r, k->rp, NULL, row, row->seq_len, grown + off, d);
+    if (k->D == 1) rc = own_key_slots(k, row, row->seq_len, grown + off, d);
     else decode_rows(k, row, k->dec_local.block, loff, grown + off);
     loff += decode_local_len(k, row, 0);
     if (rc) return rc;
@@ -252,16 +266,15 @@ static int setup_gathered(engine_rank *k, cplab_diag *d) {
   return rc;
 }
 
-/* Prefill rows: their keys in logical order and where they attend. */
 /* Where prefill row pr's keys 0 .. nkeys-1 come from, in logical order:
  * rows of its indexer chunk's gathered keys through the layout's
- * de-interleave, or (no gathered keys: DCP 1) each key's owner's cache. */
-static int prefill_keys(engine_step *s, engine_rank *k, const cplab_row *row, engine_prefill_row *pr, int64_t *rows,
+ * de-interleave, or (no gathered keys: DCP 1) this rank's own cache. */
+static int prefill_keys(engine_rank *k, const cplab_row *row, engine_prefill_row *pr, int64_t *rows,
                         cplab_diag *d) {
   const cplab_indexer_plan *ip = &k->rp->indexer;
   pr->key_chunk = -1;
   if (!ip->active) {
-    int rc = exec_single_key_slots(s->xs, k->r, k->rp, NULL, row, pr->nkeys, rows, d);
+    int rc = own_key_slots(k, row, pr->nkeys, rows, d);
     return rc ? rc : engine_mem_put(&k->mem, &pr->key_slots, rows, sizeof *rows * (size_t)pr->nkeys, d);
   }
   int region = cplab_indexer_region_of(ip, row->req);
@@ -276,10 +289,9 @@ static int prefill_keys(engine_step *s, engine_rank *k, const cplab_row *row, en
 }
 
 /* Prefill rows: their keys in logical order and where they attend. */
-static int setup_prefill_rows(engine_step *s, engine_rank *k, int64_t *max_keys, int64_t *max_len, cplab_diag *d) {
+static int setup_prefill_rows(engine_rank *k, int64_t *max_keys, int64_t *max_len, cplab_diag *d) {
   const cplab_rank_plan *rp = k->rp;
   const cplab_split *sp = &rp->split;
-  const cplab_parallel *par = k->in->par;
   int rc = 0;
   k->prefill = calloc((size_t)sp->num_rows + 1, sizeof *k->prefill);
   int64_t *slots = NULL;
@@ -295,7 +307,7 @@ static int setup_prefill_rows(engine_step *s, engine_rank *k, int64_t *max_keys,
       rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
       break;
     }
-    rc = prefill_keys(s, k, row, pr, slots, d);
+    rc = prefill_keys(k, row, pr, slots, d);
     int64_t start = 0, shard = 0;
     if (!rc && rp->prefill.active) {
       int region = cplab_prefill_region_of(&rp->prefill, row->req);
@@ -304,11 +316,9 @@ static int setup_prefill_rows(engine_step *s, engine_rank *k, int64_t *max_keys,
         pr->ws = rp->prefill.region_chunk[region], start = rp->prefill.workspace_start[region],
         shard = rp->prefill.chunks[pr->ws].shard_rows;
     } else if (!rc) { /* no gathered plan (DCP 1): the request's context from this rank's cache, in order */
-      const int32_t *brow = rp->sched.block_table + (int64_t)row->req * rp->sched.max_blocks;
       pr->ws = -1;
-      for (int64_t t = 0; t < pr->nkeys; t++)
-        slots[t] = exec_single_peer_slot(s->xs, k->r, 0, cplab_kv_slot_global(par, 0, brow, rp->sched.max_blocks, t));
-      rc = engine_mem_put(&k->mem, &pr->own_ws_slots, slots, sizeof *slots * (size_t)pr->nkeys, d);
+      rc = own_key_slots(k, row, pr->nkeys, slots, d);
+      if (!rc) rc = engine_mem_put(&k->mem, &pr->own_ws_slots, slots, sizeof *slots * (size_t)pr->nkeys, d);
       if (!rc)
         rc = engine_mem_alloc(&k->mem, &pr->own_ws, sizeof(uint16_t) * CPLAB_MLA_ROW_DIM * (size_t)pr->nkeys, d);
     }
@@ -348,9 +358,9 @@ static int setup_attention(engine_step *s, engine_rank *k, cplab_diag *d) {
   engine_mem *mm = &k->mem;
   int rc = id && pos && ks && ke && dec_req ? 0 : cplab_diag_set(d, CPLAB_ENOMEM, "out of memory"), tmin = 0;
   if (!rc) rc = group_heads(s, k, &tmin, d);
-  if (!rc) rc = token_lists(s, k, id, pos, ks, ke, dec_req, &dec_slots, d);
+  if (!rc) rc = token_lists(k, id, pos, ks, ke, dec_req, &dec_slots, d);
   if (!rc) rc = setup_gathered(k, d);
-  if (!rc) rc = setup_prefill_rows(s, k, &max_keys, &max_len, d);
+  if (!rc) rc = setup_prefill_rows(k, &max_keys, &max_len, d);
   if (!rc && k->D > 1 && k->Tdec > 0) rc = decode_own_block(k, d);
   max_keys = k->dec_keys > max_keys ? k->dec_keys : max_keys;
   max_len = k->Tdec > max_len ? k->Tdec : max_len;
@@ -405,10 +415,10 @@ int engine_rank_setup(engine_step *s, int r, const cplab_step_input *in, const c
   k->T = rp->split.num_tokens, k->Tdec = rp->split.num_decode_tokens;
   k->K = (int)m->index_topk, k->Hl = (int)(m->num_heads / in->par->tp), k->D = in->par->dcp, k->o = rp->ids.dcp_rank;
   k->scale = (float)cplab_model_softmax_scale(m);
-  exec_single_caches(s->xs, &k->kv_all, &k->idx_all, &k->num_slots);
-  k->slots_all = (int64_t)s->world * k->num_slots;
-  k->kv_own = k->kv_all + (size_t)r * (size_t)k->num_slots * CPLAB_MLA_ENTRY_BYTES;
-  k->idx_own = k->idx_all + (size_t)r * (size_t)k->num_slots * CPLAB_IDX_ENTRY_BYTES;
+  k->num_slots = s->num_slots;
+  size_t at = s->nccl ? 0 : (size_t)r * (size_t)s->num_slots; /* one device: rank r's slice */
+  k->kv_own = s->kv + at * CPLAB_MLA_ENTRY_BYTES;
+  k->idx_own = s->idx + at * CPLAB_IDX_ENTRY_BYTES;
   int rc = setup_copies(s, k, d);
   if (!rc) rc = engine_proj_setup(s, k, d);
   if (!rc) rc = setup_attention(s, k, d);
@@ -421,6 +431,7 @@ int engine_rank_setup(engine_step *s, int r, const cplab_step_input *in, const c
 /* ---- the pieces ---------------------------------------------------------- */
 
 static int piece_copies(engine_step *s, const engine_rank *k, int piece, cplab_diag *d) {
+  if (s->nccl) return engine_nccl_calls(s, k, piece, d);
   int rc = 0;
   for (int c = 0; c < k->num_copies && !rc; c++)
     if (k->copies[c].piece == piece) rc = cplab_dev_copy_async(s->copy_dst, s->copy_src, k->copies[c].bytes, s->stream, d);
@@ -468,7 +479,7 @@ static int piece_ws_shard(engine_step *s, const engine_rank *k, cplab_diag *d) {
   }
   for (int i = 0; i < k->num_prefill && !rc; i++) {
     const engine_prefill_row *pr = &k->prefill[i];
-    if (pr->ws < 0) rc = cplab_gather_mla(k->kv_all, k->slots_all, pr->own_ws_slots, pr->nkeys, pr->own_ws, s->stream, d);
+    if (pr->ws < 0) rc = cplab_gather_mla(k->kv_own, k->num_slots, pr->own_ws_slots, pr->nkeys, pr->own_ws, s->stream, d);
   }
   return rc;
 }
@@ -484,6 +495,7 @@ static int copy_block(engine_step *s, const engine_gathered *mine, const engine_
 /* The all-gathers of the blocks over DCP (on one device: copies of the peers' blocks). */
 static int piece_shard_comm(engine_step *s, const engine_rank *k, cplab_diag *d) {
   if (k->D == 1) return 0;
+  if (s->nccl) return engine_nccl_shards(s, k, d);
   const int *mem = cplab_rank_table_members(s->t, CPLAB_GROUP_DCP, k->r);
   int rc = 0;
   for (int o = 0; o < k->D && !rc; o++) {
@@ -503,7 +515,7 @@ static int piece_indexer(engine_step *s, const engine_rank *k, cplab_diag *d) {
   if (k->Tdec > 0) {
     const engine_gathered *g = &k->dec_local;
     rc = g->buf ? cplab_gather_idx(g->buf, (int64_t)k->D * g->block, k->dec_key_slots, k->dec_keys, k->keys, s->stream, d)
-                : cplab_gather_idx(k->idx_all, k->slots_all, k->dec_key_slots, k->dec_keys, k->keys, s->stream, d);
+                : cplab_gather_idx(k->idx_own, k->num_slots, k->dec_key_slots, k->dec_keys, k->keys, s->stream, d);
     if (!rc) rc = topk_rows(s, k, 0, k->Tdec, k->dec_keys, d);
   }
   for (int i = 0; i < k->num_prefill && !rc; i++) {
@@ -512,7 +524,7 @@ static int piece_indexer(engine_step *s, const engine_rank *k, cplab_diag *d) {
       const engine_gathered *g = &k->kb[pr->key_chunk];
       rc = cplab_gather_idx(g->buf, (int64_t)k->D * g->block, pr->key_rows, pr->nkeys, k->keys, s->stream, d);
     } else {
-      rc = cplab_gather_idx(k->idx_all, k->slots_all, pr->key_slots, pr->nkeys, k->keys, s->stream, d);
+      rc = cplab_gather_idx(k->idx_own, k->num_slots, pr->key_slots, pr->nkeys, k->keys, s->stream, d);
     }
     if (!rc) rc = topk_rows(s, k, pr->tok0, pr->len, pr->nkeys, d);
   }
@@ -557,6 +569,7 @@ static int piece_attention(engine_step *s, const engine_rank *k, cplab_diag *d) 
 /* The DCP all-gather of the decode partials: each peer's slot from the peer. */
 static int piece_part_comm(engine_step *s, const engine_rank *k, cplab_diag *d) {
   if (k->D == 1 || k->Tdec == 0) return 0;
+  if (s->nccl) return engine_nccl_partials(s, k, d);
   const int *mem = cplab_rank_table_members(s->t, CPLAB_GROUP_DCP, k->r);
   size_t gq = (size_t)(k->Tdec * k->Hg), ob = sizeof(float) * gq * CPLAB_MLA_NOPE_DIM, lb = sizeof(float) * gq;
   int rc = 0;

@@ -11,7 +11,7 @@
 # engine on the CUDA emulation).
 noinst_LTLIBRARIES += libcplab_benchplan.la
 libcplab_benchplan_la_SOURCES = %reldir%/matrix.c %reldir%/matrix.h %reldir%/plancost.c %reldir%/plancost.h \
-	%reldir%/dryrun.c %reldir%/dryrun.h
+	%reldir%/dryrun.c %reldir%/dryrun.h %reldir%/steptime.c %reldir%/steptime.h
 libcplab_benchplan_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/analysis
 # Layout labels come from the results model (cplab_bench_layout_label).
 libcplab_benchplan_la_LIBADD = libcplab_benchreport.la
@@ -25,15 +25,22 @@ bench_cplab_bench_LDADD = libcplab_benchplan.la $(CPLAB_CORE_LIBS) $(HDF5_LIBS)
 # keeps --dry-run and --report.
 ENGINE_SOURCES = %reldir%/engine.c %reldir%/engine.h %reldir%/engine_internal.h %reldir%/engine_rank.c \
 	%reldir%/engine_proj.c %reldir%/measure.c
-EXTRA_DIST += %reldir%/README.md $(ENGINE_SOURCES)
+EXTRA_DIST += %reldir%/README.md $(ENGINE_SOURCES) %reldir%/engine_nccl.c
 if HAVE_CUDA
 bench_cplab_bench_SOURCES += $(ENGINE_SOURCES) exec/rank.c exec/rank.h exec/single.c exec/output.c exec/exec.h
 bench_cplab_bench_CPPFLAGS += -I$(top_srcdir)/kernels -I$(top_srcdir)/exec -DCPLAB_BENCH_ENGINE=1
 bench_cplab_bench_LDADD += libcplab_trace.la $(CPLAB_KERNEL_LIBS)
+# With NCCL, --backend nccl: one MPI rank per GPU (engine_nccl.c, and the
+# executor's NCCL backend for its communicators and the check).
+if HAVE_NCCL
+bench_cplab_bench_SOURCES += %reldir%/engine_nccl.c exec/nccl.c
+bench_cplab_bench_CPPFLAGS += $(CUDA_CPPFLAGS) $(NCCL_CPPFLAGS) -DCPLAB_BENCH_NCCL=1
+bench_cplab_bench_LDADD += $(NCCL_LIBS) $(CUDA_LIBS) $(MPI_LIBS)
+endif
 endif
 
-check_PROGRAMS += tests/unit/test_bench_plan tests/cli/bench_fixture
-TESTS += tests/unit/test_bench_plan tests/cli/bench_cli.sh
+check_PROGRAMS += tests/unit/test_bench_plan tests/unit/test_bench_steptime tests/cli/bench_fixture
+TESTS += tests/unit/test_bench_plan tests/unit/test_bench_steptime tests/cli/bench_cli.sh
 EXTRA_DIST += tests/cli/bench_cli.sh
 tests_cli_bench_fixture_SOURCES = tests/cli/bench_fixture.c
 tests_cli_bench_fixture_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/%reldir% -I$(top_srcdir)/analysis
@@ -41,3 +48,6 @@ tests_cli_bench_fixture_LDADD = libcplab_benchreport.la $(CPLAB_CORE_LIBS) $(HDF
 tests_unit_test_bench_plan_SOURCES = tests/unit/test_bench_plan.c tests/unit/testutil.h
 tests_unit_test_bench_plan_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/%reldir% -I$(top_srcdir)/analysis
 tests_unit_test_bench_plan_LDADD = libcplab_benchplan.la $(TEST_UNIT_LIBS) $(HDF5_LIBS)
+tests_unit_test_bench_steptime_SOURCES = tests/unit/test_bench_steptime.c tests/unit/testutil.h
+tests_unit_test_bench_steptime_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/%reldir% -I$(top_srcdir)/analysis
+tests_unit_test_bench_steptime_LDADD = libcplab_benchplan.la $(TEST_UNIT_LIBS) $(HDF5_LIBS)

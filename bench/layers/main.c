@@ -18,6 +18,9 @@
 #endif
 #include "matrix.h"
 #include "report.h"
+#if CPLAB_BENCH_NCCL
+#include <mpi.h>
+#endif
 
 #define PROG "cplab-bench"
 
@@ -27,8 +30,9 @@ static void usage(FILE *out) {
         "       " PROG " --report FILE.h5 [-o PREFIX]\n"
         "TTFT (prefill N in / 1 out) and TPOT (decode 1 in / M out) of a synthetic sparse-MLA decoder\n"
         "layer per parallel layout and CUDA-graph mode. Measuring runs every rank of a layout on this\n"
-        "GPU (the single-device backend: communication is device copies) and prints the markdown\n"
-        "table, or writes PREFIX.h5, .json, .md and plots; --dry-run derives every configuration's\n"
+        "GPU (the single-device backend: communication is device copies), or with --backend nccl one\n"
+        "MPI rank per GPU, and prints the markdown table, or writes PREFIX.h5, .json, .md and plots;\n"
+        "--dry-run derives every configuration's\n"
         "per-rank work from the plans (no GPU); --report renders a results file (median, p99,\n"
         "bootstrap 95% intervals, ratios against the TP layout with the same GPUs, plots).\n\n",
         out);
@@ -47,6 +51,9 @@ static void usage(FILE *out) {
         "  --interleave I, --block-size B   KV layout (default 1 and 64)\n"
         "  --model-set F=V,...   model fields over the preset, e.g. n_routed_experts=16\n\n"
         "Measuring:\n"
+        "  --backend single|nccl single (default): every rank of a layout on this GPU; nccl: one\n"
+        "                        process per rank and GPU, NCCL collectives (mpirun -np RANKS, every\n"
+        "                        layout with that many ranks; one rank runs without mpirun)\n"
         "  --reps N              timed repetitions per configuration (default 10)\n"
         "  --warmup N            untimed repetitions before them (default 2)\n"
         "  --layers L            decoder layers per step (default 1)\n"
@@ -65,18 +72,19 @@ static void usage(FILE *out) {
   fputs("\nExit status: 0 done, 2 error.\n\n"
         "Examples:\n"
         "  " PROG " --dry-run --layouts tp4,pcp4 --prefill 32768\n"
-        "  " PROG " --dry-run --json --decode 32768 --batch 8 > plan-work.json\n",
+        "  " PROG " --dry-run --json --decode 32768 --batch 8 > plan-work.json\n"
+        "  mpirun -np 2 " PROG " --backend nccl --layouts tp2,pcp2,tp2dcp2 --prefill 16384 -o two-gpus\n",
         out);
 }
 
 enum {
   OPT_PRESET = CPLAB_OPT_PROGRAM, OPT_LAYOUTS, OPT_PREFILL, OPT_DECODE, OPT_MIXED, OPT_BATCH, OPT_OUT_TOKENS,
   OPT_GRAPHS, OPT_INTERLEAVE, OPT_BLOCK_SIZE, OPT_DRY_RUN, OPT_REPORT, OPT_NO_PLOTS, OPT_MODEL_SET, OPT_REPS,
-  OPT_WARMUP, OPT_LAYERS, OPT_CHECK, OPT_GEMM
+  OPT_WARMUP, OPT_LAYERS, OPT_CHECK, OPT_GEMM, OPT_BACKEND
 };
 
 typedef struct bench_args {
-  const char *preset, *layouts, *prefill, *decode, *mixed, *graphs, *report, *model_set, *gemm;
+  const char *preset, *layouts, *prefill, *decode, *mixed, *graphs, *report, *model_set, *gemm, *backend;
   int64_t batch, out_tokens, interleave, block_size, reps, warmup, layers, check;
   int dry_run, no_plots;
 } bench_args;
@@ -98,6 +106,11 @@ static int bench_option(void *ctx, int opt, const char *arg, cplab_diag *d) {
     if (strcmp(arg, "bf16") != 0 && strcmp(arg, "fp8") != 0)
       CPLAB_FAIL(d, CPLAB_EUSAGE, "--gemm %s: expected bf16 or fp8", arg);
     a->gemm = arg;
+    return 0;
+  case OPT_BACKEND:
+    if (strcmp(arg, "single") != 0 && strcmp(arg, "nccl") != 0)
+      CPLAB_FAIL(d, CPLAB_EUSAGE, "--backend %s: expected single or nccl", arg);
+    a->backend = arg;
     return 0;
   case OPT_REPS: return cplab_cli_parse_int("--reps", arg, 1, 100000, &a->reps, d);
   case OPT_WARMUP: return cplab_cli_parse_int("--warmup", arg, 0, 1000, &a->warmup, d);
@@ -123,7 +136,7 @@ static int parse_args(int argc, char **argv, cplab_cli *cli, bench_args *a, cpla
       {"no-plots", no_argument, NULL, OPT_NO_PLOTS},           {"model-set", required_argument, NULL, OPT_MODEL_SET},
       {"reps", required_argument, NULL, OPT_REPS},             {"warmup", required_argument, NULL, OPT_WARMUP},
       {"layers", required_argument, NULL, OPT_LAYERS},         {"check", required_argument, NULL, OPT_CHECK},
-      {"gemm", required_argument, NULL, OPT_GEMM},
+      {"gemm", required_argument, NULL, OPT_GEMM},             {"backend", required_argument, NULL, OPT_BACKEND},
       {NULL, 0, NULL, 0}};
   int rc = cplab_cli_parse(argc, argv, CPLAB_CLI_COMMON_SHORTOPTS, longopts, cli, bench_option, a, NULL, d);
   if (rc) return rc;
@@ -136,9 +149,9 @@ static int parse_args(int argc, char **argv, cplab_cli *cli, bench_args *a, cpla
   if (a->dry_run && a->report)
     CPLAB_FAIL(d, CPLAB_EUSAGE, "choose --dry-run (the plans' work), --report FILE.h5 (render results) or neither "
                "(measure)");
-  if ((a->dry_run || a->report) && (a->reps || a->warmup >= 0 || a->layers || a->check || a->gemm))
-    CPLAB_FAIL(d, CPLAB_EUSAGE, "--reps, --warmup, --layers, --check and --gemm go with measuring, not with %s",
-               a->dry_run ? "--dry-run" : "--report");
+  if ((a->dry_run || a->report) && (a->reps || a->warmup >= 0 || a->layers || a->check || a->gemm || a->backend))
+    CPLAB_FAIL(d, CPLAB_EUSAGE, "--reps, --warmup, --layers, --check, --gemm and --backend go with measuring, not "
+               "with %s", a->dry_run ? "--dry-run" : "--report");
   if (a->dry_run && cli->out) CPLAB_FAIL(d, CPLAB_EUSAGE, "--dry-run writes to standard output; drop -o");
   if (cli->json && !a->dry_run) CPLAB_FAIL(d, CPLAB_EUSAGE, "--json goes with --dry-run (-o writes PREFIX.json)");
   cplab_model m;
@@ -193,6 +206,7 @@ static int re_render(const bench_args *a, const cplab_cli *cli, cplab_diag *d) {
   return rc;
 }
 
+#if CPLAB_BENCH_ENGINE
 /* The command line as one string, for the results' provenance. */
 static void command_of(int argc, char **argv, char *buf, size_t len) {
   size_t at = 0;
@@ -203,9 +217,11 @@ static void command_of(int argc, char **argv, char *buf, size_t len) {
     at += (size_t)n;
   }
 }
+#endif
 
-static int measure(const bench_args *a, const cplab_cli *cli, const cplab_bench_matrix *m, int argc, char **argv,
-                   cplab_diag *d) {
+/* Under NCCL every process measures its rank and rank 0 writes the results. */
+static int measure(const bench_args *a, const cplab_cli *cli, const cplab_bench_matrix *m, const cplab_bench_backend *be,
+                   int argc, char **argv, cplab_diag *d) {
 #if CPLAB_BENCH_ENGINE
   cplab_bench_engine_opts o = {a->reps ? (int)a->reps : 10, a->warmup >= 0 ? (int)a->warmup : 2,
                                a->layers ? (int)a->layers : 1, a->check, a->gemm && strcmp(a->gemm, "fp8") == 0};
@@ -213,14 +229,56 @@ static int measure(const bench_args *a, const cplab_cli *cli, const cplab_bench_
   char command[2048];
   cplab_bench_results_init(&r);
   command_of(argc, argv, command, sizeof command);
-  int rc = cplab_bench_measure_matrix(m, &o, command, &r, stderr, d);
-  if (!rc) rc = cli->out ? write_outputs(&r, cli->out, !a->no_plots, d) : cplab_bench_write_markdown(&r, stdout, d);
+  int rc = cplab_bench_measure_matrix(m, &o, be, command, &r, be->rank == 0 ? stderr : NULL, d);
+  if (!rc && be->rank == 0)
+    rc = cli->out ? write_outputs(&r, cli->out, !a->no_plots, d) : cplab_bench_write_markdown(&r, stdout, d);
   cplab_bench_results_free(&r);
   return rc;
 #else
-  (void)a, (void)cli, (void)m, (void)argc, (void)argv;
+  (void)a, (void)cli, (void)m, (void)be, (void)argc, (void)argv;
   CPLAB_FAIL(d, CPLAB_EUNSUPPORTED, "this cplab-bench was built without CUDA, and measuring needs a GPU build "
              "(--dry-run and --report work)");
+#endif
+}
+
+/* Under mpirun (Open MPI's or a PMI launcher's variables): MPI started and
+ * this process's rank known; only --backend nccl runs on several. */
+static int start_mpi(int *argc, char ***argv, cplab_bench_backend *be, cplab_diag *d) {
+  be->mpi = getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK");
+#if CPLAB_BENCH_NCCL
+  if (!be->mpi) return 0;
+  if (MPI_Init(argc, argv) != MPI_SUCCESS || MPI_Comm_rank(MPI_COMM_WORLD, &be->rank) != MPI_SUCCESS ||
+      MPI_Comm_size(MPI_COMM_WORLD, &be->size) != MPI_SUCCESS)
+    CPLAB_FAIL(d, CPLAB_EMPI, "MPI start-up failed");
+  setvbuf(stderr, NULL, _IOLBF, 0); /* each process's message in one write, not interleaved */
+  if (!be->nccl && be->size > 1)
+    CPLAB_FAIL(d, CPLAB_EUSAGE, "the single-device backend measures every rank in one process: run it without "
+               "mpirun, or use --backend nccl");
+  return 0;
+#else
+  (void)argc, (void)argv;
+  be->mpi = 0; /* this build has no MPI */
+  const char *n = getenv("OMPI_COMM_WORLD_SIZE"), *r = getenv("OMPI_COMM_WORLD_RANK");
+  be->rank = r ? atoi(r) : 0; /* so that one process says the errors below */
+  if (be->nccl) CPLAB_FAIL(d, CPLAB_EUNSUPPORTED, "--backend nccl: this cplab-bench was built without NCCL");
+  if (n && atoi(n) > 1) CPLAB_FAIL(d, CPLAB_EUSAGE, "this cplab-bench was built without MPI: run it without mpirun");
+  return 0;
+#endif
+}
+
+/* MPI stopped; a failed rank under NCCL stops every rank, as the others may
+ * be waiting in a collective for it (not for usage errors, which every
+ * process finds alike before any collective). */
+static void stop_mpi(const cplab_bench_backend *be, int rc) {
+#if CPLAB_BENCH_NCCL
+  if (!be->mpi) return;
+  if (rc && rc != CPLAB_EUSAGE && be->size > 1) {
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, CPLAB_EXIT_ERROR);
+  }
+  MPI_Finalize();
+#else
+  (void)be, (void)rc;
 #endif
 }
 
@@ -237,9 +295,15 @@ int main(int argc, char **argv) {
   }
   if (cplab_cli_answer_info(&cli, PROG, usage)) return CPLAB_EXIT_OK;
   cplab_bench_matrix m;
-  if (a.report) rc = re_render(&a, &cli, &d);
-  else if (!(rc = build_matrix(&a, &cli, &m, &d)))
-    rc = a.dry_run ? cplab_bench_dry_run(&m, stdout, cli.json, &d) : measure(&a, &cli, &m, argc, argv, &d);
-  if (rc) cplab_diag_report(stderr, PROG, &d);
+  cplab_bench_backend be = {a.backend && strcmp(a.backend, "nccl") == 0, 0, 1, 0};
+  rc = start_mpi(&argc, &argv, &be, &d);
+  if (!rc && a.report) rc = re_render(&a, &cli, &d);
+  else if (!rc && !(rc = build_matrix(&a, &cli, &m, &d)))
+    rc = a.dry_run ? cplab_bench_dry_run(&m, stdout, cli.json, &d) : measure(&a, &cli, &m, &be, argc, argv, &d);
+  if (rc && (rc != CPLAB_EUSAGE || be.rank == 0)) { /* a usage error is every process's: rank 0 says it */
+    if (be.size > 1) fprintf(stderr, "[process %d] ", be.rank);
+    cplab_diag_report(stderr, PROG, &d);
+  }
+  stop_mpi(&be, rc);
   return rc ? CPLAB_EXIT_ERROR : CPLAB_EXIT_OK;
 }

@@ -35,6 +35,13 @@ typedef struct cplab_bench_layout {
   char label[32];
 } cplab_bench_layout;
 
+/* Where a layout's ranks run: all on one GPU (nccl 0), or one MPI rank per
+ * GPU, this process being rank `rank` of `size` (nccl 1; mpi 0 only for
+ * size 1, without mpirun). */
+typedef struct cplab_bench_backend {
+  int nccl, rank, size, mpi;
+} cplab_bench_backend;
+
 typedef enum cplab_bench_kind { CPLAB_BENCH_PREFILL = 0, CPLAB_BENCH_DECODE, CPLAB_BENCH_MIXED } cplab_bench_kind;
 
 typedef struct cplab_bench_workload {

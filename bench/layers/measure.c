@@ -76,7 +76,7 @@ static int measure_one(void *ctx, const cplab_bench_config *c, cplab_diag *d) {
 }
 
 static void fill_meta(cplab_bench_meta *meta, const cplab_bench_matrix *m, const cplab_bench_engine_opts *o,
-                      const char *command) {
+                      const cplab_bench_backend *be, const char *command) {
   time_t now = time(NULL);
   struct tm tm;
   gmtime_r(&now, &tm);
@@ -84,10 +84,15 @@ static void fill_meta(cplab_bench_meta *meta, const cplab_bench_matrix *m, const
   snprintf(meta->commit, sizeof meta->commit, "%s", CPLAB_GIT_COMMIT);
   snprintf(meta->command, sizeof meta->command, "%s", command);
   snprintf(meta->preset, sizeof meta->preset, "%s", m->preset);
-  snprintf(meta->backend, sizeof meta->backend, "single");
-  int n = snprintf(meta->note, sizeof meta->note,
-                   "single-device backend: every rank of a layout ran on one GPU, one after another; a segment "
-                   "between two collectives counts its slowest rank; communication was device copies");
+  snprintf(meta->backend, sizeof meta->backend, "%s", be->nccl ? "nccl" : "single");
+  int n = be->nccl ? snprintf(meta->note, sizeof meta->note,
+                              "NCCL backend: one MPI rank per GPU; a step counts the slowest rank's time from its "
+                              "first launch to its end; communication was NCCL collectives (DCP all-gathers in "
+                              "place, the plan's other collectives at their sizes)")
+                   : snprintf(meta->note, sizeof meta->note,
+                              "single-device backend: every rank of a layout ran on one GPU, one after another; a "
+                              "segment between two collectives counts its slowest rank; communication was device "
+                              "copies");
   if (n > 0 && (size_t)n < sizeof meta->note) {
     int more = snprintf(meta->note + n, sizeof meta->note - (size_t)n, "; projections: %s GEMMs",
                         o->fp8 ? "fp8 (e4m3, per-tensor scales)" : "bf16");
@@ -96,18 +101,31 @@ static void fill_meta(cplab_bench_meta *meta, const cplab_bench_matrix *m, const
   if (m->model_set[0] && n > 0 && (size_t)n < sizeof meta->note) /* cut short if it must be: a note, not data */
     if (snprintf(meta->note + n, sizeof meta->note - (size_t)n, "; model fields over the preset: %s", m->model_set) < 0)
       meta->note[n] = 0;
-  meta->gpus = 1;
+  meta->gpus = be->nccl ? be->size : 1;
   meta->seed = m->seed & ((UINT64_C(1) << 53) - 1);
   meta->layers = o->layers;
 }
 
-int cplab_bench_measure_matrix(const cplab_bench_matrix *m, const cplab_bench_engine_opts *o, const char *command,
-                               cplab_bench_results *r, FILE *progress, cplab_diag *d) {
+/* Under NCCL: every layout has as many ranks as there are processes. */
+static int check_worlds(const cplab_bench_matrix *m, const cplab_bench_backend *be, cplab_diag *d) {
+  for (int i = 0; be->nccl && i < m->num_layouts; i++) {
+    const cplab_bench_layout *l = &m->layouts[i];
+    if (l->tp * l->pcp != be->size)
+      CPLAB_FAIL(d, CPLAB_EUSAGE, "--backend nccl: layout %s has %d ranks, but %d process(es) run (mpirun -np %d "
+                 "for it; one run per GPU count)", l->label, l->tp * l->pcp, be->size, l->tp * l->pcp);
+  }
+  return 0;
+}
+
+int cplab_bench_measure_matrix(const cplab_bench_matrix *m, const cplab_bench_engine_opts *o,
+                               const cplab_bench_backend *be, const char *command, cplab_bench_results *r,
+                               FILE *progress, cplab_diag *d) {
   measure_ctx x = {NULL, o, r, progress, 0};
-  int rc = cplab_bench_engine_create(&x.e, d);
+  int rc = check_worlds(m, be, d);
+  if (!rc) rc = cplab_bench_engine_create(&x.e, be, d);
   if (rc == CPLAB_ENODEV) cplab_diag_prefix(d, "measuring needs a GPU (--dry-run needs none): ");
   if (!rc) rc = cplab_bench_engine_card(r->meta.card, sizeof r->meta.card, d);
-  if (!rc) fill_meta(&r->meta, m, o, command);
+  if (!rc) fill_meta(&r->meta, m, o, be, command);
   if (!rc) rc = cplab_bench_for_each(m, measure_one, &x, d);
   if (!rc) rc = cplab_bench_results_finish(r, d);
   cplab_bench_engine_free(x.e);

@@ -75,6 +75,20 @@ expect_exit 2 "--reps with --dry-run" "$BENCH" --dry-run --reps 3
 expect_grep "$WORK/err" "go with measuring" "measuring options outside measuring are named"
 expect_exit 2 "bad --gemm" "$BENCH" --gemm fp16 --prefill 64
 expect_grep "$WORK/err" "expected bf16 or fp8" "a bad --gemm is named"
+expect_exit 2 "bad --backend" "$BENCH" --backend mpi --prefill 64
+expect_grep "$WORK/err" "expected single or nccl" "a bad --backend is named"
+expect_exit 2 "--backend with --report" "$BENCH" --report x.h5 --backend nccl
+expect_grep "$WORK/err" "go with measuring" "--backend outside measuring is named"
+# The NCCL backend runs one process per rank: a two-rank layout in one process
+# is refused before anything runs (in a build without NCCL, the backend is).
+expect_exit 2 "--backend nccl, two ranks, one process" "$BENCH" --backend nccl --layouts tp1,tp2 --prefill 64
+expect_grep "$WORK/err" "--backend nccl: " "the refusal names the backend"
+if [ -n "$MPIRUN" ]; then
+  expect_exit 2 "the single-device backend under mpirun -np 2" timeout 120 "$MPIRUN" -np 2 "$BENCH" --prefill 64
+  expect_grep "$WORK/err" "without mpirun" "the message says to run without mpirun"
+  n=$(grep -c "cplab-bench: error" "$WORK/err")
+  if [ "$n" -eq 1 ]; then pass "a usage error is said once, not by every process"; else fail "said $n times"; fi
+fi
 expect_exit 2 "bad --model-set" "$BENCH" --dry-run --model-set hidden_size
 expect_grep "$WORK/err" "is not FIELD=VALUE" "a malformed --model-set is named"
 expect_exit 2 "unknown --model-set field" "$BENCH" --dry-run --model-set hidden_sise=1024 --prefill 64
