@@ -19,6 +19,13 @@
 #include <nccl.h>
 #pragma GCC diagnostic pop
 
+/* MPI runs where the process was started by mpirun; a single rank without it
+ * (world 1) has nothing to agree with, and every reduction is the identity. */
+static int mpi_on(void) {
+  int on = 0;
+  return MPI_Initialized(&on) == MPI_SUCCESS && on;
+}
+
 static int nccl_fail(ncclResult_t r, const char *what, cplab_diag *d) {
   return r == ncclSuccess ? 0 : cplab_diag_set(d, CPLAB_ENCCL, "%s failed: %s", what, ncclGetErrorString(r));
 }
@@ -88,7 +95,7 @@ int engine_nccl_calls(engine_step *s, const engine_rank *k, int piece, cplab_dia
 
 int engine_nccl_agree_counts(engine_step *s, engine_rank *k, cplab_diag *d) {
   int n[2] = {k->num_copies, -k->num_copies};
-  if (MPI_Allreduce(MPI_IN_PLACE, n, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS)
+  if (mpi_on() && MPI_Allreduce(MPI_IN_PLACE, n, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS)
     CPLAB_FAIL(d, CPLAB_EMPI, "MPI_Allreduce of the collectives' number failed");
   if (n[0] != -n[1])
     CPLAB_FAIL(d, CPLAB_EDISAGREE, "the ranks' plans list %d to %d collectives; NCCL needs every rank to call the same",
@@ -98,10 +105,11 @@ int engine_nccl_agree_counts(engine_step *s, engine_rank *k, cplab_diag *d) {
   if (!v) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
   for (int i = 0; i < k->num_copies; i++) {
     const cplab_collective *c = &k->copies[i].coll;
-    v[3 * i] = c->count, v[3 * i + 1] = c->what * 16 + c->group, v[3 * i + 2] = -(c->what * 16 + c->group);
+    int64_t code = (int64_t)c->what * 16 + (int64_t)c->group; /* the enums may be unsigned: negate as int64 */
+    v[3 * i] = c->count, v[3 * i + 1] = code, v[3 * i + 2] = -code;
   }
   int rc = 0;
-  if (MPI_Allreduce(MPI_IN_PLACE, v, 3 * k->num_copies, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS)
+  if (mpi_on() && MPI_Allreduce(MPI_IN_PLACE, v, 3 * k->num_copies, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS)
     rc = cplab_diag_set(d, CPLAB_EMPI, "MPI_Allreduce of the collectives' counts failed");
   for (int i = 0; i < k->num_copies && !rc; i++) {
     cplab_collective *c = &k->copies[i].coll;
@@ -118,6 +126,7 @@ int engine_nccl_agree_counts(engine_step *s, engine_rank *k, cplab_diag *d) {
 
 int engine_nccl_agree_shapes(engine_step *s, const engine_rank *k, cplab_diag *d) {
   (void)s;
+  if (!mpi_on()) return 0;
   enum { N = 6 };
   int64_t ws = 0, kb = 0, v[2 * N];
   for (int ch = 0; ch < k->nws; ch++) ws = ws * 31 + k->ws[ch].block;
@@ -140,19 +149,20 @@ int engine_nccl_agree_shapes(engine_step *s, const engine_rank *k, cplab_diag *d
 }
 
 int engine_nccl_max(double *v, size_t n, cplab_diag *d) {
-  if (MPI_Allreduce(MPI_IN_PLACE, v, (int)n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS)
+  if (mpi_on() && MPI_Allreduce(MPI_IN_PLACE, v, (int)n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS)
     CPLAB_FAIL(d, CPLAB_EMPI, "MPI_Allreduce of the times failed");
   return 0;
 }
 
 int engine_nccl_sum(int64_t *v, size_t n, cplab_diag *d) {
-  if (MPI_Allreduce(MPI_IN_PLACE, v, (int)n, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS)
+  if (mpi_on() && MPI_Allreduce(MPI_IN_PLACE, v, (int)n, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS)
     CPLAB_FAIL(d, CPLAB_EMPI, "MPI_Allreduce of the counts failed");
   return 0;
 }
 
 int engine_nccl_status(int rc, cplab_diag *d) {
   int all = rc;
+  if (!mpi_on()) return rc;
   if (MPI_Allreduce(&rc, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS && !rc)
     return cplab_diag_set(d, CPLAB_EMPI, "MPI_Allreduce of the ranks' status failed");
   if (rc) return rc;
@@ -161,6 +171,6 @@ int engine_nccl_status(int rc, cplab_diag *d) {
 
 int engine_nccl_barrier(engine_step *s, cplab_diag *d) {
   int rc = cplab_dev_sync(s->stream, d);
-  if (!rc && MPI_Barrier(MPI_COMM_WORLD) != MPI_SUCCESS) rc = cplab_diag_set(d, CPLAB_EMPI, "MPI_Barrier failed");
+  if (!rc && mpi_on() && MPI_Barrier(MPI_COMM_WORLD) != MPI_SUCCESS) rc = cplab_diag_set(d, CPLAB_EMPI, "MPI_Barrier failed");
   return rc;
 }
