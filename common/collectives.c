@@ -45,6 +45,7 @@ static const char *const what_names[CPLAB_CW_COUNT] = {
     "moe_router_gather",
     "moe_reduce_scatter",
     "output_gather",
+    "moe_tp_allreduce",
 };
 
 const char *cplab_coll_what_name(cplab_coll_what w) { return w >= 0 && w < CPLAB_CW_COUNT ? what_names[w] : "?"; }
@@ -137,6 +138,11 @@ int cplab_collectives_derive(cplab_rank_plan *rp, const cplab_model *m, cplab_di
     rc = push(&l, CPLAB_COLL_ALL_REDUCE, CPLAB_GROUP_TP, CPLAB_DT_BF16, rp->split.num_tokens * m->hidden_size,
               CPLAB_CW_O_PROJ_ALLREDUCE);
   if (!rc) rc = moe_collectives(&l, rp, m);
+  /* The MoE's experts are sharded over TP too: its shards' partial outputs are summed over TP, the
+   * second of the two all-reduces per layer TP makes (perf-anchors.md), after the PCP combine. */
+  if (!rc && par->tp > 1)
+    rc = push(&l, CPLAB_COLL_ALL_REDUCE, CPLAB_GROUP_TP, CPLAB_DT_BF16, rp->split.num_tokens * m->hidden_size,
+              CPLAB_CW_MOE_TP_ALLREDUCE);
   /* After the last layer: every rank's hidden rows gathered to restore global order. */
   if (!rc && par->pcp > 1)
     rc = push(&l, CPLAB_COLL_ALL_GATHER, CPLAB_GROUP_PCP, CPLAB_DT_BF16, s->padded_num_tokens * m->hidden_size,

@@ -130,6 +130,7 @@ typedef enum cplab_coll_what {
   CPLAB_CW_MOE_ROUTER_GATHER,
   CPLAB_CW_MOE_REDUCE_SCATTER,
   CPLAB_CW_OUTPUT_GATHER,
+  CPLAB_CW_MOE_TP_ALLREDUCE, /* after the numbering of the first traces: codes are stored */
   CPLAB_CW_COUNT
 } cplab_coll_what;
 

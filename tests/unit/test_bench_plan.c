@@ -187,6 +187,14 @@ static void test_prefill_work(void **state) {
   cplab_bench_plan_cost tp4 = cost_of(&m, 4);
   assert_true(tp4.ranks[3].proj_flop == (50987008.0 + 16 * 4653056.0) * (double)N);
   assert_true(tp4.ranks[0].indexer_pairs == causal_pairs((double)N)); /* the indexer is replicated under TP */
+  /* TP's two all-reduces per layer (o_proj, the MoE shards' outputs), each of N rows of hidden bf16;
+   * none of them under PCP alone. */
+  const double *tb = tp4.ranks[0].comm_bytes;
+  assert_true(tb[CPLAB_CW_O_PROJ_ALLREDUCE] > 0 && tb[CPLAB_CW_MOE_TP_ALLREDUCE] == tb[CPLAB_CW_O_PROJ_ALLREDUCE]);
+  assert_true(tb[CPLAB_CW_O_PROJ_ALLREDUCE] == (double)N * 6144 * 2); /* GLM-5's hidden size 6144 */
+  cplab_bench_plan_cost pcp4 = cost_of(&m, 2);
+  assert_true(pcp4.ranks[0].comm_bytes[CPLAB_CW_MOE_TP_ALLREDUCE] == 0);
+  cplab_bench_plan_cost_free(&pcp4);
   cplab_bench_plan_cost_free(&tp4);
   cplab_bench_plan_cost_free(&one);
 }
