@@ -190,6 +190,18 @@ int cplab_indexer_logits(const uint8_t *q, const float *weight, int64_t m, int h
 int cplab_topk(const float *logits, int64_t m, int64_t n, const int32_t *ks, const int32_t *ke, int k, int32_t *idx,
                float *score, void *stream, cplab_diag *d);
 
+/* The exact top-k of rows whose keys are split among D owners (DCP):
+ * cand_idx int32 [D][m][k] and cand_score fp32 [D][m][k] hold each owner's
+ * cplab_topk of the row over its own keys (owner o's local index l being the
+ * row's key at position cplab_kv_position(l, o, interleave, D) of kv.h).
+ * idx int32 [m][k] receives the row's top-k over all its keys as positions,
+ * best first (a higher logit, then the lower position), -1 after the valid
+ * ones, and score (may be NULL) their logits: exactly what cplab_topk over
+ * every key in position order gives. 1 <= D, interleave >= 1,
+ * 1 <= k <= CPLAB_TOPK_MAX; positions below 2^32. */
+int cplab_topk_merge(const int32_t *cand_idx, const float *cand_score, int D, int64_t m, int k, int interleave,
+                     int32_t *idx, float *score, void *stream, cplab_diag *d);
+
 /* ---- top-k conversion (kernels/convert.cu) -------------------------------- */
 
 /* Prefill rows (reference §5.2 after the fix, as

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cplab/kv.h"
 #include "cplab/kvformat.h"
 #include "indexer_ref.h"
 #include "kt.h"
@@ -348,10 +349,81 @@ static void synthetic(uint64_t *rng) {
   kt_free(d_logits);
 }
 
+/* ---- the DCP merge of local top-k lists ---- */
+
+#define MERGE_M 3
+
+/* One case: rows of n_r keys owned round-robin by D owners in blocks of I
+ * (kv.h); every owner's cplab_topk over its own keys, merged, must equal
+ * cplab_topk over all the keys: indices, scores and padding, exactly. */
+static int merge_case(uint64_t *rng, int D, int I, int k, int64_t N, int dist) {
+  int32_t ks[MERGE_M] = {0}, ke[MERGE_M], lks[MERGE_M] = {0}, lke[MERGE_M];
+  float *full = kt_host((size_t)MERGE_M * N * 4);
+  for (int r = 0; r < MERGE_M; r++) {
+    ke[r] = r == 0 ? (int32_t)N : (int32_t)kt_int(rng, 1, N); /* one full row, the others shorter (some below k) */
+    for (int64_t j = 0; j < N; j++) full[(size_t)r * N + j] = syn_value(rng, dist);
+  }
+  int64_t NL = cplab_kv_local_len(N, 0, I, D); /* owner 0 holds the most */
+  float *local = kt_host((size_t)MERGE_M * (NL ? NL : 1) * 4);
+  int32_t *cand = kt_host((size_t)D * MERGE_M * k * 4), *want = kt_host((size_t)MERGE_M * k * 4);
+  float *cand_s = kt_host((size_t)D * MERGE_M * k * 4), *want_s = kt_host((size_t)MERGE_M * k * 4);
+  float *d_full = kt_dev_from(full, (size_t)MERGE_M * N * 4);
+  run_topk(d_full, MERGE_M, N, ks, ke, k, want, want_s);
+  for (int o = 0; o < D; o++) {
+    for (int r = 0; r < MERGE_M; r++) {
+      lke[r] = (int32_t)cplab_kv_local_len(ke[r], o, I, D);
+      for (int64_t l = 0; l < NL; l++) {
+        int64_t pos = cplab_kv_position(l, o, I, D);
+        local[(size_t)r * NL + l] = pos < N ? full[(size_t)r * N + pos] : 0.0f;
+      }
+    }
+    float *d_local = kt_dev_from(local, (size_t)MERGE_M * (NL ? NL : 1) * 4);
+    run_topk(d_local, MERGE_M, NL, lks, lke, k, cand + (size_t)o * MERGE_M * k, cand_s + (size_t)o * MERGE_M * k);
+    kt_free(d_local);
+  }
+  int32_t *d_cand = kt_dev_from(cand, (size_t)D * MERGE_M * k * 4), *d_idx = kt_dev((size_t)MERGE_M * k * 4);
+  float *d_cand_s = kt_dev_from(cand_s, (size_t)D * MERGE_M * k * 4), *d_score = kt_dev((size_t)MERGE_M * k * 4);
+  kt_ok(cplab_topk_merge(d_cand, d_cand_s, D, MERGE_M, k, I, d_idx, d_score, NULL, kt_diag()), "cplab_topk_merge");
+  kt_sync();
+  int32_t *got = kt_host((size_t)MERGE_M * k * 4);
+  float *got_s = kt_host((size_t)MERGE_M * k * 4);
+  kt_down(got, d_idx, (size_t)MERGE_M * k * 4);
+  kt_down(got_s, d_score, (size_t)MERGE_M * k * 4);
+  int same = !memcmp(got, want, (size_t)MERGE_M * k * 4) && !memcmp(got_s, want_s, (size_t)MERGE_M * k * 4);
+  if (!same) fprintf(stderr, "merge: D %d, interleave %d, k %d, %lld keys, values of kind %d differ\n", D, I, k,
+                     (long long)N, dist);
+  free(full), free(local), free(cand), free(want), free(cand_s), free(want_s), free(got), free(got_s);
+  kt_free(d_full), kt_free(d_cand), kt_free(d_idx), kt_free(d_cand_s), kt_free(d_score);
+  return same;
+}
+
+static void merge_cases(uint64_t *rng) {
+  static const int Ds[] = {1, 2, 3, 4, 8}, Is[] = {1, 2, 64}, Ks[] = {1, 16, 256, 2048}, dists[] = {0, 8, 1};
+  int cases = 0, good = 0;
+  for (int t = 0; t < 40; t++) {
+    int D = Ds[t % 5], I = Is[t % 3], k = Ks[(t / 3) % 4], dist = dists[(t / 5) % 3];
+    int64_t N = kt_int(rng, 1, 5000);
+    cases++, good += merge_case(rng, D, I, k, N, dist);
+  }
+  good += merge_case(rng, 2, 1, 4, 1, 5) + merge_case(rng, 4, 64, 2048, 3000, 5); /* all tied */
+  cases += 2;
+  kt_check(good == cases,
+           "topk_merge: %d cases (D 1..8, interleave 1..64, k 1..2048, ties, ±0, -inf, rows shorter than k) equal "
+           "cplab_topk over all keys: indices, scores and padding (%d differ)",
+           cases, cases - good);
+  int32_t one = 0;
+  float s = 0;
+  kt_check(cplab_topk_merge(&one, &s, 0, 1, 1, 1, &one, &s, NULL, kt_diag()) == CPLAB_EINVAL,
+           "topk_merge refuses 0 owners");
+  kt_check(cplab_topk_merge(&one, &s, 1, 1, CPLAB_TOPK_MAX + 1, 1, &one, &s, NULL, kt_diag()) == CPLAB_EINVAL,
+           "topk_merge refuses k above CPLAB_TOPK_MAX");
+}
+
 int main(void) {
   uint64_t rng;
   kt_begin("test_gpu_indexer", &rng);
   pipeline(&rng);
   synthetic(&rng);
+  merge_cases(&rng);
   return kt_end();
 }
