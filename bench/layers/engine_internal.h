@@ -12,7 +12,10 @@
  *              gathered plan, each prefill row's context from its cache)
  *   SHARD_COMM the all-gathers of those blocks over DCP: real copies of the
  *              peers' blocks (ncclAllGather in place on several GPUs)
- *   INDEXER    the keys in logical order, indexer logits, top-k
+ *   INDEXER    the keys in logical order, indexer logits, top-k (decode
+ *              rows under DCP: over this rank's own keys, its candidates)
+ *   TOPK_COMM  the all-gather of the decode rows' candidates over DCP
+ *   TOPK_MERGE their exact merge into each decode row's top-k
  *   ATTN       conversion and sparse MLA (prefill rows; the decode rows'
  *              partial over this rank's DCP shard)
  *   PART_COMM  the decode partials' all-gather over DCP: real copies
@@ -21,9 +24,9 @@
  *   MID_COMM   the o_proj all-reduce, the MoE dispatch gathers
  *   MOE        the MoE block on the plan's path (cplab_moe_run)
  *   MOE_COMM   the MoE combine (reduce-scatter or the fast all-reduce)
- * Ranks meet at the collectives: a layer is five segments,
- * PRE_COMM..WS_SHARD, SHARD_COMM..ATTN, PART_COMM..PROJ_POST,
- * MID_COMM..MOE and MOE_COMM, and on one device a
+ * Ranks meet at the collectives: a layer is six segments,
+ * PRE_COMM..WS_SHARD, SHARD_COMM..INDEXER, TOPK_COMM..ATTN,
+ * PART_COMM..PROJ_POST, MID_COMM..MOE and MOE_COMM, and on one device a
  * segment lasts as long as its slowest rank. */
 #ifndef CPLAB_BENCH_ENGINE_INTERNAL_H
 #define CPLAB_BENCH_ENGINE_INTERNAL_H
@@ -38,8 +41,9 @@
 #include "steptime.h"
 
 enum {
-  PIECE_PRE_COMM, PIECE_PROJ_PRE, PIECE_KEY_SHARD, PIECE_WS_SHARD, PIECE_SHARD_COMM, PIECE_INDEXER, PIECE_ATTN,
-  PIECE_PART_COMM, PIECE_COMBINE, PIECE_PROJ_POST, PIECE_MID_COMM, PIECE_MOE, PIECE_MOE_COMM, PIECE_COUNT
+  PIECE_PRE_COMM, PIECE_PROJ_PRE, PIECE_KEY_SHARD, PIECE_WS_SHARD, PIECE_SHARD_COMM, PIECE_INDEXER, PIECE_TOPK_COMM,
+  PIECE_TOPK_MERGE, PIECE_ATTN, PIECE_PART_COMM, PIECE_COMBINE, PIECE_PROJ_POST, PIECE_MID_COMM, PIECE_MOE,
+  PIECE_MOE_COMM, PIECE_COUNT
 };
 enum { ENGINE_SEGMENTS = CPLAB_BENCH_SEGMENTS };
 /* First piece of each segment, and PIECE_COUNT as the end. */
@@ -131,12 +135,15 @@ typedef struct engine_rank {
   /* attention */
   uint16_t *mla_q;             /* [T][Hl][576] */
   float *attn_out, *attn_lse;  /* [T][Hl][512], [T][Hl] */
-  /* decode rows: joint keys (DCP 1: slots in the all-ranks cache; DCP > 1:
-   * rows of dec_local, the gathered local keys), group queries, partials of
-   * every DCP peer */
+  /* decode rows: without DCP their joint keys (slots in this rank's cache);
+   * with DCP this rank's own keys of them (dec_local: block entries, no
+   * peers' blocks), every DCP peer's local top-k candidates, group queries
+   * and every peer's partials */
   int64_t dec_keys;
   int64_t *dec_key_slots;
   engine_gathered dec_local;
+  int32_t *cand;               /* [D][Tdec][K]: peer o's local top-k at o, as local indices */
+  float *cand_score;           /* [D][Tdec][K] */
   int32_t *dec_req, *block_table;
   uint16_t *qg;                /* [Tdec][Hg][576] */
   float *gout, *glse, *fin;    /* [D][Tdec][Hg][512], [D][Tdec][Hg], [Tdec][Hg][512] */
@@ -188,6 +195,8 @@ int engine_rank_piece(engine_step *s, int r, int piece, cplab_diag *d);
  *   engine_nccl_shards    SHARD_COMM: every gathered buffer of rank k,
  *                         all-gathered in place over DCP (block o is DCP
  *                         rank o's, so the buffers come out rank-major)
+ *   engine_nccl_candidates TOPK_COMM: the decode rows' local top-k
+ *                         candidates, likewise
  *   engine_nccl_partials  PART_COMM: the decode partials, likewise
  *   engine_nccl_calls     the plan's collectives of `piece` (engine_copy)
  * and what the ranks agree on over MPI (every rank calls them together,
@@ -202,6 +211,7 @@ int engine_rank_piece(engine_step *s, int r, int piece, cplab_diag *d);
 #if CPLAB_BENCH_NCCL
 int engine_nccl_shards(engine_step *s, const engine_rank *k, cplab_diag *d);
 int engine_nccl_partials(engine_step *s, const engine_rank *k, cplab_diag *d);
+int engine_nccl_candidates(engine_step *s, const engine_rank *k, cplab_diag *d);
 int engine_nccl_calls(engine_step *s, const engine_rank *k, int piece, cplab_diag *d);
 int engine_nccl_agree_counts(engine_step *s, engine_rank *k, cplab_diag *d);
 int engine_nccl_agree_shapes(engine_step *s, const engine_rank *k, cplab_diag *d);
@@ -213,6 +223,7 @@ int engine_nccl_barrier(engine_step *s, cplab_diag *d);
 static inline int engine_no_nccl(cplab_diag *d) { return cplab_diag_set(d, CPLAB_EUNSUPPORTED, "this build has no NCCL"); }
 #define engine_nccl_shards(s, k, d) engine_no_nccl(d)
 #define engine_nccl_partials(s, k, d) engine_no_nccl(d)
+#define engine_nccl_candidates(s, k, d) engine_no_nccl(d)
 #define engine_nccl_calls(s, k, piece, d) engine_no_nccl(d)
 #define engine_nccl_agree_counts(s, k, d) engine_no_nccl(d)
 #define engine_nccl_agree_shapes(s, k, d) engine_no_nccl(d)

@@ -49,10 +49,18 @@ int engine_nccl_shards(engine_step *s, const engine_rank *k, cplab_diag *d) {
     r = allgather_in_place(k->ws[ch].buf, (size_t)k->ws[ch].block * ws_row, k->o, dcp, st);
   for (int c = 0; c < k->nkb && r == ncclSuccess; c++)
     r = allgather_in_place(k->kb[c].buf, (size_t)k->kb[c].block * CPLAB_IDX_ENTRY_BYTES, k->o, dcp, st);
-  if (r == ncclSuccess)
-    r = allgather_in_place(k->dec_local.buf, (size_t)k->dec_local.block * CPLAB_IDX_ENTRY_BYTES, k->o, dcp, st);
   ncclResult_t e = ncclGroupEnd();
   return nccl_fail(r != ncclSuccess ? r : e, "the DCP all-gather of the gathered blocks", d);
+}
+
+int engine_nccl_candidates(engine_step *s, const engine_rank *k, cplab_diag *d) {
+  ncclComm_t dcp = exec_nccl_comm(s->nccl, CPLAB_GROUP_DCP);
+  size_t n = (size_t)k->Tdec * (size_t)k->K;
+  ncclResult_t r = ncclGroupStart();
+  if (r == ncclSuccess) r = allgather_in_place(k->cand, sizeof(int32_t) * n, k->o, dcp, s->stream);
+  if (r == ncclSuccess) r = allgather_in_place(k->cand_score, sizeof(float) * n, k->o, dcp, s->stream);
+  ncclResult_t e = ncclGroupEnd();
+  return nccl_fail(r != ncclSuccess ? r : e, "the DCP all-gather of the decode rows' top-k candidates", d);
 }
 
 int engine_nccl_partials(engine_step *s, const engine_rank *k, cplab_diag *d) {
@@ -131,7 +139,7 @@ int engine_nccl_agree_shapes(engine_step *s, const engine_rank *k, cplab_diag *d
   int64_t ws = 0, kb = 0, v[2 * N];
   for (int ch = 0; ch < k->nws; ch++) ws = ws * 31 + k->ws[ch].block;
   for (int c = 0; c < k->nkb; c++) kb = kb * 31 + (k->kb[c].buf ? k->kb[c].block : -1);
-  int64_t mine[N] = {k->Tdec, k->Hg, k->nws, k->nkb, ws * 131 + kb, k->dec_local.block};
+  int64_t mine[N] = {k->Tdec, k->Hg, k->nws, k->nkb, ws * 131 + kb, k->K};
   for (int i = 0; i < N; i++) v[i] = mine[i], v[N + i] = -mine[i];
   /* min and max over the DCP group */
   MPI_Comm group;

@@ -9,9 +9,9 @@
  * peers on one device, ncclAllGather in place on several GPUs). Every
  * kernel, map and conversion is the one cplab-exec runs row by row, so a
  * rank's top-k and attention outputs equal cplab-exec's bit for bit
- * (engine.c checks that with --check). Decode rows under DCP gather every
- * rank's local keys of their requests (vLLM instead merges each rank's
- * local top-k; the result is the same top-k). The projections run at the
+ * (engine.c checks that with --check). Decode rows under DCP find their
+ * top-k as vLLM's exact DCP mode does: each rank scores its own keys, and
+ * the ranks merge their local top-k lists. The projections run at the
  * model's shapes on generated inputs (engine_proj.c); their outputs do not
  * feed the attention, whose queries are the generated ones the simulator
  * and executor use. */
@@ -26,11 +26,12 @@
 #include "cplab/maps.h"
 #include "engine_internal.h"
 
-const int engine_segment_first[ENGINE_SEGMENTS + 1] = {PIECE_PRE_COMM, PIECE_SHARD_COMM, PIECE_PART_COMM,
-                                                       PIECE_MID_COMM, PIECE_MOE_COMM, PIECE_COUNT};
-/* PRE_COMM .. MOE_COMM: comm, proj, indexer, attention, comm, indexer, attention, comm, attention, proj, comm, moe, comm */
-const int engine_piece_phase[PIECE_COUNT] = {4, 0, 1, 2, 4, 1, 2, 4, 2, 0, 4, 3, 4};
-const int engine_piece_is_attention[PIECE_COUNT] = {0, 0, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+const int engine_segment_first[ENGINE_SEGMENTS + 1] = {PIECE_PRE_COMM,  PIECE_SHARD_COMM, PIECE_TOPK_COMM, PIECE_PART_COMM,
+                                                       PIECE_MID_COMM,  PIECE_MOE_COMM,   PIECE_COUNT};
+/* PRE_COMM .. MOE_COMM: comm, proj, indexer, attention, comm, indexer, comm, indexer, attention, comm, attention,
+ * proj, comm, moe, comm */
+const int engine_piece_phase[PIECE_COUNT] = {4, 0, 1, 2, 4, 1, 4, 1, 2, 4, 2, 0, 4, 3, 4};
+const int engine_piece_is_attention[PIECE_COUNT] = {0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
 
 /* Tensor id of the generated MoE input (cplab_gen_bf16; the projections' are engine_proj.c's). */
 enum { GEN_MOE_X = 100 };
@@ -81,7 +82,8 @@ static int copy_piece(cplab_coll_what w) {
     return PIECE_PRE_COMM;
   case CPLAB_CW_O_PROJ_ALLREDUCE: case CPLAB_CW_MOE_HIDDEN_GATHER: case CPLAB_CW_MOE_ROUTER_GATHER:
     return PIECE_MID_COMM;
-  case CPLAB_CW_MOE_FAST_ALLREDUCE: case CPLAB_CW_MOE_REDUCE_SCATTER: return PIECE_MOE_COMM;
+  case CPLAB_CW_MOE_FAST_ALLREDUCE: case CPLAB_CW_MOE_REDUCE_SCATTER: case CPLAB_CW_MOE_TP_ALLREDUCE:
+    return PIECE_MOE_COMM;
   case CPLAB_CW_OUTPUT_GATHER: return PIECE_COUNT;
   default: return -1;
   }
@@ -142,22 +144,16 @@ static int own_key_slots(const engine_rank *k, const cplab_row *row, int64_t n, 
   return 0;
 }
 
-/* Under DCP, decode row i's keys are gathered rank-major: block o of
- * dec_local holds every DCP rank's local keys of the decode rows, row after
- * row, each row given as many entries as DCP rank 0 (which holds the most)
- * has. Row i's logical key t is then entry owner(t)·block + off + local(t). */
-static int64_t decode_local_len(const engine_rank *k, const cplab_row *row, int o) {
-  return cplab_kv_local_len(row->seq_len, o, k->in->par->interleave, k->D);
+/* Under DCP a decode row's top-k is vLLM's exact DCP top-k: each rank scores
+ * only its own keys of the row (dec_local: its local keys of every decode
+ * row, row after row), keeps its local top-k, the ranks all-gather those
+ * candidates (TOPK_COMM) and merge them exactly (TOPK_MERGE). */
+static int64_t decode_local_len(const engine_rank *k, int64_t len) {
+  return cplab_kv_local_len(len, k->o, k->in->par->interleave, k->D);
 }
 
-static void decode_rows(const engine_rank *k, const cplab_row *row, int64_t block, int64_t off, int64_t *rows) {
-  int I = k->in->par->interleave;
-  for (int64_t t = 0; t < row->seq_len; t++)
-    rows[t] = cplab_kv_owner(t, I, k->D) * block + off + cplab_kv_local_idx(t, I, k->D);
-}
-
-/* This rank's block of dec_local: local key l of each decode row, from its own cache. */
-static int decode_own_block(engine_rank *k, cplab_diag *d) {
+/* dec_local: this rank's local key l of each decode row, from its own cache. */
+static int decode_own_keys(engine_rank *k, cplab_diag *d) {
   const cplab_split *sp = &k->rp->split;
   const cplab_parallel *par = k->in->par;
   const cplab_schedule *sc = &k->rp->sched;
@@ -167,49 +163,50 @@ static int decode_own_block(engine_rank *k, cplab_diag *d) {
     const cplab_row *row = &sp->rows[i];
     if (row->len <= 0 || row->is_prefill) continue;
     const int32_t *brow = sc->block_table + (int64_t)row->req * sc->max_blocks;
-    int64_t mine = decode_local_len(k, row, k->o), most = decode_local_len(k, row, 0);
-    for (int64_t l = 0; l < most; l++) {
-      int64_t t = cplab_kv_position(l, k->o, par->interleave, k->D);
-      slots[off + l] = l < mine ? cplab_kv_slot_global(par, k->o, brow, sc->max_blocks, t) : -1;
-    }
-    off += most;
+    int64_t mine = decode_local_len(k, row->seq_len);
+    for (int64_t l = 0; l < mine; l++)
+      slots[off + l] = cplab_kv_slot_global(par, k->o, brow, sc->max_blocks,
+                                            cplab_kv_position(l, k->o, par->interleave, k->D));
+    off += mine;
   }
   int rc = engine_mem_put(&k->mem, &k->dec_local.own_slots, slots, sizeof *slots * (size_t)off, d);
-  if (!rc)
-    rc = engine_mem_alloc(&k->mem, &k->dec_local.buf, (size_t)k->D * (size_t)off * CPLAB_IDX_ENTRY_BYTES, d);
+  if (!rc) rc = engine_mem_alloc(&k->mem, &k->dec_local.buf, (size_t)off * CPLAB_IDX_ENTRY_BYTES, d);
+  size_t cands = (size_t)k->D * (size_t)k->Tdec * (size_t)k->K;
+  if (!rc) rc = engine_mem_alloc(&k->mem, &k->cand, sizeof(int32_t) * cands, d);
+  if (!rc) rc = engine_mem_alloc(&k->mem, &k->cand_score, sizeof(float) * cands, d);
   free(slots);
   return rc;
 }
 
-/* Per token: request id and position (generation), key bounds. Decode rows'
- * keys are joined, one request after another (dec_key_slots: slots in this
- * rank's cache without DCP, rows of dec_local with it). */
+/* Per token: request id and position (generation), key bounds. Without DCP
+ * the decode rows' keys are joined, one request after another
+ * (dec_key_slots: slots in this rank's cache); with it, bounds are in this
+ * rank's own keys, dec_local. */
 static int token_lists(engine_rank *k, int32_t *id, int32_t *pos, int32_t *ks, int32_t *ke,
                        int32_t *dec_req, int64_t **dec_slots, cplab_diag *d) {
   const cplab_split *sp = &k->rp->split;
   int64_t off = 0, loff = 0;
-  k->dec_local.block = 0;
-  for (int i = 0; i < sp->num_rows; i++)
-    if (sp->rows[i].len > 0 && !sp->rows[i].is_prefill) k->dec_local.block += decode_local_len(k, &sp->rows[i], 0);
   for (int i = 0; i < sp->num_rows; i++) {
     const cplab_row *row = &sp->rows[i];
     if (row->len <= 0 || row->is_prefill) continue;
+    for (int64_t t = 0; t < row->len; t++) {
+      int64_t tok = row->token_offset + t, visible = row->start_pos + t + 1;
+      dec_req[tok] = row->req;
+      if (k->D == 1) ks[tok] = (int32_t)off, ke[tok] = (int32_t)(off + visible);
+      else ks[tok] = (int32_t)loff, ke[tok] = (int32_t)(loff + decode_local_len(k, visible));
+    }
+    if (k->D > 1) {
+      loff += decode_local_len(k, row->seq_len);
+      continue;
+    }
     int64_t *grown = realloc(*dec_slots, sizeof **dec_slots * (size_t)(off + row->seq_len));
     if (!grown) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
     *dec_slots = grown;
-    int rc = 0;
-    if (k->D == 1) rc = own_key_slots(k, row, row->seq_len, grown + off, d);
-    else decode_rows(k, row, k->dec_local.block, loff, grown + off);
-    loff += decode_local_len(k, row, 0);
+    int rc = own_key_slots(k, row, row->seq_len, grown + off, d);
     if (rc) return rc;
-    for (int64_t t = 0; t < row->len; t++) {
-      int64_t tok = row->token_offset + t;
-      dec_req[tok] = row->req;
-      ks[tok] = (int32_t)off, ke[tok] = (int32_t)(off + row->start_pos + t + 1);
-    }
     off += row->seq_len;
   }
-  k->dec_keys = off;
+  k->dec_keys = off, k->dec_local.block = loff;
   for (int i = 0; i < sp->num_rows; i++) {
     const cplab_row *row = &sp->rows[i];
     for (int64_t t = 0; t < row->len; t++) {
@@ -361,8 +358,9 @@ static int setup_attention(engine_step *s, engine_rank *k, cplab_diag *d) {
   if (!rc) rc = token_lists(k, id, pos, ks, ke, dec_req, &dec_slots, d);
   if (!rc) rc = setup_gathered(k, d);
   if (!rc) rc = setup_prefill_rows(k, &max_keys, &max_len, d);
-  if (!rc && k->D > 1 && k->Tdec > 0) rc = decode_own_block(k, d);
+  if (!rc && k->D > 1 && k->Tdec > 0) rc = decode_own_keys(k, d);
   max_keys = k->dec_keys > max_keys ? k->dec_keys : max_keys;
+  max_keys = k->dec_local.block > max_keys ? k->dec_local.block : max_keys;
   max_len = k->Tdec > max_len ? k->Tdec : max_len;
   if (!rc) rc = engine_mem_put(mm, &did, id, sizeof *id * (size_t)T, d);
   if (!rc) rc = engine_mem_put(mm, &dpos, pos, sizeof *pos * (size_t)T, d);
@@ -438,16 +436,16 @@ static int piece_copies(engine_step *s, const engine_rank *k, int piece, cplab_d
   return rc;
 }
 
-/* Logits and top-k of local tokens [tok0, tok0 + len) over n gathered keys. */
-static int topk_rows(engine_step *s, const engine_rank *k, int64_t tok0, int64_t len, int64_t n, cplab_diag *d) {
+/* Logits and top-k of local tokens [tok0, tok0 + len) over n keys (132-byte
+ * entries at keys), into rows 0 .. len-1 of idx and score (k each). */
+static int topk_rows(engine_step *s, const engine_rank *k, const uint8_t *keys, int64_t tok0, int64_t len, int64_t n,
+                     int32_t *idx, float *score, cplab_diag *d) {
   int IH = (int)k->in->model->index_n_heads, rc = 0;
   for (int64_t c = 0; c < len && !rc; c += k->logit_rows) {
     int64_t t = tok0 + c, m = len - c < k->logit_rows ? len - c : k->logit_rows;
-    rc = cplab_indexer_logits(k->iq + (size_t)(t * IH) * CPLAB_IDX_DIM, k->iw + t * IH, m, IH, k->keys, n, k->ks + t,
+    rc = cplab_indexer_logits(k->iq + (size_t)(t * IH) * CPLAB_IDX_DIM, k->iw + t * IH, m, IH, keys, n, k->ks + t,
                               k->ke + t, k->logits, s->stream, d);
-    if (!rc)
-      rc = cplab_topk(k->logits, m, n, k->ks + t, k->ke + t, k->K, k->topk + t * k->K, k->score + t * k->K, s->stream,
-                      d);
+    if (!rc) rc = cplab_topk(k->logits, m, n, k->ks + t, k->ke + t, k->K, idx + c * k->K, score + c * k->K, s->stream, d);
   }
   return rc;
 }
@@ -462,9 +460,7 @@ static int piece_key_shard(engine_step *s, const engine_rank *k, cplab_diag *d) 
                             (uint8_t *)g->buf + (size_t)k->o * (size_t)g->block * CPLAB_IDX_ENTRY_BYTES, s->stream, d);
   }
   const engine_gathered *g = &k->dec_local;
-  if (!rc && g->buf)
-    rc = cplab_gather_idx(k->idx_own, k->num_slots, g->own_slots, g->block,
-                          (uint8_t *)g->buf + (size_t)k->o * (size_t)g->block * CPLAB_IDX_ENTRY_BYTES, s->stream, d);
+  if (!rc && g->buf) rc = cplab_gather_idx(k->idx_own, k->num_slots, g->own_slots, g->block, g->buf, s->stream, d);
   return rc;
 }
 
@@ -505,18 +501,18 @@ static int piece_shard_comm(engine_step *s, const engine_rank *k, cplab_diag *d)
       rc = copy_block(s, &k->ws[ch], &p->ws[ch], o, sizeof(uint16_t) * CPLAB_MLA_ROW_DIM, d);
     for (int c = 0; c < k->nkb && !rc; c++)
       if (k->kb[c].buf) rc = copy_block(s, &k->kb[c], &p->kb[c], o, CPLAB_IDX_ENTRY_BYTES, d);
-    if (!rc && k->dec_local.buf) rc = copy_block(s, &k->dec_local, &p->dec_local, o, CPLAB_IDX_ENTRY_BYTES, d);
   }
   return rc;
 }
 
 static int piece_indexer(engine_step *s, const engine_rank *k, cplab_diag *d) {
   int rc = 0;
-  if (k->Tdec > 0) {
-    const engine_gathered *g = &k->dec_local;
-    rc = g->buf ? cplab_gather_idx(g->buf, (int64_t)k->D * g->block, k->dec_key_slots, k->dec_keys, k->keys, s->stream, d)
-                : cplab_gather_idx(k->idx_own, k->num_slots, k->dec_key_slots, k->dec_keys, k->keys, s->stream, d);
-    if (!rc) rc = topk_rows(s, k, 0, k->Tdec, k->dec_keys, d);
+  if (k->Tdec > 0 && k->D == 1) { /* decode rows: every key from this rank's cache */
+    rc = cplab_gather_idx(k->idx_own, k->num_slots, k->dec_key_slots, k->dec_keys, k->keys, s->stream, d);
+    if (!rc) rc = topk_rows(s, k, k->keys, 0, k->Tdec, k->dec_keys, k->topk, k->score, d);
+  } else if (k->Tdec > 0) { /* under DCP: the local top-k over its own keys, this rank's candidates */
+    size_t at = (size_t)k->o * (size_t)k->Tdec * (size_t)k->K;
+    rc = topk_rows(s, k, k->dec_local.buf, 0, k->Tdec, k->dec_local.block, k->cand + at, k->cand_score + at, d);
   }
   for (int i = 0; i < k->num_prefill && !rc; i++) {
     const engine_prefill_row *pr = &k->prefill[i];
@@ -526,7 +522,8 @@ static int piece_indexer(engine_step *s, const engine_rank *k, cplab_diag *d) {
     } else {
       rc = cplab_gather_idx(k->idx_own, k->num_slots, pr->key_slots, pr->nkeys, k->keys, s->stream, d);
     }
-    if (!rc) rc = topk_rows(s, k, pr->tok0, pr->len, pr->nkeys, d);
+    size_t at = (size_t)pr->tok0 * (size_t)k->K;
+    if (!rc) rc = topk_rows(s, k, k->keys, pr->tok0, pr->len, pr->nkeys, k->topk + at, k->score + at, d);
   }
   return rc;
 }
@@ -566,21 +563,48 @@ static int piece_attention(engine_step *s, const engine_rank *k, cplab_diag *d) 
   return rc;
 }
 
-/* The DCP all-gather of the decode partials: each peer's slot from the peer. */
+/* An all-gather over DCP on one device: slice o (`slice` bytes at
+ * o·slice of the buffer `field` names) copied from DCP peer o's own copy. */
+typedef enum { SLICE_GOUT, SLICE_GLSE, SLICE_CAND, SLICE_CAND_SCORE } slice_field;
+
+static char *slice_base(const engine_rank *k, slice_field f) {
+  return f == SLICE_GOUT ? (char *)k->gout : f == SLICE_GLSE ? (char *)k->glse : f == SLICE_CAND ? (char *)k->cand
+                                                                                              : (char *)k->cand_score;
+}
+
+static int copy_peer_slices(engine_step *s, const engine_rank *k, slice_field f, size_t slice, cplab_diag *d) {
+  const int *mem = cplab_rank_table_members(s->t, CPLAB_GROUP_DCP, k->r);
+  int rc = 0;
+  for (int o = 0; o < k->D && !rc; o++)
+    if (o != k->o)
+      rc = cplab_dev_copy_async(slice_base(k, f) + (size_t)o * slice, slice_base(&s->ranks[mem[o]], f) + (size_t)o * slice,
+                                slice, s->stream, d);
+  return rc;
+}
+
+/* The DCP all-gather of the decode rows' local top-k candidates. */
+static int piece_topk_comm(engine_step *s, const engine_rank *k, cplab_diag *d) {
+  if (k->D == 1 || k->Tdec == 0) return 0;
+  if (s->nccl) return engine_nccl_candidates(s, k, d);
+  size_t n = (size_t)k->Tdec * (size_t)k->K;
+  int rc = copy_peer_slices(s, k, SLICE_CAND, sizeof(int32_t) * n, d);
+  return rc ? rc : copy_peer_slices(s, k, SLICE_CAND_SCORE, sizeof(float) * n, d);
+}
+
+/* The decode rows' exact top-k from every peer's candidates. */
+static int piece_topk_merge(engine_step *s, const engine_rank *k, cplab_diag *d) {
+  if (k->D == 1 || k->Tdec == 0) return 0;
+  return cplab_topk_merge(k->cand, k->cand_score, k->D, k->Tdec, k->K, k->in->par->interleave, k->topk, k->score,
+                          s->stream, d);
+}
+
+/* The DCP all-gather of the decode partials. */
 static int piece_part_comm(engine_step *s, const engine_rank *k, cplab_diag *d) {
   if (k->D == 1 || k->Tdec == 0) return 0;
   if (s->nccl) return engine_nccl_partials(s, k, d);
-  const int *mem = cplab_rank_table_members(s->t, CPLAB_GROUP_DCP, k->r);
-  size_t gq = (size_t)(k->Tdec * k->Hg), ob = sizeof(float) * gq * CPLAB_MLA_NOPE_DIM, lb = sizeof(float) * gq;
-  int rc = 0;
-  for (int o = 0; o < k->D && !rc; o++) {
-    if (o == k->o) continue;
-    const engine_rank *p = &s->ranks[mem[o]];
-    rc = cplab_dev_copy_async(k->gout + (size_t)o * gq * CPLAB_MLA_NOPE_DIM, p->gout + (size_t)o * gq * CPLAB_MLA_NOPE_DIM,
-                              ob, s->stream, d);
-    if (!rc) rc = cplab_dev_copy_async(k->glse + (size_t)o * gq, p->glse + (size_t)o * gq, lb, s->stream, d);
-  }
-  return rc;
+  size_t gq = (size_t)(k->Tdec * k->Hg);
+  int rc = copy_peer_slices(s, k, SLICE_GOUT, sizeof(float) * gq * CPLAB_MLA_NOPE_DIM, d);
+  return rc ? rc : copy_peer_slices(s, k, SLICE_GLSE, sizeof(float) * gq, d);
 }
 
 static int piece_combine(engine_step *s, const engine_rank *k, cplab_diag *d) {
@@ -606,6 +630,8 @@ int engine_rank_piece(engine_step *s, int r, int piece, cplab_diag *d) {
   case PIECE_SHARD_COMM: return piece_shard_comm(s, k, d);
   case PIECE_INDEXER: return piece_indexer(s, k, d);
   case PIECE_ATTN: return piece_attention(s, k, d);
+  case PIECE_TOPK_COMM: return piece_topk_comm(s, k, d);
+  case PIECE_TOPK_MERGE: return piece_topk_merge(s, k, d);
   case PIECE_PART_COMM: return piece_part_comm(s, k, d);
   case PIECE_COMBINE: return piece_combine(s, k, d);
   case PIECE_PROJ_POST: return engine_proj_post(s, k, d);

@@ -17,7 +17,7 @@
 
 #include "report.h"
 
-enum { CPLAB_BENCH_SEGMENTS = 5 };
+enum { CPLAB_BENCH_SEGMENTS = 6 };
 
 /* seg: [layers][world][CPLAB_BENCH_SEGMENTS][CPLAB_BENCH_PHASES + 1], per
  * layer, rank and segment the milliseconds of each phase's units and, last,
