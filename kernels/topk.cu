@@ -142,24 +142,42 @@ extern "C" int cplab_topk(const float *logits, int64_t m, int64_t n, const int32
 // form one strict order, and a candidate's place in the merged list is its
 // place in its own list plus, in each other list, the number of valid keys
 // above its own: a binary search. The candidates whose place is below k are
-// the row's top-k, written straight to their places.
+// the row's top-k, written straight to their places; places from the number
+// of valid candidates on are -1.
+//
+// One block per (row, owner) ranks that owner's candidates: the lists a
+// block searches are a few KiB, so the searches hit L1, and positions fit
+// 32 bits (the outputs are int32), which keeps the divisions by the
+// interleave cheap. Both matter at decode sizes, where a row is one block's
+// work and the step waits for it.
 
 #define MERGE_THREADS 256
 
 // The position of owner o's local index l (kv.h's cplab_kv_position).
-static __device__ __forceinline__ int64_t merge_position(int64_t l, int o, int interleave, int D) {
-  return (l / interleave) * (int64_t)interleave * D + (int64_t)o * interleave + l % interleave;
+static __device__ __forceinline__ uint32_t merge_position(uint32_t l, uint32_t o, uint32_t interleave, uint32_t D) {
+  return (l / interleave) * interleave * D + o * interleave + l % interleave;
 }
 
-// Valid entries of list o of row r that rank above `key`.
-static __device__ int merge_above(const int32_t *idx, const float *score, int o, int k, int interleave, int D,
-                                  uint64_t key) {
+// Valid entries of owner o's list (idx, score: k each) that rank above `key`.
+static __device__ int merge_above(const int32_t *idx, const float *score, uint32_t o, int k, uint32_t interleave,
+                                  uint32_t D, uint64_t key) {
   int lo = 0, hi = k; // entries [0, lo) are above key, [hi, k) are not
   while (lo < hi) {
     int mid = (lo + hi) / 2;
     int32_t l = idx[mid];
-    bool above = l >= 0 && topk_key(score[mid], (uint32_t)merge_position(l, o, interleave, D)) > key;
+    bool above = l >= 0 && topk_key(score[mid], merge_position((uint32_t)l, o, interleave, D)) > key;
     if (above) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+// Valid entries of a list: the -1 entries trail.
+static __device__ int merge_valid(const int32_t *idx, int k) {
+  int lo = 0, hi = k;
+  while (lo < hi) {
+    int mid = (lo + hi) / 2;
+    if (idx[mid] >= 0) lo = mid + 1;
     else hi = mid;
   }
   return lo;
@@ -169,23 +187,32 @@ __global__ void __launch_bounds__(MERGE_THREADS)
     topk_merge_kernel(const int32_t *cand_idx, const float *cand_score, int D, int64_t m, int k, int interleave,
                       int32_t *idx, float *score) {
   int64_t r = blockIdx.x;
-  for (int j = threadIdx.x; j < k; j += blockDim.x) {
-    idx[r * k + j] = -1;
-    if (score) score[r * k + j] = -INFINITY;
+  uint32_t o = blockIdx.y, I = (uint32_t)interleave, DD = (uint32_t)D;
+  const int32_t *li = cand_idx + ((int64_t)o * m + r) * k;
+  const float *ls = cand_score + ((int64_t)o * m + r) * k;
+  if (o == 0) { // one block of the row pads: places from the valid total on are never ranked
+    __shared__ int total;
+    if (threadIdx.x == 0) {
+      int n = 0;
+      for (int p = 0; p < D; p++) n += merge_valid(cand_idx + ((int64_t)p * m + r) * k, k);
+      total = n;
+    }
+    __syncthreads();
+    for (int j = total + threadIdx.x; j < k; j += blockDim.x) {
+      idx[r * k + j] = -1;
+      if (score) score[r * k + j] = -INFINITY;
+    }
   }
-  __syncthreads();
-  for (int c = threadIdx.x; c < D * k; c += blockDim.x) {
-    int o = c / k, j = c % k;
-    const int32_t *li = cand_idx + ((int64_t)o * m + r) * k;
-    const float *ls = cand_score + ((int64_t)o * m + r) * k;
-    if (li[j] < 0) continue;
-    int64_t pos = merge_position(li[j], o, interleave, D);
-    uint64_t key = topk_key(ls[j], (uint32_t)pos);
-    int64_t place = j;
+  for (int j = threadIdx.x; j < k; j += blockDim.x) {
+    int32_t l = li[j];
+    if (l < 0) break; // the rest of this thread's entries are -1 too
+    uint32_t pos = merge_position((uint32_t)l, o, I, DD);
+    uint64_t key = topk_key(ls[j], pos);
+    int place = j;
     for (int p = 0; p < D && place < k; p++)
-      if (p != o)
-        place += merge_above(cand_idx + ((int64_t)p * m + r) * k, cand_score + ((int64_t)p * m + r) * k, p, k,
-                             interleave, D, key);
+      if ((uint32_t)p != o)
+        place += merge_above(cand_idx + ((int64_t)p * m + r) * k, cand_score + ((int64_t)p * m + r) * k, (uint32_t)p, k,
+                             I, DD, key);
     if (place < k) {
       idx[r * k + place] = (int32_t)pos;
       if (score) score[r * k + place] = ls[j];
@@ -196,12 +223,13 @@ __global__ void __launch_bounds__(MERGE_THREADS)
 extern "C" int cplab_topk_merge(const int32_t *cand_idx, const float *cand_score, int D, int64_t m, int k,
                                 int interleave, int32_t *idx, float *score, void *stream, cplab_diag *d) {
   KCHECK_ARG(d, m >= 0, "cplab_topk_merge: negative rows (%lld)", (long long)m);
-  KCHECK_ARG(d, D >= 1 && interleave >= 1, "cplab_topk_merge: owners %d and interleave %d must be >= 1", D, interleave);
+  KCHECK_ARG(d, D >= 1 && D <= 65535 && interleave >= 1, "cplab_topk_merge: owners %d (1..65535) and interleave %d "
+             "(>= 1)", D, interleave);
   KCHECK_ARG(d, k >= 1 && k <= CPLAB_TOPK_MAX, "cplab_topk_merge: k must be 1..%d, got %d", CPLAB_TOPK_MAX, k);
   if (m == 0) return 0;
   KCHECK_ARG(d, cand_idx && cand_score && idx, "cplab_topk_merge: NULL argument");
   KCHECK_ARG(d, m <= KGRID_MAX_X, "cplab_topk_merge: %lld rows too many", (long long)m);
-  topk_merge_kernel<<<(unsigned)m, MERGE_THREADS, 0, kstream(stream)>>>(cand_idx, cand_score, D, m, k, interleave,
-                                                                       idx, score);
+  dim3 grid((unsigned)m, (unsigned)D);
+  topk_merge_kernel<<<grid, MERGE_THREADS, 0, kstream(stream)>>>(cand_idx, cand_score, D, m, k, interleave, idx, score);
   return kcheck_launch(d, "topk_merge_kernel");
 }
