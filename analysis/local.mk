@@ -28,6 +28,9 @@ golden: cplab-sim$(EXEEXT)
 	./cplab-sim$(EXEEXT) --scenario smoke --numeric -q -o $(srcdir)/tests/golden/smoke.h5
 	./cplab-sim$(EXEEXT) --scenario pr56157 -q -o $(srcdir)/tests/golden/pr56157.h5
 BUILT_SOURCES = %reldir%/policy_text.h
+# BUILT_SOURCES serve `make`, `make check` and `make install` only: a program named alone
+# (`make cplab-exec`) needs the header as a dependency of the objects that include it.
+$(libcplab_diff_la_OBJECTS): %reldir%/policy_text.h
 CLEANFILES += %reldir%/policy_text.h
 EXTRA_DIST += %reldir%/policy.json %reldir%/README.md build-aux/embed-text.sh
 %reldir%/policy_text.h: $(srcdir)/%reldir%/policy.json $(srcdir)/build-aux/embed-text.sh
