@@ -71,6 +71,12 @@ if [ "${CPLAB_CEILINGS:-1}" != 0 ] && [ -f bench/run-gpu-ceilings.sh ]; then
   make -j16 bench >>"$out/bench-build.log" 2>&1 && sh bench/run-gpu-ceilings.sh . "$out" >"$out/ceilings.log" 2>&1 || status=$?
   tail -12 "$out/ceilings.log"
 fi
+# The layout comparison of cplab-bench (minutes of device time: only when asked,
+# CPLAB_LAYERS_BENCH=1); its results land in $final/layers.
+if [ "${CPLAB_LAYERS_BENCH:-0}" != 0 ] && [ -f bench/run-gpu-layers.sh ]; then
+  sh bench/run-gpu-layers.sh . "$final/layers" "${gpus:-1}" >"$out/layers-bench.log" 2>&1 || status=$?
+  tail -8 "$out/layers-bench.log"
+fi
 # Few files come back from a GPU node: all logs in one tarball, the summaries beside it.
 tar czf "$final/logs.tar.gz" -C "$out" .
 for f in exec-suite.md gather-bench-np2.txt gather-bench-np2.json ceilings.json exec_nccl.log exec_agree.log; do

@@ -89,6 +89,13 @@ if [ -n "$MPIRUN" ]; then
   n=$(grep -c "cplab-bench: error" "$WORK/err")
   if [ "$n" -eq 1 ]; then pass "a usage error is said once, not by every process"; else fail "said $n times"; fi
 fi
+# The node script of the layout comparison refuses what it cannot run.
+expect_exit 2 "run-gpu-layers.sh without arguments" sh "$top_srcdir/bench/run-gpu-layers.sh"
+expect_exit 2 "run-gpu-layers.sh without cplab-bench" sh "$top_srcdir/bench/run-gpu-layers.sh" "$WORK/none" "$WORK/o"
+expect_grep "$WORK/err" "is missing" "the missing program is named"
+expect_exit 2 "run-gpu-layers.sh with GPUS not a number" sh "$top_srcdir/bench/run-gpu-layers.sh" \
+  "$top_builddir" "$WORK/o" two
+expect_grep "$WORK/err" "is not a positive number" "a bad GPU count is refused"
 expect_exit 2 "bad --model-set" "$BENCH" --dry-run --model-set hidden_size
 expect_grep "$WORK/err" "is not FIELD=VALUE" "a malformed --model-set is named"
 expect_exit 2 "unknown --model-set field" "$BENCH" --dry-run --model-set hidden_sise=1024 --prefill 64
