@@ -140,6 +140,8 @@ int engine_nccl_agree_shapes(engine_step *s, const engine_rank *k, cplab_diag *d
   for (int ch = 0; ch < k->nws; ch++) ws = ws * 31 + k->ws[ch].block;
   for (int c = 0; c < k->nkb; c++) kb = kb * 31 + (k->kb[c].buf ? k->kb[c].block : -1);
   int64_t mine[N] = {k->Tdec, k->Hg, k->nws, k->nkb, ws * 131 + kb, k->K};
+  static const char *const field[N] = {"decode tokens", "group heads", "workspace chunks", "indexer-key chunks",
+                                       "block sizes (a hash)", "top-k"};
   for (int i = 0; i < N; i++) v[i] = mine[i], v[N + i] = -mine[i];
   /* min and max over the DCP group */
   MPI_Comm group;
@@ -151,8 +153,8 @@ int engine_nccl_agree_shapes(engine_step *s, const engine_rank *k, cplab_diag *d
   MPI_Comm_free(&group);
   for (int i = 0; i < N && !rc; i++)
     if (v[i] != -v[N + i])
-      rc = cplab_diag_set(d, CPLAB_EDISAGREE, "rank %d: its DCP peers' gathered buffers differ in shape (field %d: "
-                          "%lld here); the in-place all-gathers need equal blocks", k->r, i, (long long)mine[i]);
+      rc = cplab_diag_set(d, CPLAB_EDISAGREE, "rank %d: its DCP peers' gathered buffers differ in shape (%s: %lld "
+                          "here); the in-place all-gathers need equal blocks", k->r, field[i], (long long)mine[i]);
   return rc;
 }
 
