@@ -12,11 +12,8 @@ if [ $# -lt 2 ]; then
 fi
 build=$1 out=$2
 shift 2
-prog=$build/bench/cplab-ceilings-bench
-if [ ! -x "$prog" ]; then
-  echo "$0: $prog is missing: build it with 'make -C $build bench' (needs --with-cuda)" >&2
-  exit 2
-fi
+. "$(dirname "$0")/gpu-run-env.sh"
+gpu_program "$build" cplab-ceilings-bench
 # The commit of the sources, which may be newer than what configure saw;
 # without git (a copied tree) the program records configure's.
 top=$(cd "$(dirname "$0")/.." && pwd)

@@ -11,30 +11,11 @@ if [ $# -lt 2 ] || [ $# -gt 3 ]; then
   exit 2
 fi
 build=$1 out=$2
-prog=$build/bench/cplab-gather-bench
-if [ ! -x "$prog" ]; then
-  echo "$0: $prog is missing: build it with 'make -C $build bench' (needs --with-cuda --with-nccl)" >&2
-  exit 2
-fi
-if [ $# -eq 3 ]; then
-  np=$3
-else
-  np=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
-fi
-case $np in
-  '' | *[!0-9]* | 0) echo "$0: no GPU found (nvidia-smi -L) and no NP given" >&2; exit 2 ;;
-esac
-# The mpirun of the Open MPI the program was linked against (configure's
-# choice, in the build's Makefile), else the one on PATH.
-mpirun=$(sed -n 's/^MPIRUN = //p' "$build/Makefile" 2>/dev/null)
-mpirun=${mpirun:-mpirun}
-# As tests/local.mk's AM_TESTS_ENVIRONMENT: Open MPI as root without ssh, and
-# NVLink multicast off (never on shared GPU hosts).
-OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_plm=isolated
-OMPI_MCA_btl_vader_single_copy_mechanism=none NCCL_NVLS_ENABLE=0
-export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM OMPI_MCA_rmaps_base_oversubscribe \
-  OMPI_MCA_plm OMPI_MCA_btl_vader_single_copy_mechanism NCCL_NVLS_ENABLE
+. "$(dirname "$0")/gpu-run-env.sh"
+gpu_program "$build" cplab-gather-bench "--with-cuda --with-nccl"
+if [ $# -eq 3 ]; then gpu_count "$3"; else gpu_count; fi
+np=$ngpu
+gpu_mpi_env "$build"
 mkdir -p "$out"
 status=0
 # bench N: one run with N ranks; its table goes to the .txt and the terminal.

@@ -20,35 +20,15 @@ if [ $# -lt 2 ] || [ $# -gt 4 ]; then
   exit 2
 fi
 build=$1 out=$2 preset=${4:-glm-5}
-prog=$build/bench/cplab-bench
-if [ ! -x "$prog" ]; then
-  echo "$0: $prog is missing: build it with 'make -C $build bench' (needs --with-cuda)" >&2
-  exit 2
-fi
-if [ $# -ge 3 ]; then
-  n=$3
-else
-  n=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
-fi
-case $n in
-  '' | *[!0-9]* | 0)
-    if [ $# -ge 3 ]; then echo "$0: GPUS '$n' is not a positive number" >&2
-    else echo "$0: no GPU found (nvidia-smi -L) and no GPUS given" >&2; fi
-    exit 2 ;;
-esac
+. "$(dirname "$0")/gpu-run-env.sh"
+gpu_program "$build" cplab-bench
+if [ $# -ge 3 ]; then gpu_count "$3"; else gpu_count; fi
+n=$ngpu
 if [ "$n" -ge 2 ] && ! nm "$prog" 2>/dev/null | grep -q engine_nccl_shards; then
   echo "$0: $prog has no NCCL backend: configure with --with-nccl for $n GPUs" >&2
   exit 2
 fi
-mpirun=$(sed -n 's/^MPIRUN = //p' "$build/Makefile" 2>/dev/null)
-mpirun=${mpirun:-mpirun}
-# As tests/local.mk's AM_TESTS_ENVIRONMENT: Open MPI as root without ssh, and
-# NVLink multicast off (never on shared GPU hosts).
-OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_plm=isolated
-OMPI_MCA_btl_vader_single_copy_mechanism=none NCCL_NVLS_ENABLE=0
-export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM OMPI_MCA_rmaps_base_oversubscribe \
-  OMPI_MCA_plm OMPI_MCA_btl_vader_single_copy_mechanism NCCL_NVLS_ENABLE
+gpu_mpi_env "$build"
 mkdir -p "$out"
 w=$n
 [ "$n" -eq 1 ] && w=4
