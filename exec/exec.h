@@ -77,6 +77,9 @@ int exec_nccl_pick_device(int rank, int *device, cplab_diag *d);
 void exec_nccl_caches(const exec_nccl *x, uint8_t **kv, uint8_t **idx, int64_t *num_slots);
 int exec_nccl_fill(exec_nccl *x, const cplab_step_input *in, const cplab_rank_plan *plan, int layer, cplab_diag *d);
 void *exec_nccl_comm(const exec_nccl *x, cplab_group_kind group);
+/* v[0 .. n) replaced by its elementwise maximum over this rank's DCP group
+ * (its MPI communicator; nothing to do without MPI, world 1). */
+int exec_nccl_dcp_max(const exec_nccl *x, int64_t *v, int n, cplab_diag *d);
 /* One layer of one step on this rank (plan derived by this rank). */
 int exec_nccl_layer(exec_nccl *x, const cplab_step_input *in, const cplab_rank_plan *plan, int layer,
                     int64_t sampled_rows, exec_layer *out, cplab_diag *d);

@@ -130,6 +130,12 @@ int exec_nccl_fill(exec_nccl *x, const cplab_step_input *in, const cplab_rank_pl
   return exec_fill_cache(in, plan, layer, x->kv, x->idx, x->num_slots, d);
 }
 
+int exec_nccl_dcp_max(const exec_nccl *x, int64_t *v, int n, cplab_diag *d) {
+  if (x->mpi && MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_INT64_T, MPI_MAX, x->mpi_dcp) != MPI_SUCCESS)
+    CPLAB_FAIL(d, CPLAB_EMPI, "MPI_Allreduce over the DCP group failed");
+  return 0;
+}
+
 void *exec_nccl_comm(const exec_nccl *x, cplab_group_kind group) {
   return group == CPLAB_GROUP_TP ? x->tp : group == CPLAB_GROUP_PCP ? x->pcp : x->dcp;
 }

@@ -133,8 +133,6 @@ int engine_nccl_agree_counts(engine_step *s, engine_rank *k, cplab_diag *d) {
 }
 
 int engine_nccl_agree_shapes(engine_step *s, const engine_rank *k, cplab_diag *d) {
-  (void)s;
-  if (!mpi_on()) return 0;
   enum { N = 6 };
   int64_t ws = 0, kb = 0, v[2 * N];
   for (int ch = 0; ch < k->nws; ch++) ws = ws * 31 + k->ws[ch].block;
@@ -143,14 +141,7 @@ int engine_nccl_agree_shapes(engine_step *s, const engine_rank *k, cplab_diag *d
   static const char *const field[N] = {"decode tokens", "group heads", "workspace chunks", "indexer-key chunks",
                                        "block sizes (a hash)", "top-k"};
   for (int i = 0; i < N; i++) v[i] = mine[i], v[N + i] = -mine[i];
-  /* min and max over the DCP group */
-  MPI_Comm group;
-  if (MPI_Comm_split(MPI_COMM_WORLD, k->rp->ids.dcp_group, k->o, &group) != MPI_SUCCESS)
-    CPLAB_FAIL(d, CPLAB_EMPI, "MPI_Comm_split of the DCP group failed");
-  int rc = MPI_Allreduce(MPI_IN_PLACE, v, 2 * N, MPI_INT64_T, MPI_MAX, group) == MPI_SUCCESS
-               ? 0
-               : cplab_diag_set(d, CPLAB_EMPI, "MPI_Allreduce over the DCP group failed");
-  MPI_Comm_free(&group);
+  int rc = exec_nccl_dcp_max(s->nccl, v, 2 * N, d); /* the maxima, and minus the minima */
   for (int i = 0; i < N && !rc; i++)
     if (v[i] != -v[N + i])
       rc = cplab_diag_set(d, CPLAB_EDISAGREE, "rank %d: its DCP peers' gathered buffers differ in shape (%s: %lld "
