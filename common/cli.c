@@ -65,6 +65,10 @@ int cplab_cli_handle(cplab_cli *cli, int opt, const char *arg, cplab_diag *d) {
   }
 }
 
+int cplab_cli_under_mpirun(void) {
+  return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK");
+}
+
 int cplab_cli_getopt_error(char **argv, const char *shortopts, cplab_diag *d) {
   if (optopt > 0 && optopt < 0x100 && strchr(shortopts, optopt))
     CPLAB_FAIL(d, CPLAB_EUSAGE, "option '-%c' needs an argument", optopt);

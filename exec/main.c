@@ -287,7 +287,7 @@ int main(int argc, char **argv) {
     cplab_diag_report(stderr, PROG, &d);
     return CPLAB_EXIT_ERROR;
   }
-  int mpi = getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK"), me = 0, size = 1, rc = 0;
+  int mpi = cplab_cli_under_mpirun(), me = 0, size = 1, rc = 0;
   if (mpi && (MPI_Init(&argc, &argv) != MPI_SUCCESS || MPI_Comm_rank(MPI_COMM_WORLD, &me) != MPI_SUCCESS ||
               MPI_Comm_size(MPI_COMM_WORLD, &size) != MPI_SUCCESS))
     rc = cplab_diag_set(&d, CPLAB_EMPI, "MPI start-up failed");

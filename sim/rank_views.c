@@ -5,11 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cplab/cli.h"
 #include "sim.h"
 
 int sim_procs_init(sim_procs *pr, int *argc, char ***argv, cplab_diag *d) {
   *pr = (sim_procs){0, 1, 0};
-  if (!getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMIX_RANK") && !getenv("PMI_RANK")) return 0;
+  if (!cplab_cli_under_mpirun()) return 0;
   if (MPI_Init(argc, argv) != MPI_SUCCESS) CPLAB_FAIL(d, CPLAB_EMPI, "MPI_Init failed");
   pr->mpi = 1;
   if (MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN) != MPI_SUCCESS ||

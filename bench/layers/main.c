@@ -244,7 +244,7 @@ static int measure(const bench_args *a, const cplab_cli *cli, const cplab_bench_
 /* Under mpirun (Open MPI's or a PMI launcher's variables): MPI started and
  * this process's rank known; only --backend nccl runs on several. */
 static int start_mpi(int *argc, char ***argv, cplab_bench_backend *be, cplab_diag *d) {
-  be->mpi = getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK");
+  be->mpi = cplab_cli_under_mpirun();
 #if CPLAB_BENCH_NCCL
   if (!be->mpi) return 0;
   if (MPI_Init(argc, argv) != MPI_SUCCESS || MPI_Comm_rank(MPI_COMM_WORLD, &be->rank) != MPI_SUCCESS ||

@@ -107,6 +107,11 @@ int cplab_parse_u64(const char *text, uint64_t *out);
 /* An option's integer argument in [lo, hi] (lo >= 0): CPLAB_EUSAGE
  * "NAME: expected an integer in [lo, hi], got 'ARG'" otherwise. */
 int cplab_cli_parse_int(const char *name, const char *arg, int64_t lo, int64_t hi, int64_t *out, cplab_diag *d);
+/* 1 when an MPI launcher started this process (Open MPI's mpirun or a PMI
+ * launcher set its variables): the programs then call MPI_Init; 0 for a
+ * plain start, which must not (a singleton MPI start needs no launcher, but
+ * the programs run without MPI there). */
+int cplab_cli_under_mpirun(void);
 /* For programs with their own getopt_long loop (opterr = 0): the usage
  * error of getopt's '?' (an unknown option, or one missing its argument). */
 int cplab_cli_getopt_error(char **argv, const char *shortopts, cplab_diag *d);

@@ -150,6 +150,15 @@ static void test_cli_parse(void **state) {
     assert_non_null(strstr(e.msg, "--reps: expected an integer in [1, 100], got '"));
   }
   assert_true(v == 20);
+  /* A launcher's variables, each alone, mean "under mpirun"; none means a plain start. */
+  static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK"};
+  for (size_t i = 0; i < 3; i++) assert_int_equal(unsetenv(vars[i]), 0);
+  assert_int_equal(cplab_cli_under_mpirun(), 0);
+  for (size_t i = 0; i < 3; i++) {
+    assert_int_equal(setenv(vars[i], "2", 1), 0);
+    assert_int_equal(cplab_cli_under_mpirun(), 1);
+    assert_int_equal(unsetenv(vars[i]), 0);
+  }
 }
 
 static void test_write_atomic(void **state) {
