@@ -81,10 +81,10 @@ typedef struct engine_prefill_row {
   int64_t nkeys;          /* keys 0 .. seq_len - 1 */
   int key_chunk;          /* its indexer chunk's gathered keys (key_rows index them), or -1: */
   int64_t *key_rows;      /* device [nkeys] */
-  int64_t *key_slots;     /* device [nkeys]: slots in the all-ranks indexer cache (no gathered keys: DCP 1) */
+  int64_t *key_slots;     /* device [nkeys]: slots in this rank's caches (no gathered keys: DCP 1) */
   int ws;                 /* the plan's workspace chunk, or -1: its own workspace below */
-  uint16_t *own_ws;       /* [nkeys][576]: the request's context in logical order (no gathered plan) */
-  int64_t *own_ws_slots;  /* device [nkeys] */
+  uint16_t *own_ws;       /* [nkeys][576]: the request's context in logical order (no gathered plan),
+                           * gathered through key_slots (the same slots index both caches) */
   int64_t *ws_start, *shard_rows; /* device, one value each: the conversion's region */
 } engine_prefill_row;
 

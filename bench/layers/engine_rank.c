@@ -314,8 +314,8 @@ static int setup_prefill_rows(engine_rank *k, int64_t *max_keys, int64_t *max_le
         shard = rp->prefill.chunks[pr->ws].shard_rows;
     } else if (!rc) { /* no gathered plan (DCP 1): the request's context from this rank's cache, in order */
       pr->ws = -1;
-      rc = own_key_slots(k, row, pr->nkeys, slots, d);
-      if (!rc) rc = engine_mem_put(&k->mem, &pr->own_ws_slots, slots, sizeof *slots * (size_t)pr->nkeys, d);
+      if (!pr->key_slots) rc = cplab_diag_set(d, CPLAB_EINTERNAL, "request %d: an indexer plan without a prefill plan",
+                                              row->req);
       if (!rc)
         rc = engine_mem_alloc(&k->mem, &pr->own_ws, sizeof(uint16_t) * CPLAB_MLA_ROW_DIM * (size_t)pr->nkeys, d);
     }
@@ -475,7 +475,7 @@ static int piece_ws_shard(engine_step *s, const engine_rank *k, cplab_diag *d) {
   }
   for (int i = 0; i < k->num_prefill && !rc; i++) {
     const engine_prefill_row *pr = &k->prefill[i];
-    if (pr->ws < 0) rc = cplab_gather_mla(k->kv_own, k->num_slots, pr->own_ws_slots, pr->nkeys, pr->own_ws, s->stream, d);
+    if (pr->ws < 0) rc = cplab_gather_mla(k->kv_own, k->num_slots, pr->key_slots, pr->nkeys, pr->own_ws, s->stream, d);
   }
   return rc;
 }
