@@ -75,6 +75,9 @@ int cplab_bench_engine_card(char *card, size_t len, cplab_diag *d) {
   return exec_device_describe(card, len, cuda, sizeof cuda, d);
 }
 
+/* Rank ids' expert shard of the tp·pcp shards. */
+static int moe_shard_of(const cplab_parallel *par, const cplab_rank_ids *ids) { return ids->pcp * par->tp + ids->tp; }
+
 /* The MoE shards of the model, S of them: all on one device, this rank's
  * (`only`) under NCCL; kept from the last configuration when equal. */
 static int moe_shards(cplab_bench_engine *e, const cplab_scenario *s, int only, cplab_diag *d) {
@@ -323,7 +326,7 @@ static int step_setup(engine_run *x, engine_step *s, const cplab_step_input *in,
   if (!rc && !s->nccl) rc = exec_single_fill(x->xs, in, plans, 0, d);
   for (int r = held_first(s); r < held_end(s) && !rc; r++) {
     const cplab_rank_ids *ids = &plans[r]->ids;
-    rc = engine_rank_setup(s, r, in, plans[r], x->e->moe[ids->pcp * x->sc->par.tp + ids->tp], d);
+    rc = engine_rank_setup(s, r, in, plans[r], x->e->moe[moe_shard_of(&x->sc->par, ids)], d);
   }
   if (s->nccl) { /* a rank that failed must not leave the others waiting in a collective */
     rc = engine_nccl_status(rc, d);
@@ -409,7 +412,7 @@ int cplab_bench_engine_measure(cplab_bench_engine *e, const cplab_bench_config *
   if (!rc && e->be.nccl) {
     cplab_rank_ids ids;
     rc = cplab_rank_ids_get(&c->scenario->par, e->be.rank, &ids, d);
-    only = ids.pcp * c->scenario->par.tp + ids.tp;
+    only = moe_shard_of(&c->scenario->par, &ids);
   }
   if (!rc) rc = moe_shards(e, c->scenario, only, d);
 #if CPLAB_BENCH_NCCL
