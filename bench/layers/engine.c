@@ -52,13 +52,13 @@ void cplab_bench_engine_free(cplab_bench_engine *e) {
 int cplab_bench_engine_create(cplab_bench_engine **out, const cplab_bench_backend *be, cplab_diag *d) {
   cplab_gpu_info info;
   *out = NULL;
-  int rc = cplab_gpu_query(&info, d), device = 0;
+  int rc = cplab_gpu_query(&info, d);
 #if CPLAB_BENCH_NCCL
+  int device;
   if (!rc && be->nccl) rc = exec_nccl_pick_device(be->rank, &device, d); /* before the stream: it lives there */
 #else
   if (!rc && be->nccl) rc = cplab_diag_set(d, CPLAB_EUNSUPPORTED, "--backend nccl: this build has no NCCL");
 #endif
-  (void)device;
   if (rc) return rc;
   cplab_bench_engine *e = calloc(1, sizeof *e);
   if (!e) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
