@@ -18,29 +18,18 @@
  * (check_size). Exit 0 ok, 2 on any error or wrong gather.
  */
 #include <getopt.h>
-#include <gsl/gsl_sort.h>
-#include <gsl/gsl_statistics_double.h>
-#include <jansson.h>
-#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <xxhash.h>
 
-#include <cuda_runtime_api.h>
-/* nccl.h declares `f()` functions, which -Wstrict-prototypes flags. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wstrict-prototypes"
-#include <nccl.h>
-#pragma GCC diagnostic pop
-
-#include "config.h"
 #include "cplab/cli.h"
 #include "cplab/kvformat.h"
 #include "cplab_kernels.h"
+#include "mpibench.h"
 
 #define PROG "cplab-gather-bench"
+const char mpibench_prog[] = PROG;
 #define ROW_ELEMS ((size_t)CPLAB_MLA_ROW_DIM)       /* 576 bf16 per workspace row */
 #define ROW_BYTES (ROW_ELEMS * 2)                   /* 1152 */
 #define ENTRY_BYTES ((size_t)CPLAB_MLA_ENTRY_BYTES) /* 656 per fp8_ds_mla entry */
@@ -58,13 +47,6 @@ typedef struct opts {
   const char *out;
 } opts;
 
-typedef struct ctx { /* this rank's place in the job */
-  int rank, world;
-  ncclComm_t comm;
-  cudaStream_t stream;
-  size_t l2_bytes;
-} ctx;
-
 typedef struct bufs { /* one size's buffers; the inputs in `sets` rotation sets */
   int64_t rows;
   int sets;
@@ -75,87 +57,7 @@ typedef struct bufs { /* one size's buffers; the inputs in `sets` rotation sets 
   int64_t *slot0;     /* host copy of set 0's slot list, for the spot check */
 } bufs;
 
-typedef struct stats {
-  double med, min, max, p10, p90; /* seconds */
-} stats;
-
-/* ---- checks: every CUDA, NCCL, MPI and cplab call goes through one -------- */
-
-/* Report and end the whole job with status 2: MPI_Abort rather than exit,
- * since the other ranks would otherwise wait forever in their next collective. */
-static _Noreturn void die(const cplab_diag *d) {
-  int up = 0, down = 0, rank = -1;
-  MPI_Initialized(&up);
-  MPI_Finalized(&down);
-  if (up && !down) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  char who[64];
-  snprintf(who, sizeof who, PROG " (rank %d)", rank);
-  cplab_diag_report(stderr, who, d);
-  if (up && !down) MPI_Abort(MPI_COMM_WORLD, CPLAB_EXIT_ERROR);
-  exit(CPLAB_EXIT_ERROR);
-}
-
-static _Noreturn void die_call(int code, const char *call, int line, const char *why) {
-  cplab_diag d = {0};
-  cplab_diag_set(&d, code, "%s:%d: %s: %s", __FILE__, line, call, why);
-  die(&d);
-}
-
-static void ck_mpi(int rc, const char *call, int line) {
-  char msg[MPI_MAX_ERROR_STRING] = "unknown MPI error";
-  int len;
-  if (rc == MPI_SUCCESS) return;
-  MPI_Error_string(rc, msg, &len);
-  die_call(CPLAB_EMPI, call, line, msg);
-}
-
-static void ck_lab(int rc, const cplab_diag *d) {
-  if (rc) die(d);
-}
-static void ck_cuda(cudaError_t e, const char *call, int line) {
-  if (e != cudaSuccess) die_call(CPLAB_ECUDA, call, line, cudaGetErrorString(e));
-}
-static void ck_nccl(ncclResult_t r, const char *call, int line) {
-  if (r != ncclSuccess) die_call(CPLAB_ENCCL, call, line, ncclGetErrorString(r));
-}
-#define CK_CUDA(call) ck_cuda((call), #call, __LINE__)
-#define CK_NCCL(call) ck_nccl((call), #call, __LINE__)
-#define CK_MPI(call) ck_mpi((call), #call, __LINE__)
-
-static void *host_alloc(size_t bytes) {
-  void *p = malloc(bytes);
-  if (!p) die_call(CPLAB_ENOMEM, "malloc", __LINE__, "out of host memory");
-  return p;
-}
-
 /* ---- options ------------------------------------------------------------------ */
-
-static int parse_count(const char *arg, const char *name, int lo, int hi, int *out, cplab_diag *d) {
-  int64_t v;
-  int rc = cplab_cli_parse_int(name, arg, lo, hi, &v, d);
-  if (!rc) *out = (int)v;
-  return rc;
-}
-
-/* --rows 512,2048,...: each in 1 .. MAX_ROWS, at most MAX_SIZES of them. */
-static int parse_rows(const char *arg, opts *o, cplab_diag *d) {
-  o->nsizes = 0;
-  for (const char *p = arg;; p++) {
-    const char *end = strchr(p, ',');
-    size_t n = end ? (size_t)(end - p) : strlen(p);
-    char tok[24];
-    uint64_t v;
-    if (n == 0 || n >= sizeof tok) CPLAB_FAIL(d, CPLAB_EUSAGE, "--rows: bad list '%s'", arg);
-    memcpy(tok, p, n);
-    tok[n] = '\0';
-    if (cplab_parse_u64(tok, &v) != 0 || v == 0 || v > MAX_ROWS)
-      CPLAB_FAIL(d, CPLAB_EUSAGE, "--rows: '%s' is not a row count in [1, %d]", tok, MAX_ROWS);
-    if (o->nsizes == MAX_SIZES) CPLAB_FAIL(d, CPLAB_EUSAGE, "--rows: more than %d sizes", MAX_SIZES);
-    o->rows[o->nsizes++] = (int64_t)v;
-    if (!end) return 0;
-    p = end;
-  }
-}
 
 static int parse_opts(int argc, char **argv, opts *o, cplab_diag *d) {
   enum { OPT_ROWS = CPLAB_OPT_PROGRAM, OPT_REPS, OPT_WARMUP };
@@ -170,9 +72,9 @@ static int parse_opts(int argc, char **argv, opts *o, cplab_diag *d) {
   int opt, rc = 0;
   while (!rc && (opt = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
     switch (opt) {
-      case OPT_ROWS: rc = parse_rows(optarg, o, d); break;
-      case OPT_REPS: rc = parse_count(optarg, "--reps", 1, 100000, &o->reps, d); break;
-      case OPT_WARMUP: rc = parse_count(optarg, "--warmup", 0, 10000, &o->warmup, d); break;
+      case OPT_ROWS: rc = mpibench_parse_list(optarg, "--rows", MAX_ROWS, MAX_SIZES, o->rows, &o->nsizes, d); break;
+      case OPT_REPS: rc = mpibench_parse_count(optarg, "--reps", 1, 100000, &o->reps, d); break;
+      case OPT_WARMUP: rc = mpibench_parse_count(optarg, "--warmup", 0, 10000, &o->warmup, d); break;
       case 'o': o->out = optarg; break;
       case 'h': o->help = 1; break;
       default: /* '?': getopt sets optopt to the option's code when only its argument is missing */
@@ -198,45 +100,6 @@ static void usage(FILE *f) {
 
 /* ---- set-up -------------------------------------------------------------------- */
 
-/* Bind this rank to GPU (local rank mod device count). The node split is
- * collective, so it comes before anything that can fail on one rank alone.
- * Returns 0 or a code with the message in d: no GPU, or more ranks on this
- * node than GPUs (NCCL refuses two ranks on one GPU). */
-static int bind_device(ctx *c, cplab_gpu_info *g, cplab_diag *d) {
-  MPI_Comm node;
-  int node_rank, node_size, l2 = 0;
-  CK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-  CK_MPI(MPI_Comm_rank(node, &node_rank));
-  CK_MPI(MPI_Comm_size(node, &node_size));
-  CK_MPI(MPI_Comm_free(&node));
-  uint64_t local = (uint64_t)node_rank; /* where mpirun does not say */
-  const char *env = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-  if (env && cplab_parse_u64(env, &local) != 0)
-    CPLAB_FAIL(d, CPLAB_EINVAL, "OMPI_COMM_WORLD_LOCAL_RANK='%s' is not a number", env);
-  int rc = cplab_gpu_query(g, d);
-  if (rc == CPLAB_ENODEV) cplab_diag_prefix(d, "rank %d: this benchmark needs one GPU per MPI rank: ", c->rank);
-  if (rc) return rc;
-  if (node_size > g->device_count)
-    CPLAB_FAIL(d, CPLAB_ENODEV, "%d ranks on this node but %d GPUs visible: run one rank per GPU", node_size,
-               g->device_count);
-  int dev = (int)(local % (uint64_t)g->device_count);
-  CK_CUDA(cudaSetDevice(dev));
-  CK_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
-  c->l2_bytes = (size_t)l2;
-  return 0;
-}
-
-static void nccl_init(ctx *c) {
-  ncclUniqueId id;
-  memset(&id, 0, sizeof id);
-  if (c->rank == 0) CK_NCCL(ncclGetUniqueId(&id));
-  CK_MPI(MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD));
-  CK_NCCL(ncclCommInitRank(&c->comm, c->world, id, c->rank));
-  /* A blocking stream: it waits for the legacy-stream copies of
-   * cplab_dev_upload and they for it, so set-up needs no extra events. */
-  CK_CUDA(cudaStreamCreate(&c->stream));
-}
-
 /* v = a permutation of 0 .. n-1 (Fisher-Yates over splitmix64), a function of key. */
 static void shuffle(int64_t *v, int64_t n, uint64_t key) {
   for (int64_t i = 0; i < n; i++) v[i] = i;
@@ -253,8 +116,8 @@ static void shuffle(int64_t *v, int64_t n, uint64_t key) {
 static void *dev_copy(const void *host, size_t n) {
   cplab_diag d = {0};
   void *p = NULL;
-  ck_lab(cplab_dev_alloc(&p, n, &d), &d);
-  ck_lab(cplab_dev_upload(p, host, n, &d), &d);
+  mpibench_ck_lab(cplab_dev_alloc(&p, n, &d), &d);
+  mpibench_ck_lab(cplab_dev_upload(p, host, n, &d), &d);
   return p;
 }
 
@@ -263,39 +126,39 @@ static void *dev_copy(const void *host, size_t n) {
  * shards differ; layer = the set, so that sets differ), the slot list with a
  * shuffle of those slots. Enough sets that together they span 4× the L2; at
  * least 2, so consecutive operations never share one. */
-static void setup_bufs(const ctx *c, int64_t rows, bufs *b) {
+static void setup_bufs(const mpibench_ctx *c, int64_t rows, bufs *b) {
   cplab_diag d = {0};
   size_t n = (size_t)rows, set_bytes = n * (ENTRY_BYTES + sizeof(int64_t) + ROW_BYTES);
   size_t sets = (4 * c->l2_bytes + set_bytes - 1) / set_bytes;
   *b = (bufs){.rows = rows, .sets = sets < 2 ? 2 : sets > MAX_SETS ? MAX_SETS : (int)sets};
-  ck_lab(cplab_dev_alloc((void **)&b->cache, b->sets * n * ENTRY_BYTES, &d), &d);
-  ck_lab(cplab_dev_alloc((void **)&b->slot, b->sets * n * sizeof(int64_t), &d), &d);
-  ck_lab(cplab_dev_alloc((void **)&b->shard, b->sets * n * ROW_BYTES, &d), &d);
-  ck_lab(cplab_dev_alloc((void **)&b->gathered, (size_t)c->world * n * ROW_BYTES, &d), &d);
-  int32_t *req = host_alloc(n * sizeof *req), *pos = host_alloc(n * sizeof *pos);
-  int64_t *perm = host_alloc(n * sizeof *perm);
-  b->slot0 = host_alloc(n * sizeof *b->slot0);
+  mpibench_ck_lab(cplab_dev_alloc((void **)&b->cache, b->sets * n * ENTRY_BYTES, &d), &d);
+  mpibench_ck_lab(cplab_dev_alloc((void **)&b->slot, b->sets * n * sizeof(int64_t), &d), &d);
+  mpibench_ck_lab(cplab_dev_alloc((void **)&b->shard, b->sets * n * ROW_BYTES, &d), &d);
+  mpibench_ck_lab(cplab_dev_alloc((void **)&b->gathered, (size_t)c->world * n * ROW_BYTES, &d), &d);
+  int32_t *req = mpibench_host_alloc(n * sizeof *req), *pos = mpibench_host_alloc(n * sizeof *pos);
+  int64_t *perm = mpibench_host_alloc(n * sizeof *perm);
+  b->slot0 = mpibench_host_alloc(n * sizeof *b->slot0);
   for (size_t i = 0; i < n; i++) req[i] = c->rank, pos[i] = (int32_t)i, perm[i] = (int64_t)i;
   void *dreq = dev_copy(req, n * sizeof *req), *dpos = dev_copy(pos, n * sizeof *pos);
   void *dident = dev_copy(perm, n * sizeof *perm); /* token i -> slot i */
   for (int s = 0; s < b->sets; s++) {
-    ck_lab(cplab_gen_cache(SEED, (uint32_t)s, dreq, dpos, dident, rows, b->cache + s * n * ENTRY_BYTES, NULL, rows,
+    mpibench_ck_lab(cplab_gen_cache(SEED, (uint32_t)s, dreq, dpos, dident, rows, b->cache + s * n * ENTRY_BYTES, NULL, rows,
                            c->stream, &d), &d);
     shuffle(perm, rows, ((uint64_t)c->rank << 40) ^ ((uint64_t)s << 32) ^ (uint64_t)rows);
     if (s == 0) memcpy(b->slot0, perm, n * sizeof *perm);
-    ck_lab(cplab_dev_upload(b->slot + s * n, perm, n * sizeof *perm, &d), &d);
+    mpibench_ck_lab(cplab_dev_upload(b->slot + s * n, perm, n * sizeof *perm, &d), &d);
   }
-  ck_lab(cplab_dev_sync(c->stream, &d), &d); /* generation is done before its inputs go */
-  ck_lab(cplab_dev_free(dreq, &d), &d);
-  ck_lab(cplab_dev_free(dpos, &d), &d);
-  ck_lab(cplab_dev_free(dident, &d), &d);
+  mpibench_ck_lab(cplab_dev_sync(c->stream, &d), &d); /* generation is done before its inputs go */
+  mpibench_ck_lab(cplab_dev_free(dreq, &d), &d);
+  mpibench_ck_lab(cplab_dev_free(dpos, &d), &d);
+  mpibench_ck_lab(cplab_dev_free(dident, &d), &d);
   free(req), free(pos), free(perm);
 }
 
 static void free_bufs(bufs *b) {
   cplab_diag d = {0};
   void *dev[] = {b->cache, b->slot, b->shard, b->gathered};
-  for (int i = 0; i < 4; i++) ck_lab(cplab_dev_free(dev[i], &d), &d);
+  for (int i = 0; i < 4; i++) mpibench_ck_lab(cplab_dev_free(dev[i], &d), &d);
   free(b->slot0);
 }
 
@@ -303,12 +166,12 @@ static void free_bufs(bufs *b) {
 
 /* Enqueue operation op on rotation set s: (1) all-gathers the set's shard as
  * it is; (2) first regathers the shard from the set's cache, as the executor does. */
-static void run_op(const ctx *c, const bufs *b, int op, int s) {
+static void run_op(const mpibench_ctx *c, const bufs *b, int op, int s) {
   cplab_diag d = {0};
   size_t first = (size_t)s * (size_t)b->rows; /* the set's first row and slot */
   uint16_t *shard = b->shard + first * ROW_ELEMS;
   if (op != OP_NCCL)
-    ck_lab(cplab_gather_mla(b->cache + first * ENTRY_BYTES, b->rows, b->slot + first, b->rows, shard, c->stream, &d),
+    mpibench_ck_lab(cplab_gather_mla(b->cache + first * ENTRY_BYTES, b->rows, b->slot + first, b->rows, shard, c->stream, &d),
            &d);
   if (op != OP_LOCAL)
     CK_NCCL(ncclAllGather(shard, b->gathered, (size_t)b->rows * ROW_ELEMS, ncclBfloat16, c->comm, c->stream));
@@ -320,17 +183,17 @@ static void run_op(const ctx *c, const bufs *b, int op, int s) {
  * three shard rows with the host's dequantisation of their generated entries
  * (what travels is the real upconverted cache, not poison). Returns this
  * rank's number of mismatches, the first described in why. */
-static int check_size(const ctx *c, const bufs *b, char *why, size_t why_len) {
+static int check_size(const mpibench_ctx *c, const bufs *b, char *why, size_t why_len) {
   cplab_diag d = {0};
   size_t bytes = (size_t)b->rows * ROW_BYTES;
   int bad = 0;
-  ck_lab(cplab_poison_bf16(b->shard, (size_t)b->rows * ROW_ELEMS, c->stream, &d), &d);
-  ck_lab(cplab_poison_bytes(b->gathered, (size_t)c->world * bytes, 0xA5, c->stream, &d), &d);
+  mpibench_ck_lab(cplab_poison_bf16(b->shard, (size_t)b->rows * ROW_ELEMS, c->stream, &d), &d);
+  mpibench_ck_lab(cplab_poison_bytes(b->gathered, (size_t)c->world * bytes, 0xA5, c->stream, &d), &d);
   run_op(c, b, OP_EXEC, 0);
-  ck_lab(cplab_dev_sync(c->stream, &d), &d);
-  uint16_t *host = host_alloc(bytes);
-  uint64_t mine, *all = host_alloc((size_t)c->world * sizeof *all);
-  ck_lab(cplab_dev_download(host, b->shard, bytes, &d), &d);
+  mpibench_ck_lab(cplab_dev_sync(c->stream, &d), &d);
+  uint16_t *host = mpibench_host_alloc(bytes);
+  uint64_t mine, *all = mpibench_host_alloc((size_t)c->world * sizeof *all);
+  mpibench_ck_lab(cplab_dev_download(host, b->shard, bytes, &d), &d);
   mine = XXH3_64bits(host, bytes);
   const int64_t probe[3] = {0, b->rows / 2, b->rows - 1};
   for (int k = 0; k < 3; k++) {
@@ -344,7 +207,7 @@ static int check_size(const ctx *c, const bufs *b, char *why, size_t why_len) {
   }
   CK_MPI(MPI_Allgather(&mine, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, MPI_COMM_WORLD));
   for (int j = 0; j < c->world; j++) {
-    ck_lab(cplab_dev_download(host, b->gathered + (size_t)j * b->rows * ROW_ELEMS, bytes, &d), &d);
+    mpibench_ck_lab(cplab_dev_download(host, b->gathered + (size_t)j * b->rows * ROW_ELEMS, bytes, &d), &d);
     if (XXH3_64bits(host, bytes) != all[j] && bad++ == 0)
       snprintf(why, why_len, "slice %d of the gathered buffer differs from rank %d's shard", j, j);
   }
@@ -354,7 +217,7 @@ static int check_size(const ctx *c, const bufs *b, char *why, size_t why_len) {
 
 /* Time the operations: t[op·reps + i] = repetition i of op in seconds, the
  * maximum over ranks. Warm-up repetitions run the same sequence, untimed. */
-static void time_ops(const ctx *c, const bufs *b, int reps, int warmup, double *t) {
+static void time_ops(const mpibench_ctx *c, const bufs *b, int reps, int warmup, double *t) {
   cudaEvent_t start, stop;
   CK_CUDA(cudaEventCreate(&start));
   CK_CUDA(cudaEventCreate(&stop));
@@ -371,23 +234,18 @@ static void time_ops(const ctx *c, const bufs *b, int reps, int warmup, double *
       CK_CUDA(cudaEventElapsedTime(&ms, start, stop));
       if (i >= 0) t[op * reps + i] = 1e-3 * ms;
     }
-  CK_MPI(MPI_Allreduce(MPI_IN_PLACE, t, NOPS * reps, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+  mpibench_max_over_ranks(t, NOPS * reps);
   CK_CUDA(cudaEventDestroy(start));
   CK_CUDA(cudaEventDestroy(stop));
 }
 
 /* ---- report ---------------------------------------------------------------------- */
 
-static stats summarise(double *v, int n) {
-  gsl_sort(v, 1, (size_t)n);
-  return (stats){gsl_stats_median_from_sorted_data(v, 1, (size_t)n), v[0], v[n - 1],
-                 gsl_stats_quantile_from_sorted_data(v, 1, (size_t)n, 0.1),
-                 gsl_stats_quantile_from_sorted_data(v, 1, (size_t)n, 0.9)};
-}
-
 /* The table's head; one column per number of report_size's line:
  * nccl_* = (1), exec_* = (2), local_* = (3). */
-static void print_header(const ctx *c, const cplab_gpu_info *g, int nccl, const opts *o) {
+static void print_header(const mpibench_ctx *c, const opts *o) {
+  const cplab_gpu_info *g = &c->gpu;
+  int nccl = c->nccl_version;
   const char *nvls = getenv("NCCL_NVLS_ENABLE");
   printf("# " PROG ": %d rank(s), %s, NCCL %d.%d.%d, NCCL_NVLS_ENABLE=%s\n"
          "# times: median over %d repetitions (after %d warm-up) of the slowest rank, in us; bandwidths in GB/s\n"
@@ -401,7 +259,7 @@ static void print_header(const ctx *c, const cplab_gpu_info *g, int nccl, const 
 /* One table line and one JSON entry (rank 0). Bandwidths in GB/s (1e9 B/s)
  * from the median times; busbw is "-" / null for one rank, where nccl-tests'
  * factor (n-1)/n would make it 0. */
-static void report_size(const ctx *c, const bufs *b, const stats *st, json_t *results) {
+static void report_size(const mpibench_ctx *c, const bufs *b, const mpibench_stats *st, json_t *results) {
   double total = (double)c->world * (double)b->rows * (double)ROW_BYTES;
   double local_bytes = (double)b->rows * (double)(ENTRY_BYTES + ROW_BYTES);
   double alg[2], bus[2], ratio = st[OP_EXEC].med / st[OP_NCCL].med, gbps = local_bytes / st[OP_LOCAL].med / 1e9;
@@ -410,9 +268,8 @@ static void report_size(const ctx *c, const bufs *b, const stats *st, json_t *re
                         (json_int_t)((size_t)b->rows * ROW_BYTES), "total_bytes", (json_int_t)total, "rotation_sets",
                         b->sets);
   for (int op = 0; op < NOPS; op++) {
-    const stats *s = &st[op];
-    json_t *o = json_pack("{s:{s:f, s:f, s:f, s:f, s:f}}", "time_us", "median", 1e6 * s->med, "min", 1e6 * s->min,
-                          "max", 1e6 * s->max, "p10", 1e6 * s->p10, "p90", 1e6 * s->p90);
+    const mpibench_stats *s = &st[op];
+    json_t *o = json_pack("{s:o}", "time_us", mpibench_stats_json(s));
     if (op == OP_LOCAL) {
       json_object_set_new(o, "bytes_moved", json_integer((json_int_t)local_bytes));
       json_object_set_new(o, "gbps", json_real(gbps));
@@ -433,34 +290,11 @@ static void report_size(const ctx *c, const bufs *b, const stats *st, json_t *re
   fflush(stdout);
 }
 
-/* The JSON document's context: card, ranks, versions, date (UTC), command line. */
-static json_t *doc_header(const ctx *c, const cplab_gpu_info *g, int nccl, const opts *o, int argc, char **argv) {
-  char ver[3][40], date[32];
-  time_t now = time(NULL);
-  strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-  snprintf(ver[0], sizeof ver[0], "%d.%d.%d", nccl / 10000, nccl % 10000 / 100, nccl % 100);
-  snprintf(ver[1], sizeof ver[1], "%d.%d", g->runtime_version / 1000, g->runtime_version % 1000 / 10);
-  snprintf(ver[2], sizeof ver[2], "%d.%d", g->driver_version / 1000, g->driver_version % 1000 / 10);
-  size_t len = 1; /* the command line: its words joined by spaces */
-  for (int i = 0; i < argc; i++) len += strlen(argv[i]) + 1;
-  char *cmd = host_alloc(len), *p = cmd;
-  *cmd = '\0';
-  for (int i = 0; i < argc; i++) p += sprintf(p, i ? " %s" : "%s", argv[i]);
-  json_t *doc = json_pack(
-      "{s:s, s:s, s:s, s:s, s:{s:s, s:i, s:i, s:I}, s:i, s:s, s:s, s:s, s:s?, s:i, s:i, s:s}", "bench", "gather",
-      "date", date, "commit", CPLAB_GIT_COMMIT, "command", cmd, "card", "name", g->name, "count", g->device_count,
-      "sm_count", g->sm_count, "l2_bytes", (json_int_t)c->l2_bytes, "ranks", c->world, "nccl_version", ver[0],
-      "cuda_runtime_version", ver[1], "cuda_driver_version", ver[2], "nccl_nvls_enable", getenv("NCCL_NVLS_ENABLE"),
-      "reps", o->reps, "warmup", o->warmup, "bandwidth_unit", "GB/s (1e9 B/s)");
-  free(cmd);
-  return doc;
-}
-
 /* ---- main ------------------------------------------------------------------------ */
 
 /* One size: set up, check, time; its table line and JSON entry on rank 0.
  * Returns 0, or CPLAB_EXIT_ERROR when a gather came out wrong on any rank. */
-static int bench_size(const ctx *c, const opts *o, int64_t rows, json_t *results) {
+static int bench_size(const mpibench_ctx *c, const opts *o, int64_t rows, json_t *results) {
   bufs b;
   char why[256] = "";
   setup_bufs(c, rows, &b);
@@ -470,10 +304,10 @@ static int bench_size(const ctx *c, const opts *o, int64_t rows, json_t *results
     fprintf(stderr, PROG ": error: rank %d, %lld rows: %s (%d mismatches) [CPLAB_EINTERNAL]\n", c->rank,
             (long long)rows, why, bad);
   if (!total) {
-    double *t = host_alloc(NOPS * (size_t)o->reps * sizeof *t);
-    stats st[NOPS];
+    double *t = mpibench_host_alloc(NOPS * (size_t)o->reps * sizeof *t);
+    mpibench_stats st[NOPS];
     time_ops(c, &b, o->reps, o->warmup, t);
-    for (int op = 0; op < NOPS; op++) st[op] = summarise(t + op * o->reps, o->reps);
+    for (int op = 0; op < NOPS; op++) st[op] = mpibench_summarise(t + op * o->reps, o->reps);
     if (c->rank == 0) report_size(c, &b, st, results);
     free(t);
   }
@@ -481,50 +315,31 @@ static int bench_size(const ctx *c, const opts *o, int64_t rows, json_t *results
   return total ? CPLAB_EXIT_ERROR : 0;
 }
 
-/* Leave in order and return status (collective: every rank calls it). */
-static int finish(ctx *c, int status) {
-  if (c->comm) CK_NCCL(ncclCommDestroy(c->comm));
-  if (c->stream) CK_CUDA(cudaStreamDestroy(c->stream));
-  CK_MPI(MPI_Finalize());
-  return status;
-}
-
 int main(int argc, char **argv) {
-  ctx c = {0};
+  mpibench_ctx c;
   cplab_diag d = {0};
   opts o;
-  cplab_gpu_info g;
-  int rc, worst = 0, nccl = 0;
-  CK_MPI(MPI_Init(&argc, &argv));
-  CK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN)); /* failures reach CK_MPI */
-  CK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &c.rank));
-  CK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &c.world));
+  int rc;
+  mpibench_start(&argc, &argv, &c);
   if ((rc = parse_opts(argc, argv, &o, &d)) != 0 || o.help) {
     if (c.rank == 0 && rc) cplab_cli_usage_error(PROG, &d);
     if (c.rank == 0 && !rc) usage(stdout);
-    return finish(&c, rc ? CPLAB_EXIT_ERROR : CPLAB_EXIT_OK);
+    return mpibench_finish(&c, rc ? CPLAB_EXIT_ERROR : CPLAB_EXIT_OK);
   }
-  /* All ranks learn whether every one got its GPU, so that none waits in
-   * NCCL's set-up for a rank that has given up. */
-  rc = bind_device(&c, &g, &d);
-  CK_MPI(MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
-  if (rc) cplab_diag_report(stderr, PROG, &d);
-  if (worst) return finish(&c, CPLAB_EXIT_ERROR);
-  nccl_init(&c);
-  CK_NCCL(ncclGetVersion(&nccl));
-  json_t *doc = c.rank == 0 ? doc_header(&c, &g, nccl, &o, argc, argv) : NULL, *results = json_array();
-  if (c.rank == 0) print_header(&c, &g, nccl, &o);
+  if (mpibench_open(&c)) return mpibench_finish(&c, CPLAB_EXIT_ERROR);
+  json_t *doc = c.rank == 0 ? mpibench_doc_header(&c, "gather", o.reps, o.warmup, argc, argv) : NULL;
+  json_t *results = json_array();
+  if (c.rank == 0) {
+    json_object_set_new(doc, "bandwidth_unit", json_string("GB/s (1e9 B/s)"));
+    print_header(&c, &o);
+  }
   for (int i = 0; !rc && i < o.nsizes; i++) rc = bench_size(&c, &o, o.rows[i], results);
   if (c.rank == 0 && !rc) {
     printf("# checked first: every rank's slice of every gathered buffer matched its owner's shard (XXH3)\n");
     json_object_set(doc, "results", results);
-    char *text = o.out ? json_dumps(doc, JSON_INDENT(2)) : NULL;
-    if (o.out && !text) rc = cplab_diag_set(&d, CPLAB_ENOMEM, "cannot serialise the JSON document");
-    if (text) rc = cplab_write_file_atomic(o.out, text, strlen(text), &d);
-    if (rc) cplab_diag_report(stderr, PROG, &d);
-    free(text);
+    if (o.out && (rc = mpibench_write_json(doc, o.out, &d)) != 0) cplab_diag_report(stderr, PROG, &d);
   }
   json_decref(results);
   json_decref(doc);
-  return finish(&c, rc ? CPLAB_EXIT_ERROR : CPLAB_EXIT_OK);
+  return mpibench_finish(&c, rc ? CPLAB_EXIT_ERROR : CPLAB_EXIT_OK);
 }

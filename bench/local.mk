@@ -10,14 +10,26 @@ bench_cplab_trace_bench_LDADD = libcplab_trace.la $(CPLAB_CORE_LIBS) $(HDF5_LIBS
 bench_cplab_diff_bench_SOURCES = bench/diff_bench.c
 bench_cplab_diff_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/analysis
 bench_cplab_diff_bench_LDADD = libcplab_diff.la $(CPLAB_CORE_LIBS) $(HDF5_LIBS)
+# The MPI + NCCL benchmarks, one MPI rank per GPU, sharing bench/mpibench.c.
+# Built by `make check` too (their GPU tests run them; CI compiles them):
+#   cplab-gather-bench  the DCP gather against NCCL's all-gather (bench/run-gpu-gather.sh)
+#   cplab-moe-bench     the MoE block's general and fast PCP paths, checked and timed
+EXTRA_DIST += bench/gather_bench.c bench/moe_bench.c bench/mpibench.c bench/mpibench.h
 if HAVE_NCCL
-# cplab-gather-bench: the DCP gather against NCCL's all-gather, one MPI rank per
-# GPU (bench/run-gpu-gather.sh runs it).
-EXTRA_PROGRAMS += bench/cplab-gather-bench
-bench_cplab_gather_bench_SOURCES = bench/gather_bench.c
-bench_cplab_gather_bench_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) $(NCCL_CPPFLAGS) -I$(top_srcdir)/kernels
-bench_cplab_gather_bench_LDADD = $(CPLAB_KERNEL_LIBS) $(NCCL_LIBS) $(CUDA_LIBS) $(CPLAB_CORE_LIBS) $(MPI_LIBS)
+MPI_BENCH_PROGS = bench/cplab-gather-bench$(EXEEXT) bench/cplab-moe-bench$(EXEEXT)
+check_PROGRAMS += bench/cplab-gather-bench bench/cplab-moe-bench
+MPI_BENCH_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) $(NCCL_CPPFLAGS) -I$(top_srcdir)/kernels
+MPI_BENCH_LIBS = $(CPLAB_KERNEL_LIBS) $(NCCL_LIBS) $(CUDA_LIBS) $(CPLAB_CORE_LIBS) $(MPI_LIBS)
+bench_cplab_gather_bench_SOURCES = bench/gather_bench.c bench/mpibench.c bench/mpibench.h
+bench_cplab_gather_bench_CPPFLAGS = $(MPI_BENCH_CPPFLAGS)
+bench_cplab_gather_bench_LDADD = $(MPI_BENCH_LIBS)
+bench_cplab_moe_bench_SOURCES = bench/moe_bench.c bench/mpibench.c bench/mpibench.h
+bench_cplab_moe_bench_CPPFLAGS = $(MPI_BENCH_CPPFLAGS)
+bench_cplab_moe_bench_LDADD = $(MPI_BENCH_LIBS)
 endif
+# Their command lines (no GPU needed), and the MoE paths' check on GPUs.
+TESTS += tests/cli/mpibench_cli.sh tests/gpu/gpu_moe_paths.sh
+EXTRA_DIST += tests/cli/mpibench_cli.sh tests/gpu/gpu_moe_paths.sh
 if HAVE_CUDA
 # cplab-ceilings-bench: device copy bandwidth and cuBLASLt bf16/fp8 GEMM
 # throughput of one GPU, measured in one run (bench/run-gpu-ceilings.sh runs it).
@@ -31,7 +43,7 @@ CLEANFILES += $(EXTRA_PROGRAMS)
 EXTRA_DIST += bench/README.md bench/run-cpu.sh bench/run-numeric.sh bench/results
 
 .PHONY: bench
-bench: $(EXTRA_PROGRAMS) bench/cplab-bench$(EXEEXT)
+bench: $(EXTRA_PROGRAMS) bench/cplab-bench$(EXEEXT) $(MPI_BENCH_PROGS)
 
 # cplab-bench (bench/layers/): TTFT and TPOT per layout and graph mode.
 include bench/layers/local.mk

@@ -1,0 +1,199 @@
+/* bench/mpibench.c: the MPI + NCCL benchmark programs' shared scaffolding
+ * (contract in mpibench.h). */
+#include "mpibench.h"
+
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "config.h"
+#include "cplab/cli.h"
+
+/* ---- checked calls ------------------------------------------------------ */
+
+_Noreturn void mpibench_die(const cplab_diag *d) {
+  int up = 0, down = 0, rank = -1;
+  MPI_Initialized(&up);
+  MPI_Finalized(&down);
+  if (up && !down) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  char who[96];
+  snprintf(who, sizeof who, "%s (rank %d)", mpibench_prog, rank);
+  cplab_diag_report(stderr, who, d);
+  if (up && !down) MPI_Abort(MPI_COMM_WORLD, CPLAB_EXIT_ERROR);
+  exit(CPLAB_EXIT_ERROR);
+}
+
+_Noreturn void mpibench_die_call(int code, const char *call, const char *file, int line, const char *why) {
+  cplab_diag d = {0};
+  cplab_diag_set(&d, code, "%s:%d: %s: %s", file, line, call, why);
+  mpibench_die(&d);
+}
+
+void mpibench_ck_mpi(int rc, const char *call, const char *file, int line) {
+  char msg[MPI_MAX_ERROR_STRING] = "unknown MPI error";
+  int len;
+  if (rc == MPI_SUCCESS) return;
+  MPI_Error_string(rc, msg, &len);
+  mpibench_die_call(CPLAB_EMPI, call, file, line, msg);
+}
+
+void mpibench_ck_cuda(cudaError_t e, const char *call, const char *file, int line) {
+  if (e != cudaSuccess) mpibench_die_call(CPLAB_ECUDA, call, file, line, cudaGetErrorString(e));
+}
+
+void mpibench_ck_nccl(ncclResult_t r, const char *call, const char *file, int line) {
+  if (r != ncclSuccess) mpibench_die_call(CPLAB_ENCCL, call, file, line, ncclGetErrorString(r));
+}
+
+void *mpibench_host_alloc(size_t bytes) {
+  void *p = malloc(bytes ? bytes : 1);
+  if (!p) mpibench_die_call(CPLAB_ENOMEM, "malloc", __FILE__, __LINE__, "out of host memory");
+  return p;
+}
+
+/* ---- options ------------------------------------------------------------- */
+
+int mpibench_parse_count(const char *arg, const char *name, int lo, int hi, int *out, cplab_diag *d) {
+  int64_t v;
+  int rc = cplab_cli_parse_int(name, arg, lo, hi, &v, d);
+  if (!rc) *out = (int)v;
+  return rc;
+}
+
+int mpibench_parse_list(const char *arg, const char *name, int64_t hi, int max, int64_t *v, int *n, cplab_diag *d) {
+  *n = 0;
+  for (const char *p = arg;; p++) {
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    char tok[24];
+    uint64_t x;
+    if (len == 0 || len >= sizeof tok) CPLAB_FAIL(d, CPLAB_EUSAGE, "%s: bad list '%s'", name, arg);
+    memcpy(tok, p, len);
+    tok[len] = '\0';
+    if (cplab_parse_u64(tok, &x) != 0 || x == 0 || x > (uint64_t)hi)
+      CPLAB_FAIL(d, CPLAB_EUSAGE, "%s: '%s' is not a count in [1, %lld]", name, tok, (long long)hi);
+    if (*n == max) CPLAB_FAIL(d, CPLAB_EUSAGE, "%s: more than %d values", name, max);
+    v[(*n)++] = (int64_t)x;
+    if (!end) return 0;
+    p = end;
+  }
+}
+
+/* ---- the job --------------------------------------------------------------- */
+
+void mpibench_start(int *argc, char ***argv, mpibench_ctx *c) {
+  *c = (mpibench_ctx){0};
+  CK_MPI(MPI_Init(argc, argv));
+  CK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN)); /* failures reach CK_MPI */
+  CK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &c->rank));
+  CK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &c->world));
+}
+
+/* Bind this rank to GPU (local rank mod device count). The node split is
+ * collective, so it comes before anything that can fail on one rank alone.
+ * Returns 0 or a code with the message in d: no GPU, or more ranks on this
+ * node than GPUs (NCCL refuses two ranks on one GPU). */
+static int bind_device(mpibench_ctx *c, cplab_diag *d) {
+  MPI_Comm node;
+  int node_rank, node_size, l2 = 0;
+  CK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  CK_MPI(MPI_Comm_rank(node, &node_rank));
+  CK_MPI(MPI_Comm_size(node, &node_size));
+  CK_MPI(MPI_Comm_free(&node));
+  uint64_t local = (uint64_t)node_rank; /* where mpirun does not say */
+  const char *env = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  if (env && cplab_parse_u64(env, &local) != 0)
+    CPLAB_FAIL(d, CPLAB_EINVAL, "OMPI_COMM_WORLD_LOCAL_RANK='%s' is not a number", env);
+  int rc = cplab_gpu_query(&c->gpu, d);
+  if (rc == CPLAB_ENODEV) cplab_diag_prefix(d, "rank %d: this benchmark needs one GPU per MPI rank: ", c->rank);
+  if (rc) return rc;
+  if (node_size > c->gpu.device_count)
+    CPLAB_FAIL(d, CPLAB_ENODEV, "%d ranks on this node but %d GPUs visible: run one rank per GPU", node_size,
+               c->gpu.device_count);
+  int dev = (int)(local % (uint64_t)c->gpu.device_count);
+  CK_CUDA(cudaSetDevice(dev));
+  CK_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+  c->l2_bytes = (size_t)l2;
+  return 0;
+}
+
+int mpibench_open(mpibench_ctx *c) {
+  cplab_diag d = {0};
+  int worst = 0, rc = bind_device(c, &d);
+  /* All ranks learn whether every one got its GPU, so that none waits in
+   * NCCL's set-up for a rank that has given up. */
+  CK_MPI(MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+  if (rc) cplab_diag_report(stderr, mpibench_prog, &d);
+  if (worst) return CPLAB_EXIT_ERROR;
+  ncclUniqueId id;
+  memset(&id, 0, sizeof id);
+  if (c->rank == 0) CK_NCCL(ncclGetUniqueId(&id));
+  CK_MPI(MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD));
+  CK_NCCL(ncclCommInitRank(&c->comm, c->world, id, c->rank));
+  CK_NCCL(ncclGetVersion(&c->nccl_version));
+  /* A blocking stream: it waits for the legacy-stream copies of
+   * cplab_dev_upload and they for it, so set-up needs no extra events. */
+  CK_CUDA(cudaStreamCreate(&c->stream));
+  return 0;
+}
+
+int mpibench_finish(mpibench_ctx *c, int status) {
+  if (c->comm) CK_NCCL(ncclCommDestroy(c->comm));
+  if (c->stream) CK_CUDA(cudaStreamDestroy(c->stream));
+  CK_MPI(MPI_Finalize());
+  return status;
+}
+
+void mpibench_max_over_ranks(double *t, int n) {
+  CK_MPI(MPI_Allreduce(MPI_IN_PLACE, t, n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+}
+
+/* ---- results ----------------------------------------------------------------- */
+
+mpibench_stats mpibench_summarise(double *v, int n) {
+  gsl_sort(v, 1, (size_t)n);
+  return (mpibench_stats){gsl_stats_median_from_sorted_data(v, 1, (size_t)n), v[0], v[n - 1],
+                          gsl_stats_quantile_from_sorted_data(v, 1, (size_t)n, 0.1),
+                          gsl_stats_quantile_from_sorted_data(v, 1, (size_t)n, 0.9)};
+}
+
+json_t *mpibench_stats_json(const mpibench_stats *s) {
+  return json_pack("{s:f, s:f, s:f, s:f, s:f}", "median", 1e6 * s->med, "min", 1e6 * s->min, "max", 1e6 * s->max,
+                   "p10", 1e6 * s->p10, "p90", 1e6 * s->p90);
+}
+
+json_t *mpibench_doc_header(const mpibench_ctx *c, const char *bench, int reps, int warmup, int argc, char **argv) {
+  const cplab_gpu_info *g = &c->gpu;
+  int nccl = c->nccl_version;
+  char ver[3][40], date[32];
+  time_t now = time(NULL);
+  strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+  snprintf(ver[0], sizeof ver[0], "%d.%d.%d", nccl / 10000, nccl % 10000 / 100, nccl % 100);
+  snprintf(ver[1], sizeof ver[1], "%d.%d", g->runtime_version / 1000, g->runtime_version % 1000 / 10);
+  snprintf(ver[2], sizeof ver[2], "%d.%d", g->driver_version / 1000, g->driver_version % 1000 / 10);
+  size_t len = 1; /* the command line: its words joined by spaces */
+  for (int i = 0; i < argc; i++) len += strlen(argv[i]) + 1;
+  char *cmd = mpibench_host_alloc(len), *p = cmd;
+  *cmd = '\0';
+  for (int i = 0; i < argc; i++) p += sprintf(p, i ? " %s" : "%s", argv[i]);
+  json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:{s:s, s:i, s:i, s:I}, s:i, s:s, s:s, s:s, s:s?, s:i, s:i}",
+                          "bench", bench, "date", date, "commit", CPLAB_GIT_COMMIT, "command", cmd, "card", "name",
+                          g->name, "count", g->device_count, "sm_count", g->sm_count, "l2_bytes",
+                          (json_int_t)c->l2_bytes, "ranks", c->world, "nccl_version", ver[0], "cuda_runtime_version",
+                          ver[1], "cuda_driver_version", ver[2], "nccl_nvls_enable", getenv("NCCL_NVLS_ENABLE"),
+                          "reps", reps, "warmup", warmup);
+  free(cmd);
+  if (!doc) mpibench_die_call(CPLAB_ENOMEM, "json_pack", __FILE__, __LINE__, "cannot build the JSON document");
+  return doc;
+}
+
+int mpibench_write_json(const json_t *doc, const char *path, cplab_diag *d) {
+  char *text = json_dumps(doc, JSON_INDENT(2));
+  if (!text) return cplab_diag_set(d, CPLAB_ENOMEM, "cannot serialise the JSON document");
+  int rc = cplab_write_file_atomic(path, text, strlen(text), d);
+  free(text);
+  return rc;
+}

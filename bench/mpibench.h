@@ -1,0 +1,99 @@
+/* bench/mpibench.h: what the MPI + NCCL benchmark programs share
+ * (cplab-gather-bench, cplab-moe-bench): one MPI rank per GPU, one NCCL
+ * communicator over all ranks, checked calls that end the whole job on
+ * failure, option parsing, the statistics of a set of repetitions and the
+ * JSON document's context (card, versions, date, commit, command).
+ *
+ * Every function either succeeds or ends the job with status 2
+ * (mpibench_die): a rank that gives up alone would leave the others waiting
+ * in their next collective, so failures call MPI_Abort. Each program defines
+ * `mpibench_prog`, the name its messages start with. */
+#ifndef CPLAB_BENCH_MPIBENCH_H
+#define CPLAB_BENCH_MPIBENCH_H
+
+#include <jansson.h>
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+/* nccl.h declares `f()` functions, which -Wstrict-prototypes flags. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstrict-prototypes"
+#include <nccl.h>
+#pragma GCC diagnostic pop
+
+#include "cplab/error.h"
+#include "cplab_kernels.h"
+
+/* The program's name, for messages: defined once by each program. */
+extern const char mpibench_prog[];
+
+/* This rank's place in the job. */
+typedef struct mpibench_ctx {
+  int rank, world;
+  ncclComm_t comm;
+  cudaStream_t stream;
+  size_t l2_bytes;
+  int nccl_version; /* ncclGetVersion: major·10000 + minor·100 + patch */
+  cplab_gpu_info gpu;
+} mpibench_ctx;
+
+/* The statistics of a set of repetitions, in seconds. */
+typedef struct mpibench_stats {
+  double med, min, max, p10, p90;
+} mpibench_stats;
+
+/* ---- checked calls ------------------------------------------------------ */
+
+_Noreturn void mpibench_die(const cplab_diag *d);
+_Noreturn void mpibench_die_call(int code, const char *call, const char *file, int line, const char *why);
+void mpibench_ck_mpi(int rc, const char *call, const char *file, int line);
+void mpibench_ck_cuda(cudaError_t e, const char *call, const char *file, int line);
+void mpibench_ck_nccl(ncclResult_t r, const char *call, const char *file, int line);
+static inline void mpibench_ck_lab(int rc, const cplab_diag *d) {
+  if (rc) mpibench_die(d);
+}
+#define CK_CUDA(call) mpibench_ck_cuda((call), #call, __FILE__, __LINE__)
+#define CK_NCCL(call) mpibench_ck_nccl((call), #call, __FILE__, __LINE__)
+#define CK_MPI(call) mpibench_ck_mpi((call), #call, __FILE__, __LINE__)
+
+/* malloc, or the end of the job. */
+void *mpibench_host_alloc(size_t bytes);
+
+/* ---- options ------------------------------------------------------------- */
+
+/* An integer option in [lo, hi]: 0 or CPLAB_EUSAGE naming it. */
+int mpibench_parse_count(const char *arg, const char *name, int lo, int hi, int *out, cplab_diag *d);
+/* A comma-separated list of integers in [1, hi], at most max of them, into
+ * v (its count in *n): 0 or CPLAB_EUSAGE naming the option and the value. */
+int mpibench_parse_list(const char *arg, const char *name, int64_t hi, int max, int64_t *v, int *n, cplab_diag *d);
+
+/* ---- the job --------------------------------------------------------------- */
+
+/* MPI_Init, with MPI errors returned to CK_MPI; fills rank and world. */
+void mpibench_start(int *argc, char ***argv, mpibench_ctx *c);
+/* Bind every rank to its GPU (local rank mod device count) and, once all
+ * have one, make the NCCL communicator and the stream. Collective. Returns 0,
+ * or CPLAB_EXIT_ERROR on every rank when any rank has no GPU or there are
+ * more ranks on a node than GPUs (each rank has said why). */
+int mpibench_open(mpibench_ctx *c);
+/* Leave in order and return status (collective: every rank calls it). */
+int mpibench_finish(mpibench_ctx *c, int status);
+
+/* t[i] = the maximum over ranks of t[i], i < n (collective). */
+void mpibench_max_over_ranks(double *t, int n);
+
+/* ---- results ----------------------------------------------------------------- */
+
+/* Sorts v (n >= 1) and returns its median, extremes and 10th / 90th percentiles. */
+mpibench_stats mpibench_summarise(double *v, int n);
+/* {"median", "min", "max", "p10", "p90"} of s in microseconds. */
+json_t *mpibench_stats_json(const mpibench_stats *s);
+/* The JSON document's context: bench, date (UTC), commit, command line,
+ * card, ranks, NCCL / CUDA versions, NCCL_NVLS_ENABLE, reps and warmup. */
+json_t *mpibench_doc_header(const mpibench_ctx *c, const char *bench, int reps, int warmup, int argc, char **argv);
+/* Write doc to path (atomically); 0 or a code with the message in d. */
+int mpibench_write_json(const json_t *doc, const char *path, cplab_diag *d);
+
+#endif /* CPLAB_BENCH_MPIBENCH_H */
