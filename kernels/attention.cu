@@ -1,19 +1,27 @@
 // Sparse MLA attention (prefill over a bf16 workspace, decode over the fp8
 // cache): one kernel body, two row loaders. Contracts in cplab_kernels.h.
 //
-// A block takes one query row and a group of ATT_HG heads, and walks the
-// row's k indices in tiles of ATT_TK = 32 (one per lane) with an online
-// softmax in fp32:
+// A block takes one query row and a group of HG heads, and walks the row's
+// k indices in tiles of ATT_TK = 32 (one per lane) with an online softmax in
+// fp32:
 //   1. the tile's indices -> shared; a tile with no valid index is skipped
 //      (it would multiply by 1 and add 0: skipping changes no bit);
 //   2. the 32 rows -> shared as bf16 (invalid rows zero, so 0 · v stays 0);
-//   3. scores: warp w owns heads 2w and 2w+1, lane j row j: the lane's dot
-//      products over 576 columns read its row (rows padded to 289 words:
-//      lanes hit distinct banks) and the heads' q (one address: broadcast);
-//      then per head a warp max and sum update (m, l) and leave p and the
-//      correction factor in shared memory;
+//   3. scores: the 576 columns are cut in 8 chunks of 36 words, warp w owns
+//      chunk w, lane j row j: the lane's partial dot products of its row
+//      with every head's q over the chunk (rows padded to 289 words: lanes
+//      hit distinct banks; q is one address: broadcast) -> shared; then the
+//      warp of head h sums the 8 partials in chunk order, and a warp max
+//      and sum update (m, l) and leave p and the correction factor in
+//      shared memory;
 //   4. output: thread t owns columns 2t, 2t+1 of all the group's heads and
 //      accumulates p · v over the tile's rows.
+// Every head's arithmetic is the same whatever the group size HG (its
+// partials, their sum, its softmax and its accumulation do not depend on
+// the other heads), so the launch picks HG from the grid: 16 heads a block
+// when there are rows enough to fill the GPU, down to 2 for a decode step of
+// one row, where 16 would leave all but a few SMs idle. A row gives the same
+// bits batched or alone, on any GPU.
 // Rows are dequantised by the decode loader with the gather's own function,
 // so decode and prefill over the same rows run identical arithmetic.
 #include <cuda_runtime.h>
@@ -24,16 +32,20 @@
 #include "cplab_kernels.h"
 #include "kformat.cuh"
 
-#define ATT_HG 16                            // heads per block
+#define ATT_HG 16                            // most heads per block
 #define ATT_TK 32                            // indices per tile: one per lane
-#define ATT_THREADS 256                      // 8 warps, 2 heads each; 2 output columns per thread
+#define ATT_WARPS 8                          // one column chunk each; a warp keeps heads w and w + 8
+#define ATT_THREADS (32 * ATT_WARPS)         // 2 output columns per thread
 #define ATT_QW (CPLAB_MLA_ROW_DIM / 2)       // 288 words (bf16 pairs) per row
+#define ATT_CW (ATT_QW / ATT_WARPS)          // 36 words per column chunk
 #define ATT_KW (ATT_QW + 1)                  // padded row stride in shared memory
 #define ATT_VW (CPLAB_MLA_NOPE_DIM / 2)      // 256 value words: one per thread
+#define ATT_MIN_BLOCKS 256                   // a grid this large keeps an H200's 132 SMs busy
 
 struct att_smem {
   uint32_t q[ATT_HG * ATT_QW];
   uint32_t kv[ATT_TK * ATT_KW];
+  float part[ATT_WARPS * ATT_HG * ATT_TK]; // [chunk][head][row] partial dot products
   float p[ATT_HG * ATT_TK];
   float corr[ATT_HG];
   float m[ATT_HG], l[ATT_HG];
@@ -124,30 +136,45 @@ static __device__ void att_softmax(att_smem *s, int h, float score, att_head *st
   if (lane == 0) s->corr[h] = corr;
 }
 
-// Step 3 for warp w: heads 2w, 2w+1 against row `lane` of the tile.
-static __device__ void att_scores(att_smem *s, float scale, att_head *a, att_head *b) {
-  int lane = threadIdx.x % 32, ha = 2 * (threadIdx.x / 32), hb = ha + 1;
-  const uint32_t *k = s->kv + lane * ATT_KW, *qa = s->q + ha * ATT_QW, *qb = s->q + hb * ATT_QW;
-  float da = 0.0f, db = 0.0f;
-#pragma unroll 8
-  for (int c = 0; c < ATT_QW; c++) {
-    uint32_t kw = k[c], wa = qa[c], wb = qb[c];
+// Step 3a for warp w, lane j: row j's partial dot products with each head's
+// q over column chunk w.
+template <int HG>
+static __device__ void att_partials(att_smem *s) {
+  int lane = threadIdx.x % 32, w = threadIdx.x / 32;
+  const uint32_t *k = s->kv + lane * ATT_KW + w * ATT_CW, *q = s->q + w * ATT_CW;
+  float acc[HG];
+#pragma unroll
+  for (int h = 0; h < HG; h++) acc[h] = 0.0f;
+#pragma unroll 4
+  for (int c = 0; c < ATT_CW; c++) {
+    uint32_t kw = k[c];
     float k0 = att_lo(kw), k1 = att_hi(kw);
-    da = fmaf(att_lo(wa), k0, da);
-    da = fmaf(att_hi(wa), k1, da);
-    db = fmaf(att_lo(wb), k0, db);
-    db = fmaf(att_hi(wb), k1, db);
+#pragma unroll
+    for (int h = 0; h < HG; h++) {
+      uint32_t qw = q[h * ATT_QW + c];
+      acc[h] = fmaf(att_lo(qw), k0, acc[h]);
+      acc[h] = fmaf(att_hi(qw), k1, acc[h]);
+    }
   }
-  bool valid = s->idx[lane] >= 0;
-  att_softmax(s, ha, valid ? scale * da : -INFINITY, a);
-  att_softmax(s, hb, valid ? scale * db : -INFINITY, b);
+#pragma unroll
+  for (int h = 0; h < HG; h++) s->part[(w * ATT_HG + h) * ATT_TK + lane] = acc[h];
+}
+
+// Step 3b for head h (its warp): row `lane`'s score, the chunks summed in order.
+static __device__ void att_score(att_smem *s, int h, float scale, att_head *st) {
+  int lane = threadIdx.x % 32;
+  float dot = s->part[h * ATT_TK + lane];
+#pragma unroll
+  for (int w = 1; w < ATT_WARPS; w++) dot += s->part[(w * ATT_HG + h) * ATT_TK + lane];
+  att_softmax(s, h, s->idx[lane] >= 0 ? scale * dot : -INFINITY, st);
 }
 
 // Step 4 for thread t: columns 2t, 2t+1 of every head of the group.
-static __device__ void att_accumulate(const att_smem *s, float acc[ATT_HG][2]) {
+template <int HG>
+static __device__ void att_accumulate(const att_smem *s, float acc[HG][2]) {
   int t = threadIdx.x;
 #pragma unroll
-  for (int h = 0; h < ATT_HG; h++) {
+  for (int h = 0; h < HG; h++) {
     acc[h][0] *= s->corr[h];
     acc[h][1] *= s->corr[h];
   }
@@ -155,7 +182,7 @@ static __device__ void att_accumulate(const att_smem *s, float acc[ATT_HG][2]) {
     uint32_t vw = s->kv[j * ATT_KW + t];
     float v0 = att_lo(vw), v1 = att_hi(vw);
 #pragma unroll
-    for (int h = 0; h < ATT_HG; h++) {
+    for (int h = 0; h < HG; h++) {
       float p = s->p[h * ATT_TK + j];
       acc[h][0] = fmaf(p, v0, acc[h][0]);
       acc[h][1] = fmaf(p, v1, acc[h][1]);
@@ -163,18 +190,19 @@ static __device__ void att_accumulate(const att_smem *s, float acc[ATT_HG][2]) {
   }
 }
 
-static __device__ void att_load_q(att_smem *s, const uint16_t *q, int64_t row, int heads, int h0, int nh) {
+static __device__ void att_load_q(att_smem *s, const uint16_t *q, int64_t row, int heads, int h0, int nh, int hg) {
   const uint32_t *src = (const uint32_t *)(q + (row * heads + h0) * CPLAB_MLA_ROW_DIM);
-  for (int i = threadIdx.x; i < ATT_HG * ATT_QW; i += blockDim.x) s->q[i] = i / ATT_QW < nh ? src[i] : 0u;
+  for (int i = threadIdx.x; i < hg * ATT_QW; i += blockDim.x) s->q[i] = i / ATT_QW < nh ? src[i] : 0u;
 }
 
 // Final normalisation: out = acc / l, lse = m + log(l); l == 0 (no valid
 // index): out 0, lse -inf.
-static __device__ void att_store(const att_smem *s, float acc[ATT_HG][2], int64_t row, int heads, int h0, int nh,
+template <int HG>
+static __device__ void att_store(const att_smem *s, float acc[HG][2], int64_t row, int heads, int h0, int nh,
                                  float *out, float *lse) {
   int t = threadIdx.x;
 #pragma unroll
-  for (int h = 0; h < ATT_HG; h++) {
+  for (int h = 0; h < HG; h++) {
     if (h >= nh) break;
     float l = s->l[h];
     float2 o = l > 0.0f ? make_float2(acc[h][0] / l, acc[h][1] / l) : make_float2(0.0f, 0.0f);
@@ -183,19 +211,19 @@ static __device__ void att_store(const att_smem *s, float acc[ATT_HG][2], int64_
   if (t < nh) lse[row * heads + h0 + t] = s->l[t] > 0.0f ? s->m[t] + logf(s->l[t]) : -INFINITY;
 }
 
-template <typename Loader>
+template <typename Loader, int HG>
 __global__ void __launch_bounds__(ATT_THREADS)
     att_kernel(const uint16_t *q, int heads, Loader loader, const int32_t *idx, int k, float scale, float *out,
                float *lse) {
   extern __shared__ uint4 att_raw[];
   att_smem *s = (att_smem *)att_raw;
   int64_t row = blockIdx.x;
-  int h0 = blockIdx.y * ATT_HG, nh = min(ATT_HG, heads - h0);
-  att_load_q(s, q, row, heads, h0, nh);
-  att_head a = {-INFINITY, 0.0f}, b = {-INFINITY, 0.0f};
-  float acc[ATT_HG][2];
+  int h0 = blockIdx.y * HG, nh = min(HG, heads - h0), w = threadIdx.x / 32;
+  att_load_q(s, q, row, heads, h0, nh, HG);
+  att_head a = {-INFINITY, 0.0f}, b = {-INFINITY, 0.0f}; // heads w and w + ATT_WARPS
+  float acc[HG][2];
 #pragma unroll
-  for (int h = 0; h < ATT_HG; h++) acc[h][0] = acc[h][1] = 0.0f;
+  for (int h = 0; h < HG; h++) acc[h][0] = acc[h][1] = 0.0f;
   for (int t0 = 0; t0 < k; t0 += ATT_TK) {
     __syncthreads(); // the previous tile is consumed (and q is loaded)
     bool valid = false;
@@ -208,19 +236,39 @@ __global__ void __launch_bounds__(ATT_THREADS)
     if (!__syncthreads_or(valid)) continue;
     loader.load(s);
     __syncthreads();
-    att_scores(s, scale, &a, &b);
+    att_partials<HG>(s);
     __syncthreads();
-    att_accumulate(s, acc);
+    if (w < HG) att_score(s, w, scale, &a);
+    if (w + ATT_WARPS < HG) att_score(s, w + ATT_WARPS, scale, &b);
+    __syncthreads();
+    att_accumulate<HG>(s, acc);
   }
-  int lane = threadIdx.x % 32, ha = 2 * (threadIdx.x / 32);
-  if (lane == 0) {
-    s->m[ha] = a.m;
-    s->l[ha] = a.l;
-    s->m[ha + 1] = b.m;
-    s->l[ha + 1] = b.l;
+  if (threadIdx.x % 32 == 0) {
+    if (w < HG) s->m[w] = a.m, s->l[w] = a.l;
+    if (w + ATT_WARPS < HG) s->m[w + ATT_WARPS] = b.m, s->l[w + ATT_WARPS] = b.l;
   }
   __syncthreads();
-  att_store(s, acc, row, heads, h0, nh, out, lse);
+  att_store<HG>(s, acc, row, heads, h0, nh, out, lse);
+}
+
+template <typename Loader, int HG>
+static int att_launch_hg(const uint16_t *q, int64_t m, int heads, Loader loader, const int32_t *idx, int k,
+                         float scale, float *out, float *lse, void *stream, cplab_diag *d, const char *name) {
+  KCHECK_ARG(d, (heads + HG - 1) / HG <= 65535, "%s: %d heads exceed the grid", name, heads);
+  size_t smem = sizeof(att_smem);
+  int rc = kset_smem(d, att_kernel<Loader, HG>, smem, name);
+  if (rc) return rc;
+  dim3 grid((unsigned)m, (unsigned)((heads + HG - 1) / HG));
+  att_kernel<Loader, HG><<<grid, ATT_THREADS, smem, kstream(stream)>>>(q, heads, loader, idx, k, scale, out, lse);
+  return kcheck_launch(d, name);
+}
+
+// The largest head group that still gives ATT_MIN_BLOCKS blocks (2 when
+// none does): the group size changes no bit of the result (see the top).
+static int att_group(int64_t m, int heads) {
+  int hg = ATT_HG;
+  while (hg > 2 && m * ((heads + hg - 1) / hg) < ATT_MIN_BLOCKS) hg /= 2;
+  return hg;
 }
 
 template <typename Loader>
@@ -231,14 +279,13 @@ static int att_launch(const uint16_t *q, int64_t m, int heads, Loader loader, co
   if (m == 0 || heads == 0) return 0;
   KCHECK_ARG(d, q && out && lse && (idx || k == 0), "%s: NULL argument", name);
   KCHECK_ARG(d, kaligned(q, 4) && kaligned(out, 8), "%s: q must be 4-byte and out 8-byte aligned", name);
-  KCHECK_ARG(d, m <= KGRID_MAX_X && (heads + ATT_HG - 1) / ATT_HG <= 65535, "%s: %lld rows x %d heads exceed the grid",
-             name, (long long)m, heads);
-  size_t smem = sizeof(att_smem);
-  int rc = kset_smem(d, att_kernel<Loader>, smem, name);
-  if (rc) return rc;
-  dim3 grid((unsigned)m, (unsigned)((heads + ATT_HG - 1) / ATT_HG));
-  att_kernel<Loader><<<grid, ATT_THREADS, smem, kstream(stream)>>>(q, heads, loader, idx, k, scale, out, lse);
-  return kcheck_launch(d, name);
+  KCHECK_ARG(d, m <= KGRID_MAX_X, "%s: %lld rows exceed the grid", name, (long long)m);
+  switch (att_group(m, heads)) {
+    case 16: return att_launch_hg<Loader, 16>(q, m, heads, loader, idx, k, scale, out, lse, stream, d, name);
+    case 8: return att_launch_hg<Loader, 8>(q, m, heads, loader, idx, k, scale, out, lse, stream, d, name);
+    case 4: return att_launch_hg<Loader, 4>(q, m, heads, loader, idx, k, scale, out, lse, stream, d, name);
+    default: return att_launch_hg<Loader, 2>(q, m, heads, loader, idx, k, scale, out, lse, stream, d, name);
+  }
 }
 
 extern "C" int cplab_sparse_mla_prefill(const uint16_t *q, int64_t m, int heads, const uint16_t *workspace,

@@ -11,7 +11,10 @@
  *   - combine (cplab_lse_combine): within 1e-6 (relative to max(1, |x|)) of
  *     sim_lse_combine, incl. NaN / +inf / -inf lse and NaN outputs of empty
  *     shards; and decode split over DCP shards + combine equal to the
- *     unsplit decode (1e-5 relative). */
+ *     unsplit decode (1e-5 relative);
+ *   - batch invariance: 64 rows of 64 heads in one call and in calls of 40,
+ *     20, 2 and 1 rows (the kernel's head groups of 16, 8, 4 and 2) give
+ *     bit-identical outputs and lse. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -380,6 +383,48 @@ static void check_split_decode(uint64_t *rng, kvset *s, float scale) {
   free_case(&c);
 }
 
+/* A row's result is the same bits batched or alone: the kernel picks its
+ * head group from the grid (16 heads a block for 64 rows of 64 heads, 8 for
+ * 40 rows, 4 for 20, 2 for one), and cplab-bench's batched pass is checked
+ * bit for bit against cplab-exec's row-by-row one. */
+static void check_batch_invariance(uint64_t *rng, const kvset *s, float scale) {
+  enum { M = 64, H = 64, K = 256 };
+  static const int parts[][2] = {{0, 40}, {40, 20}, {60, 1}, {61, 1}, {62, 2}};
+  int kinds[M];
+  for (int i = 0; i < M; i++) kinds[i] = i == 7 ? 2 : i % 4 == 1 ? 1 : 0; /* one empty row */
+  att_case c = {.name = "batch", .m = M, .heads = H, .k = K};
+  make_case(rng, &c, kinds, s->filled, s->num_slots);
+  att_result all;
+  run_prefill(&c, s, scale, &all);
+  size_t row_out = (size_t)H * DV;
+  float *d_out = kt_dev(M * row_out * 4), *d_lse = kt_dev((size_t)M * H * 4);
+  float *out = kt_host(M * row_out * 4), *lse = kt_host((size_t)M * H * 4);
+  for (size_t p = 0; p < sizeof parts / sizeof *parts; p++) {
+    int64_t r0 = parts[p][0], n = parts[p][1];
+    kt_ok(cplab_sparse_mla_prefill(c.d_q + r0 * H * DQK, n, H, s->d_ws, s->num_slots, c.d_idx + r0 * K, K, scale,
+                                   d_out + r0 * row_out, d_lse + r0 * H, NULL, kt_diag()),
+          "cplab_sparse_mla_prefill");
+  }
+  kt_sync();
+  kt_down(out, d_out, M * row_out * 4);
+  kt_down(lse, d_lse, (size_t)M * H * 4);
+  int differ = 0;
+  for (int i = 0; i < M; i++)
+    differ += memcmp(out + i * row_out, all.out + i * row_out, row_out * 4) != 0 ||
+              memcmp(lse + (size_t)i * H, all.lse + (size_t)i * H, (size_t)H * 4) != 0;
+  kt_check(differ == 0,
+           "prefill: %d rows x %d heads, k %d, in one call and in calls of 40, 20, 2 and 1 rows (head groups of 16, "
+           "8, 4 and 2): bit-identical outputs and lse (%d rows differ)",
+           M, H, K, differ);
+  check_reference(&c, s, s->num_slots, scale, &all, "prefill 64 rows x 64 heads (head groups of 16)");
+  free(out);
+  free(lse);
+  kt_free(d_out);
+  kt_free(d_lse);
+  free_result(&all);
+  free_case(&c);
+}
+
 int main(void) {
   uint64_t rng;
   kt_begin("test_gpu_attention", &rng);
@@ -396,6 +441,7 @@ int main(void) {
   check_combine(&rng, 4, 6, 8);
   check_combine(&rng, 1, 6, 8);
   check_split_decode(&rng, &big, scale);
+  check_batch_invariance(&rng, &big, scale);
   free_kvset(&big);
   free_kvset(&small);
   return kt_end();
