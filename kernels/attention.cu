@@ -52,51 +52,86 @@ struct att_smem {
   int64_t idx[ATT_TK];
 };
 
+// The loaders move a tile's 32 rows into shared memory in 16-byte chunks,
+// a fixed number per thread: every thread issues all its global loads
+// before it stores any, so a tile waits for one memory latency, not one
+// per chunk (at decode sizes the tile loop is latency-bound).
+
 // Prefill rows: bf16 workspace rows, 72 16-byte chunks each.
 struct ws_loader {
+  static constexpr int chunks = CPLAB_MLA_ROW_DIM * 2 / 16, per_thread = ATT_TK * chunks / ATT_THREADS;
+  static_assert(ATT_TK * chunks % ATT_THREADS == 0, "whole chunks per thread");
   const uint16_t *ws;
   int64_t rows;
   __device__ bool valid(int64_t i) const { return i >= 0 && i < rows; }
   __device__ void load(att_smem *s) const {
-    const int chunks = CPLAB_MLA_ROW_DIM * 2 / 16;
-    for (int c = threadIdx.x; c < ATT_TK * chunks; c += blockDim.x) {
-      int j = c / chunks, part = c % chunks;
+    uint4 v[per_thread];
+#pragma unroll
+    for (int u = 0; u < per_thread; u++) {
+      int c = threadIdx.x + u * ATT_THREADS, j = c / chunks, part = c % chunks;
       int64_t i = s->idx[j];
-      uint4 v = i >= 0 ? ((const uint4 *)(ws + i * CPLAB_MLA_ROW_DIM))[part] : make_uint4(0, 0, 0, 0);
+      v[u] = i >= 0 ? ((const uint4 *)(ws + i * CPLAB_MLA_ROW_DIM))[part] : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int u = 0; u < per_thread; u++) {
+      int c = threadIdx.x + u * ATT_THREADS, j = c / chunks, part = c % chunks;
       uint32_t *dst = s->kv + j * ATT_KW + 4 * part;
-      dst[0] = v.x;
-      dst[1] = v.y;
-      dst[2] = v.z;
-      dst[3] = v.w;
+      dst[0] = v[u].x;
+      dst[1] = v[u].y;
+      dst[2] = v[u].z;
+      dst[3] = v[u].w;
     }
   }
 };
 
-// Decode rows: 656-byte entries, 128 latent words (dequantised, 4 values
-// each) and 32 RoPE words (copied) per row.
+// Decode rows: 656-byte entries, 32 chunks of 16 e4m3 latent values
+// (dequantised with their tile's scale, 8 words each) and 8 chunks of RoPE
+// bf16 (copied) per row.
 struct cache_loader {
+  static constexpr int nope_chunks = CPLAB_MLA_NOPE_DIM / 16, items = nope_chunks + CPLAB_MLA_ROPE_DIM * 2 / 16;
+  static constexpr int per_thread = ATT_TK * items / ATT_THREADS, chunks_per_scale = nope_chunks / CPLAB_MLA_TILES;
+  static_assert(ATT_TK * items % ATT_THREADS == 0, "whole chunks per thread");
   const uint8_t *cache;
   int64_t slots;
   __device__ bool valid(int64_t i) const { return i >= 0 && i < slots; }
   __device__ void load(att_smem *s) const {
-    const int nope_words = CPLAB_MLA_NOPE_DIM / 4, items = nope_words + CPLAB_MLA_ROPE_DIM / 2;
-    for (int c = threadIdx.x; c < ATT_TK * items; c += blockDim.x) {
-      int j = c / items, w = c % items;
+    uint4 v[per_thread];
+    float scale[per_thread];
+#pragma unroll
+    for (int u = 0; u < per_thread; u++) {
+      int c = threadIdx.x + u * ATT_THREADS, j = c / items, w = c % items;
       int64_t i = s->idx[j];
-      uint32_t *row = s->kv + j * ATT_KW;
-      if (i < 0) {
-        if (w < nope_words) row[2 * w] = row[2 * w + 1] = 0;
-        else row[ATT_VW + (w - nope_words)] = 0;
-        continue;
+      v[u] = make_uint4(0, 0, 0, 0);
+      scale[u] = 0.0f;
+      if (i >= 0) {
+        const uint8_t *entry = cache + i * CPLAB_MLA_ENTRY_BYTES;
+        if (w < nope_chunks) {
+          v[u] = ((const uint4 *)(entry + CPLAB_MLA_NOPE_OFFSET))[w];
+          scale[u] = ((const float *)(entry + CPLAB_MLA_SCALE_OFFSET))[w / chunks_per_scale];
+        } else {
+          v[u] = ((const uint4 *)(entry + CPLAB_MLA_ROPE_OFFSET))[w - nope_chunks];
+        }
       }
-      const uint8_t *entry = cache + i * CPLAB_MLA_ENTRY_BYTES;
-      if (w < nope_words) {
-        float scale = ((const float *)(entry + CPLAB_MLA_SCALE_OFFSET))[w / 32];
-        uint2 b = kf_dequant4_bf16(((const uint32_t *)(entry + CPLAB_MLA_NOPE_OFFSET))[w], scale);
-        row[2 * w] = b.x;
-        row[2 * w + 1] = b.y;
+    }
+#pragma unroll
+    for (int u = 0; u < per_thread; u++) {
+      int c = threadIdx.x + u * ATT_THREADS, j = c / items, w = c % items;
+      uint32_t *row = s->kv + j * ATT_KW;
+      if (w < nope_chunks) { // invalid rows get zeros, whatever a scale would make of them
+        uint32_t word[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+        bool live = s->idx[j] >= 0;
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+          uint2 b = live ? kf_dequant4_bf16(word[q], scale[u]) : make_uint2(0, 0);
+          row[8 * w + 2 * q] = b.x;
+          row[8 * w + 2 * q + 1] = b.y;
+        }
       } else {
-        row[ATT_VW + (w - nope_words)] = ((const uint32_t *)(entry + CPLAB_MLA_ROPE_OFFSET))[w - nope_words];
+        uint32_t *dst = row + ATT_VW + 4 * (w - nope_chunks);
+        dst[0] = v[u].x;
+        dst[1] = v[u].y;
+        dst[2] = v[u].z;
+        dst[3] = v[u].w;
       }
     }
   }
@@ -303,7 +338,7 @@ extern "C" int cplab_sparse_mla_decode(const uint16_t *q, int64_t m, int heads, 
                                        float *lse, void *stream, cplab_diag *d) {
   KCHECK_ARG(d, num_slots >= 0 && (kv_cache || num_slots == 0), "cplab_sparse_mla_decode: bad cache (%lld slots)",
              (long long)num_slots);
-  KCHECK_ARG(d, kaligned(kv_cache, 4), "cplab_sparse_mla_decode: kv_cache must be 4-byte aligned");
+  KCHECK_ARG(d, kaligned(kv_cache, 16), "cplab_sparse_mla_decode: kv_cache must be 16-byte aligned");
   cache_loader loader = {kv_cache, num_slots};
   return att_launch(q, m, heads, loader, slot, k, scale, out, lse, stream, d, "cplab_sparse_mla_decode");
 }

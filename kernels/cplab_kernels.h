@@ -16,8 +16,9 @@
  *   - zero-sized work (m == 0, n == 0 ...) launches nothing and returns 0;
  *   - row strides are the dense ones given by the shapes; the kernels load
  *     and store whole words, so caches and e4m3 tensors must be 4-byte, bf16
- *     outputs and fp32 attention outputs 8-byte, the prefill workspace and
- *     the combine's buffers 16-byte aligned (cudaMalloc gives 256);
+ *     outputs and fp32 attention outputs 8-byte, the prefill workspace, the
+ *     decode attention's cache and the combine's buffers 16-byte aligned
+ *     (cudaMalloc gives 256);
  *   - CPLAB_EINVAL for bad sizes, NULL pointers or misaligned tensors,
  *     CPLAB_ECUDA for a failed CUDA call, CPLAB_EUNSUPPORTED for shapes beyond
  *     the kernels' limits (e.g. more shared memory than the device has).
