@@ -53,9 +53,29 @@ struct att_smem {
 };
 
 // The loaders move a tile's 32 rows into shared memory in 16-byte chunks,
-// a fixed number per thread: every thread issues all its global loads
-// before it stores any, so a tile waits for one memory latency, not one
-// per chunk (at decode sizes the tile loop is latency-bound).
+// a fixed number per thread, F at a time: a thread issues F global loads
+// before it stores any. With few blocks (decode), the tile loop is
+// latency-bound and F is all of a thread's chunks, so a tile waits for one
+// memory latency, not one per chunk; with many blocks (prefill), other
+// blocks hide the latency and F = 1 keeps the registers for the head
+// group's accumulators.
+struct att_chunk {
+  uint4 v;
+  float scale; // the chunk's dequantisation scale (decode latent chunks)
+};
+
+template <typename Loader, int F>
+static __device__ void att_load_tile(const Loader &loader, att_smem *s) {
+  static_assert(Loader::per_thread % F == 0, "whole groups of loads per thread");
+#pragma unroll 1
+  for (int u0 = 0; u0 < Loader::per_thread; u0 += F) {
+    att_chunk v[F];
+#pragma unroll
+    for (int u = 0; u < F; u++) v[u] = loader.fetch(s, threadIdx.x + (u0 + u) * ATT_THREADS);
+#pragma unroll
+    for (int u = 0; u < F; u++) loader.put(s, threadIdx.x + (u0 + u) * ATT_THREADS, v[u]);
+  }
+}
 
 // Prefill rows: bf16 workspace rows, 72 16-byte chunks each.
 struct ws_loader {
@@ -64,23 +84,19 @@ struct ws_loader {
   const uint16_t *ws;
   int64_t rows;
   __device__ bool valid(int64_t i) const { return i >= 0 && i < rows; }
-  __device__ void load(att_smem *s) const {
-    uint4 v[per_thread];
-#pragma unroll
-    for (int u = 0; u < per_thread; u++) {
-      int c = threadIdx.x + u * ATT_THREADS, j = c / chunks, part = c % chunks;
-      int64_t i = s->idx[j];
-      v[u] = i >= 0 ? ((const uint4 *)(ws + i * CPLAB_MLA_ROW_DIM))[part] : make_uint4(0, 0, 0, 0);
-    }
-#pragma unroll
-    for (int u = 0; u < per_thread; u++) {
-      int c = threadIdx.x + u * ATT_THREADS, j = c / chunks, part = c % chunks;
-      uint32_t *dst = s->kv + j * ATT_KW + 4 * part;
-      dst[0] = v[u].x;
-      dst[1] = v[u].y;
-      dst[2] = v[u].z;
-      dst[3] = v[u].w;
-    }
+  // Chunk c of the tile: part c % chunks of row c / chunks.
+  __device__ att_chunk fetch(const att_smem *s, int c) const {
+    int64_t i = s->idx[c / chunks];
+    att_chunk x = {make_uint4(0, 0, 0, 0), 0.0f};
+    if (i >= 0) x.v = ((const uint4 *)(ws + i * CPLAB_MLA_ROW_DIM))[c % chunks];
+    return x;
+  }
+  __device__ void put(att_smem *s, int c, att_chunk x) const {
+    uint32_t *dst = s->kv + (c / chunks) * ATT_KW + 4 * (c % chunks);
+    dst[0] = x.v.x;
+    dst[1] = x.v.y;
+    dst[2] = x.v.z;
+    dst[3] = x.v.w;
   }
 };
 
@@ -94,45 +110,40 @@ struct cache_loader {
   const uint8_t *cache;
   int64_t slots;
   __device__ bool valid(int64_t i) const { return i >= 0 && i < slots; }
-  __device__ void load(att_smem *s) const {
-    uint4 v[per_thread];
-    float scale[per_thread];
-#pragma unroll
-    for (int u = 0; u < per_thread; u++) {
-      int c = threadIdx.x + u * ATT_THREADS, j = c / items, w = c % items;
-      int64_t i = s->idx[j];
-      v[u] = make_uint4(0, 0, 0, 0);
-      scale[u] = 0.0f;
-      if (i >= 0) {
-        const uint8_t *entry = cache + i * CPLAB_MLA_ENTRY_BYTES;
-        if (w < nope_chunks) {
-          v[u] = ((const uint4 *)(entry + CPLAB_MLA_NOPE_OFFSET))[w];
-          scale[u] = ((const float *)(entry + CPLAB_MLA_SCALE_OFFSET))[w / chunks_per_scale];
-        } else {
-          v[u] = ((const uint4 *)(entry + CPLAB_MLA_ROPE_OFFSET))[w - nope_chunks];
-        }
+  // Chunk c of the tile: item c % items of row c / items.
+  __device__ att_chunk fetch(const att_smem *s, int c) const {
+    int64_t i = s->idx[c / items];
+    int w = c % items;
+    att_chunk x = {make_uint4(0, 0, 0, 0), 0.0f};
+    if (i >= 0) {
+      const uint8_t *entry = cache + i * CPLAB_MLA_ENTRY_BYTES;
+      if (w < nope_chunks) {
+        x.v = ((const uint4 *)(entry + CPLAB_MLA_NOPE_OFFSET))[w];
+        x.scale = ((const float *)(entry + CPLAB_MLA_SCALE_OFFSET))[w / chunks_per_scale];
+      } else {
+        x.v = ((const uint4 *)(entry + CPLAB_MLA_ROPE_OFFSET))[w - nope_chunks];
       }
     }
+    return x;
+  }
+  __device__ void put(att_smem *s, int c, att_chunk x) const {
+    int j = c / items, w = c % items;
+    uint32_t *row = s->kv + j * ATT_KW;
+    if (w < nope_chunks) { // invalid rows get zeros, whatever a scale would make of them
+      uint32_t word[4] = {x.v.x, x.v.y, x.v.z, x.v.w};
+      bool live = s->idx[j] >= 0;
 #pragma unroll
-    for (int u = 0; u < per_thread; u++) {
-      int c = threadIdx.x + u * ATT_THREADS, j = c / items, w = c % items;
-      uint32_t *row = s->kv + j * ATT_KW;
-      if (w < nope_chunks) { // invalid rows get zeros, whatever a scale would make of them
-        uint32_t word[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
-        bool live = s->idx[j] >= 0;
-#pragma unroll
-        for (int q = 0; q < 4; q++) {
-          uint2 b = live ? kf_dequant4_bf16(word[q], scale[u]) : make_uint2(0, 0);
-          row[8 * w + 2 * q] = b.x;
-          row[8 * w + 2 * q + 1] = b.y;
-        }
-      } else {
-        uint32_t *dst = row + ATT_VW + 4 * (w - nope_chunks);
-        dst[0] = v[u].x;
-        dst[1] = v[u].y;
-        dst[2] = v[u].z;
-        dst[3] = v[u].w;
+      for (int q = 0; q < 4; q++) {
+        uint2 b = live ? kf_dequant4_bf16(word[q], x.scale) : make_uint2(0, 0);
+        row[8 * w + 2 * q] = b.x;
+        row[8 * w + 2 * q + 1] = b.y;
       }
+    } else {
+      uint32_t *dst = row + ATT_VW + 4 * (w - nope_chunks);
+      dst[0] = x.v.x;
+      dst[1] = x.v.y;
+      dst[2] = x.v.z;
+      dst[3] = x.v.w;
     }
   }
 };
@@ -269,7 +280,7 @@ __global__ void __launch_bounds__(ATT_THREADS)
       s->idx[threadIdx.x] = valid ? i : -1;
     }
     if (!__syncthreads_or(valid)) continue;
-    loader.load(s);
+    att_load_tile<Loader, HG == ATT_HG ? 1 : Loader::per_thread>(loader, s);
     __syncthreads();
     att_partials<HG>(s);
     __syncthreads();
