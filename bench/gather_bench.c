@@ -215,6 +215,17 @@ static int check_size(const mpibench_ctx *c, const bufs *b, char *why, size_t wh
   return bad;
 }
 
+typedef struct op_call { /* run_op's arguments, for mpibench_time_op */
+  const mpibench_ctx *c;
+  const bufs *b;
+  int op, set;
+} op_call;
+
+static void run_call(void *arg) {
+  const op_call *x = arg;
+  run_op(x->c, x->b, x->op, x->set);
+}
+
 /* Time the operations: t[op·reps + i] = repetition i of op in seconds, the
  * maximum over ranks. Warm-up repetitions run the same sequence, untimed. */
 static void time_ops(const mpibench_ctx *c, const bufs *b, int reps, int warmup, double *t) {
@@ -224,15 +235,9 @@ static void time_ops(const mpibench_ctx *c, const bufs *b, int reps, int warmup,
   int turn = 0;
   for (int i = -warmup; i < reps; i++)
     for (int op = 0; op < NOPS; op++) {
-      float ms = 0;
-      CK_CUDA(cudaStreamSynchronize(c->stream));
-      CK_MPI(MPI_Barrier(MPI_COMM_WORLD));
-      CK_CUDA(cudaEventRecord(start, c->stream));
-      run_op(c, b, op, turn++ % b->sets);
-      CK_CUDA(cudaEventRecord(stop, c->stream));
-      CK_CUDA(cudaEventSynchronize(stop));
-      CK_CUDA(cudaEventElapsedTime(&ms, start, stop));
-      if (i >= 0) t[op * reps + i] = 1e-3 * ms;
+      op_call x = {c, b, op, turn++ % b->sets};
+      double s = mpibench_time_op(c, start, stop, run_call, &x);
+      if (i >= 0) t[op * reps + i] = s;
     }
   mpibench_max_over_ranks(t, NOPS * reps);
   CK_CUDA(cudaEventDestroy(start));
@@ -307,7 +312,7 @@ static int bench_size(const mpibench_ctx *c, const opts *o, int64_t rows, json_t
     double *t = mpibench_host_alloc(NOPS * (size_t)o->reps * sizeof *t);
     mpibench_stats st[NOPS];
     time_ops(c, &b, o->reps, o->warmup, t);
-    for (int op = 0; op < NOPS; op++) st[op] = mpibench_summarise(t + op * o->reps, o->reps);
+    mpibench_summarise_series(t, NOPS, o->reps, st);
     if (c->rank == 0) report_size(c, &b, st, results);
     free(t);
   }
@@ -321,12 +326,9 @@ int main(int argc, char **argv) {
   opts o;
   int rc;
   mpibench_start(&argc, &argv, &c);
-  if ((rc = parse_opts(argc, argv, &o, &d)) != 0 || o.help) {
-    if (c.rank == 0 && rc) cplab_cli_usage_error(PROG, &d);
-    if (c.rank == 0 && !rc) usage(stdout);
-    return mpibench_finish(&c, rc ? CPLAB_EXIT_ERROR : CPLAB_EXIT_OK);
-  }
-  if (mpibench_open(&c)) return mpibench_finish(&c, CPLAB_EXIT_ERROR);
+  rc = parse_opts(argc, argv, &o, &d);
+  if ((rc = mpibench_after_options(&c, rc, o.help, &d, usage)) >= 0) return rc;
+  rc = 0;
   json_t *doc = c.rank == 0 ? mpibench_doc_header(&c, "gather", o.reps, o.warmup, argc, argv) : NULL;
   json_t *results = json_array();
   if (c.rank == 0) {

@@ -292,6 +292,19 @@ static verdict check_batch(const mpibench_ctx *c, const cplab_moe_shape *sh, buf
 
 /* ---- timing ---------------------------------------------------------------------------- */
 
+typedef struct op_call { /* one operation, for mpibench_time_op */
+  const mpibench_ctx *c;
+  int64_t dim;
+  bufs *b;
+  int mode, op;
+} op_call;
+
+static void run_call(void *arg) {
+  const op_call *x = arg;
+  if (x->mode == MODE_GRAPH) CK_CUDA(cudaGraphLaunch(x->b->graph[x->op], x->c->stream));
+  else run_op(x->c, x->dim, x->b, x->op);
+}
+
 /* t[(mode·NOPS + op)·reps + i] = repetition i of op in mode, seconds, the maximum over ranks. */
 static void time_ops(const mpibench_ctx *c, int64_t dim, bufs *b, int reps, int warmup, double *t) {
   cudaEvent_t start, stop;
@@ -300,16 +313,9 @@ static void time_ops(const mpibench_ctx *c, int64_t dim, bufs *b, int reps, int 
   for (int mode = 0; mode < NMODES; mode++)
     for (int i = -warmup; i < reps; i++)
       for (int op = 0; op < NOPS; op++) {
-        float ms = 0;
-        CK_CUDA(cudaStreamSynchronize(c->stream));
-        CK_MPI(MPI_Barrier(MPI_COMM_WORLD));
-        CK_CUDA(cudaEventRecord(start, c->stream));
-        if (mode == MODE_GRAPH) CK_CUDA(cudaGraphLaunch(b->graph[op], c->stream));
-        else run_op(c, dim, b, op);
-        CK_CUDA(cudaEventRecord(stop, c->stream));
-        CK_CUDA(cudaEventSynchronize(stop));
-        CK_CUDA(cudaEventElapsedTime(&ms, start, stop));
-        if (i >= 0) t[(mode * NOPS + op) * reps + i] = 1e-3 * ms;
+        op_call x = {c, dim, b, mode, op};
+        double s = mpibench_time_op(c, start, stop, run_call, &x);
+        if (i >= 0) t[(mode * NOPS + op) * reps + i] = s;
       }
   mpibench_max_over_ranks(t, NMODES * NOPS * reps);
   CK_CUDA(cudaEventDestroy(start));
@@ -378,12 +384,11 @@ static int bench_batch(const mpibench_ctx *c, const opts *o, cplab_moe *moe, cpl
     print_verdict(c, n, &v);
   }
   if (!total) {
-    size_t per = (size_t)o->reps;
-    double *t = mpibench_host_alloc(NMODES * NOPS * per * sizeof *t);
+    double *t = mpibench_host_alloc(NMODES * NOPS * (size_t)o->reps * sizeof *t);
     mpibench_stats st[NMODES * NOPS];
     capture(c, o->shape.dim, &b);
     time_ops(c, o->shape.dim, &b, o->reps, o->warmup, t);
-    for (int i = 0; i < NMODES * NOPS; i++) st[i] = mpibench_summarise(t + (size_t)i * per, o->reps);
+    mpibench_summarise_series(t, NMODES * NOPS, o->reps, st);
     if (c->rank == 0) json_array_append_new(results, report_batch(&b, &v, st));
     free(t);
   }
@@ -397,12 +402,9 @@ int main(int argc, char **argv) {
   opts o;
   int rc;
   mpibench_start(&argc, &argv, &c);
-  if ((rc = parse_opts(argc, argv, &o, &d)) != 0 || o.help) {
-    if (c.rank == 0 && rc) cplab_cli_usage_error(PROG, &d);
-    if (c.rank == 0 && !rc) usage(stdout);
-    return mpibench_finish(&c, rc ? CPLAB_EXIT_ERROR : CPLAB_EXIT_OK);
-  }
-  if (mpibench_open(&c)) return mpibench_finish(&c, CPLAB_EXIT_ERROR);
+  rc = parse_opts(argc, argv, &o, &d);
+  if ((rc = mpibench_after_options(&c, rc, o.help, &d, usage)) >= 0) return rc;
+  rc = 0;
   cplab_moe_shape shard = o.shape;
   shard.shards = c.world, shard.shard = c.rank;
   cplab_moe *moe = NULL;

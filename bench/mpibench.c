@@ -147,6 +147,28 @@ int mpibench_finish(mpibench_ctx *c, int status) {
   return status;
 }
 
+int mpibench_after_options(mpibench_ctx *c, int parse_rc, int help, const cplab_diag *d, void (*usage)(FILE *)) {
+  if (parse_rc || help) {
+    if (c->rank == 0 && parse_rc) cplab_cli_usage_error(mpibench_prog, d);
+    if (c->rank == 0 && !parse_rc) usage(stdout);
+    return mpibench_finish(c, parse_rc ? CPLAB_EXIT_ERROR : CPLAB_EXIT_OK);
+  }
+  if (mpibench_open(c)) return mpibench_finish(c, CPLAB_EXIT_ERROR);
+  return -1;
+}
+
+double mpibench_time_op(const mpibench_ctx *c, cudaEvent_t start, cudaEvent_t stop, void (*run)(void *), void *arg) {
+  float ms = 0;
+  CK_CUDA(cudaStreamSynchronize(c->stream));
+  CK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+  CK_CUDA(cudaEventRecord(start, c->stream));
+  run(arg);
+  CK_CUDA(cudaEventRecord(stop, c->stream));
+  CK_CUDA(cudaEventSynchronize(stop));
+  CK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+  return 1e-3 * ms;
+}
+
 void mpibench_max_over_ranks(double *t, int n) {
   CK_MPI(MPI_Allreduce(MPI_IN_PLACE, t, n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
 }
@@ -158,6 +180,10 @@ mpibench_stats mpibench_summarise(double *v, int n) {
   return (mpibench_stats){gsl_stats_median_from_sorted_data(v, 1, (size_t)n), v[0], v[n - 1],
                           gsl_stats_quantile_from_sorted_data(v, 1, (size_t)n, 0.1),
                           gsl_stats_quantile_from_sorted_data(v, 1, (size_t)n, 0.9)};
+}
+
+void mpibench_summarise_series(double *t, int n, int reps, mpibench_stats *st) {
+  for (int i = 0; i < n; i++) st[i] = mpibench_summarise(t + (size_t)i * (size_t)reps, reps);
 }
 
 json_t *mpibench_stats_json(const mpibench_stats *s) {

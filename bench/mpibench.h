@@ -15,6 +15,7 @@
 #include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <cuda_runtime_api.h>
 /* nccl.h declares `f()` functions, which -Wstrict-prototypes flags. */
@@ -80,6 +81,15 @@ void mpibench_start(int *argc, char ***argv, mpibench_ctx *c);
 int mpibench_open(mpibench_ctx *c);
 /* Leave in order and return status (collective: every rank calls it). */
 int mpibench_finish(mpibench_ctx *c, int status);
+/* What follows option parsing (parse_rc: its result, d its message): a
+ * usage error said once (rank 0), --help printed once (usage), or the job
+ * opened (mpibench_open). Returns -1 when the program goes on, else the
+ * exit status it must return (the job already finished). */
+int mpibench_after_options(mpibench_ctx *c, int parse_rc, int help, const cplab_diag *d, void (*usage)(FILE *));
+
+/* One timed operation in seconds on this rank: the stream drained, all ranks
+ * at a barrier, then CUDA events on the stream around run(arg). */
+double mpibench_time_op(const mpibench_ctx *c, cudaEvent_t start, cudaEvent_t stop, void (*run)(void *), void *arg);
 
 /* t[i] = the maximum over ranks of t[i], i < n (collective). */
 void mpibench_max_over_ranks(double *t, int n);
@@ -88,6 +98,8 @@ void mpibench_max_over_ranks(double *t, int n);
 
 /* Sorts v (n >= 1) and returns its median, extremes and 10th / 90th percentiles. */
 mpibench_stats mpibench_summarise(double *v, int n);
+/* st[i] = the statistics of series i of t (n series of reps values each, series-major). */
+void mpibench_summarise_series(double *t, int n, int reps, mpibench_stats *st);
 /* {"median", "min", "max", "p10", "p90"} of s in microseconds. */
 json_t *mpibench_stats_json(const mpibench_stats *s);
 /* The JSON document's context: bench, date (UTC), commit, command line,
