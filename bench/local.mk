@@ -40,7 +40,7 @@ bench_cplab_ceilings_bench_LDADD = $(CPLAB_KERNEL_LIBS) $(CPLAB_CORE_LIBS)
 endif
 EXTRA_DIST += bench/run-gpu-gather.sh bench/run-gpu-ceilings.sh bench/run-gpu-layers.sh bench/gpu-run-env.sh
 CLEANFILES += $(EXTRA_PROGRAMS)
-EXTRA_DIST += bench/README.md bench/run-cpu.sh bench/run-numeric.sh bench/results
+EXTRA_DIST += bench/README.md bench/NOTES.md bench/run-cpu.sh bench/run-numeric.sh bench/results
 
 .PHONY: bench
 bench: $(EXTRA_PROGRAMS) bench/cplab-bench$(EXEEXT) $(MPI_BENCH_PROGS)
