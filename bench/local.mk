@@ -38,7 +38,7 @@ bench_cplab_ceilings_bench_SOURCES = bench/ceilings_bench.c
 bench_cplab_ceilings_bench_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) -I$(top_srcdir)/kernels
 bench_cplab_ceilings_bench_LDADD = $(CPLAB_KERNEL_LIBS) $(CPLAB_CORE_LIBS)
 endif
-EXTRA_DIST += bench/run-gpu-gather.sh bench/run-gpu-ceilings.sh bench/run-gpu-layers.sh bench/gpu-run-env.sh
+EXTRA_DIST += bench/run-gpu-gather.sh bench/run-gpu-moe.sh bench/run-gpu-ceilings.sh bench/run-gpu-layers.sh bench/gpu-run-env.sh
 CLEANFILES += $(EXTRA_PROGRAMS)
 EXTRA_DIST += bench/README.md bench/NOTES.md bench/run-cpu.sh bench/run-numeric.sh bench/results
 

@@ -66,6 +66,11 @@ if [ "${CPLAB_GATHER_BENCH:-1}" != 0 ] && [ "${gpus:-0}" -ge 2 ] && [ -f bench/r
   make -j16 bench >"$out/bench-build.log" 2>&1 && sh bench/run-gpu-gather.sh . "$out" "$gpus" >"$out/gather-bench.log" 2>&1 || status=$?
   tail -12 "$out/gather-bench.log"
 fi
+# The MoE block's general and fast PCP paths, checked and timed on every GPU.
+if [ "${CPLAB_MOE_BENCH:-1}" != 0 ] && [ "${gpus:-0}" -ge 2 ] && [ -f bench/run-gpu-moe.sh ]; then
+  make -j16 bench >>"$out/bench-build.log" 2>&1 && sh bench/run-gpu-moe.sh . "$out" "$gpus" >"$out/moe-bench.log" 2>&1 || status=$?
+  tail -8 "$out/moe-bench.log"
+fi
 # The card's ceilings (copy bandwidth, cuBLASLt bf16/fp8 GEMM), for the kernel benchmarks.
 if [ "${CPLAB_CEILINGS:-1}" != 0 ] && [ -f bench/run-gpu-ceilings.sh ]; then
   make -j16 bench >>"$out/bench-build.log" 2>&1 && sh bench/run-gpu-ceilings.sh . "$out" >"$out/ceilings.log" 2>&1 || status=$?

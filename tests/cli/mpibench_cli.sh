@@ -29,6 +29,13 @@ expect_exit 0 "cplab-gather-bench --help" "$GATHER" --help
 expect_exit 2 "cplab-gather-bench --rows 0" "$GATHER" --rows 0
 expect_grep "$WORK/err" "\-\-rows: '0' is not a count" "the refusal names --rows"
 
+# The node script refuses what it cannot run.
+expect_exit 2 "run-gpu-moe.sh without arguments" sh "$top_srcdir/bench/run-gpu-moe.sh"
+expect_exit 2 "run-gpu-moe.sh without cplab-moe-bench" sh "$top_srcdir/bench/run-gpu-moe.sh" "$WORK/none" "$WORK/o"
+expect_grep "$WORK/err" "cplab-moe-bench is missing" "the missing program is named"
+expect_exit 2 "run-gpu-moe.sh with NP not a number" sh "$top_srcdir/bench/run-gpu-moe.sh" "$top_builddir" "$WORK/o" two
+expect_grep "$WORK/err" "is not a positive number" "a bad rank count is refused"
+
 # Without a GPU, the set-up's refusal (and no NCCL call).
 if ! "$top_builddir/tests/gpu/gpu_probe" >/dev/null 2>&1; then
   for prog in "$MOE" "$GATHER"; do
