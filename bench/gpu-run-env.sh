@@ -10,6 +10,11 @@
 #                                tests/local.mk's AM_TESTS_ENVIRONMENT: Open MPI
 #                                as root without ssh, NVLink multicast off (never
 #                                on shared GPU hosts)
+#   gpu_mpi_setup NAME ARGS...   the MPI runners' BUILD_DIR OUT_DIR [NP]: exit 2
+#                                with the usage unless 2 or 3 arguments; $build,
+#                                $out (made), $prog (NAME, built with CUDA and
+#                                NCCL), $np (NP or the GPUs listed), the MPI
+#                                environment
 
 gpu_program() {
   prog=$1/bench/$2
@@ -37,4 +42,19 @@ gpu_mpi_env() {
   OMPI_MCA_btl_vader_single_copy_mechanism=none NCCL_NVLS_ENABLE=0
   export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM OMPI_MCA_rmaps_base_oversubscribe \
     OMPI_MCA_plm OMPI_MCA_btl_vader_single_copy_mechanism NCCL_NVLS_ENABLE
+}
+
+gpu_mpi_setup() {
+  name=$1
+  shift
+  if [ $# -lt 2 ] || [ $# -gt 3 ]; then
+    echo "usage: $0 BUILD_DIR OUT_DIR [NP]" >&2
+    exit 2
+  fi
+  build=$1 out=$2
+  gpu_program "$build" "$name" "--with-cuda --with-nccl"
+  if [ $# -eq 3 ]; then gpu_count "$3"; else gpu_count; fi
+  np=$ngpu
+  gpu_mpi_env "$build"
+  mkdir -p "$out"
 }

@@ -6,17 +6,8 @@
 # OUT_DIR/gather-bench-np<N>.json (the program's -o) and .txt (its table).
 # Needs a build configured with CUDA and NCCL (`make -C BUILD_DIR bench`).
 set -eu
-if [ $# -lt 2 ] || [ $# -gt 3 ]; then
-  echo "usage: $0 BUILD_DIR OUT_DIR [NP]" >&2
-  exit 2
-fi
-build=$1 out=$2
 . "$(dirname "$0")/gpu-run-env.sh"
-gpu_program "$build" cplab-gather-bench "--with-cuda --with-nccl"
-if [ $# -eq 3 ]; then gpu_count "$3"; else gpu_count; fi
-np=$ngpu
-gpu_mpi_env "$build"
-mkdir -p "$out"
+gpu_mpi_setup cplab-gather-bench "$@"
 status=0
 # bench N: one run with N ranks; its table goes to the .txt and the terminal.
 bench() {

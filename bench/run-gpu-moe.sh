@@ -7,17 +7,8 @@
 # Writes OUT_DIR/moe-PRESET-np<N>.json (the program's -o) and .txt (its table).
 # Needs a build configured with CUDA and NCCL (`make -C BUILD_DIR bench`).
 set -eu
-if [ $# -lt 2 ] || [ $# -gt 3 ]; then
-  echo "usage: $0 BUILD_DIR OUT_DIR [NP]" >&2
-  exit 2
-fi
-build=$1 out=$2
 . "$(dirname "$0")/gpu-run-env.sh"
-gpu_program "$build" cplab-moe-bench "--with-cuda --with-nccl"
-if [ $# -eq 3 ]; then gpu_count "$3"; else gpu_count; fi
-np=$ngpu
-gpu_mpi_env "$build"
-mkdir -p "$out"
+gpu_mpi_setup cplab-moe-bench "$@"
 status=0
 for preset in glm-5 deepseek-v3.2; do
   base=$out/moe-$preset-np$np
