@@ -1,8 +1,8 @@
 /* GPU test: sparse MLA attention and the DCP combine against sim/reference.h.
  *   - prefill (cplab_sparse_mla_prefill) over a workspace gathered from
  *     generated cache entries, queries from cplab_gen_mla_query: GLM-5-like
- *     (64 heads, k = 2048) and small (20 heads: a partial head group,
- *     k = 64, duplicates), rows with -1, out-of-range and all -1 (empty)
+ *     (64 heads, k = 2048) and small (20 heads, k = 64, duplicates), rows
+ *     with -1, out-of-range and all -1 (empty)
  *     indices: out within 2e-3 relative (L2 norm per row and head) of
  *     sim_attention, lse within 2e-3 absolute, empty rows lse -inf / out 0;
  *   - decode (cplab_sparse_mla_decode) over the fp8 cache with -1 slots and
@@ -13,7 +13,9 @@
  *     shards; and decode split over DCP shards + combine equal to the
  *     unsplit decode (1e-5 relative);
  *   - batch invariance: 64 rows of 64 heads in one call and in calls of 40,
- *     20, 2 and 1 rows (the kernel's head groups of 16, 8, 4 and 2) give
+ *     20, 2 and 1 rows (the kernel's head groups of 16, 8, 4 and 2), and 128
+ *     rows of 20 heads in one call and in calls of 100, 27 and 1 rows
+ *     (groups of 16 and 8 with a partial last group, and of 2), give
  *     bit-identical outputs and lse. */
 #include <inttypes.h>
 #include <math.h>
@@ -384,14 +386,24 @@ static void check_split_decode(uint64_t *rng, kvset *s, float scale) {
 }
 
 /* A row's result is the same bits batched or alone: the kernel picks its
- * head group from the grid (16 heads a block for 64 rows of 64 heads, 8 for
- * 40 rows, 4 for 20, 2 for one), and cplab-bench's batched pass is checked
- * bit for bit against cplab-exec's row-by-row one. */
-static void check_batch_invariance(uint64_t *rng, const kvset *s, float scale) {
-  enum { M = 64, H = 64, K = 256 };
-  static const int parts[][2] = {{0, 40}, {40, 20}, {60, 1}, {61, 1}, {62, 2}};
-  int kinds[M];
-  for (int i = 0; i < M; i++) kinds[i] = i == 7 ? 2 : i % 4 == 1 ? 1 : 0; /* one empty row */
+ * head group from the grid (the largest of 16, 8, 4, 2 giving 256 blocks),
+ * and cplab-bench's batched pass is checked bit for bit against
+ * cplab-exec's row-by-row one. The m rows of H heads run in one call, then
+ * in the calls `parts` lists ({first row, rows}, covering all m), and both
+ * results must be the same bits; the one-call result is also checked
+ * against the reference. */
+typedef struct batch_case {
+  const char *what; /* the head groups the calls use */
+  int64_t m;
+  int heads, k, nparts;
+  int parts[6][2];
+} batch_case;
+
+static void check_batch_invariance(uint64_t *rng, const kvset *s, float scale, const batch_case *b) {
+  int64_t M = b->m;
+  int H = b->heads, K = b->k;
+  int *kinds = kt_host((size_t)M * sizeof *kinds);
+  for (int64_t i = 0; i < M; i++) kinds[i] = i == 7 ? 2 : i % 4 == 1 ? 1 : 0; /* one empty row */
   att_case c = {.name = "batch", .m = M, .heads = H, .k = K};
   make_case(rng, &c, kinds, s->filled, s->num_slots);
   att_result all;
@@ -399,8 +411,8 @@ static void check_batch_invariance(uint64_t *rng, const kvset *s, float scale) {
   size_t row_out = (size_t)H * DV;
   float *d_out = kt_dev(M * row_out * 4), *d_lse = kt_dev((size_t)M * H * 4);
   float *out = kt_host(M * row_out * 4), *lse = kt_host((size_t)M * H * 4);
-  for (size_t p = 0; p < sizeof parts / sizeof *parts; p++) {
-    int64_t r0 = parts[p][0], n = parts[p][1];
+  for (int p = 0; p < b->nparts; p++) {
+    int64_t r0 = b->parts[p][0], n = b->parts[p][1];
     kt_ok(cplab_sparse_mla_prefill(c.d_q + r0 * H * DQK, n, H, s->d_ws, s->num_slots, c.d_idx + r0 * K, K, scale,
                                    d_out + r0 * row_out, d_lse + r0 * H, NULL, kt_diag()),
           "cplab_sparse_mla_prefill");
@@ -409,14 +421,17 @@ static void check_batch_invariance(uint64_t *rng, const kvset *s, float scale) {
   kt_down(out, d_out, M * row_out * 4);
   kt_down(lse, d_lse, (size_t)M * H * 4);
   int differ = 0;
-  for (int i = 0; i < M; i++)
+  for (int64_t i = 0; i < M; i++)
     differ += memcmp(out + i * row_out, all.out + i * row_out, row_out * 4) != 0 ||
               memcmp(lse + (size_t)i * H, all.lse + (size_t)i * H, (size_t)H * 4) != 0;
   kt_check(differ == 0,
-           "prefill: %d rows x %d heads, k %d, in one call and in calls of 40, 20, 2 and 1 rows (head groups of 16, "
-           "8, 4 and 2): bit-identical outputs and lse (%d rows differ)",
-           M, H, K, differ);
-  check_reference(&c, s, s->num_slots, scale, &all, "prefill 64 rows x 64 heads (head groups of 16)");
+           "prefill: %" PRId64 " rows x %d heads, k %d, in one call and in %d smaller calls (%s): bit-identical "
+           "outputs and lse (%d rows differ)",
+           M, H, K, b->nparts, b->what, differ);
+  char name[96];
+  snprintf(name, sizeof name, "prefill %" PRId64 " rows x %d heads in one call", M, H);
+  check_reference(&c, s, s->num_slots, scale, &all, name);
+  free(kinds);
   free(out);
   free(lse);
   kt_free(d_out);
@@ -441,7 +456,15 @@ int main(void) {
   check_combine(&rng, 4, 6, 8);
   check_combine(&rng, 1, 6, 8);
   check_split_decode(&rng, &big, scale);
-  check_batch_invariance(&rng, &big, scale);
+  /* 64 heads: groups of 16 in one call, 8, 4 and 2 in the parts. 20 heads:
+   * 128 rows give groups of 16 (one of them 4 heads short), 100 rows of 8
+   * (one short by 4), fewer rows of 2. */
+  static const batch_case wide = {"head groups of 8, 4, 2 and 2", 64, 64, 256, 5,
+                                  {{0, 40}, {40, 20}, {60, 1}, {61, 1}, {62, 2}}};
+  static const batch_case partial = {"partial head groups of 16 and 8, then groups of 2", 128, 20, 64, 3,
+                                     {{0, 100}, {100, 27}, {127, 1}}};
+  check_batch_invariance(&rng, &big, scale, &wide);
+  check_batch_invariance(&rng, &small, scale, &partial);
   free_kvset(&big);
   free_kvset(&small);
   return kt_end();
