@@ -2,10 +2,13 @@
 // cache): one kernel body, two row loaders. Contracts in cplab_kernels.h.
 //
 // A block takes one query row and a group of HG heads, and walks the row's
-// k indices in tiles of ATT_TK = 32 (one per lane) with an online softmax in
-// fp32:
-//   1. the tile's indices -> shared; a tile with no valid index is skipped
-//      (it would multiply by 1 and add 0: skipping changes no bit);
+// valid indices in tiles of ATT_TK = 32 (one per lane) with an online
+// softmax in fp32:
+//   1. the tile's indices -> shared: the next 32 valid entries of the row's
+//      list, in list order (the last tile padded with -1). The block scans
+//      the list 256 entries at a time into a queue in shared memory, so a
+//      row whose entries are mostly -1 (a DCP rank's decode rows: other
+//      ranks' tokens) costs tiles for its own entries only;
 //   2. the 32 rows -> shared as bf16 (invalid rows zero, so 0 · v stays 0);
 //   3. scores: the 576 columns are cut in 8 chunks of 36 words, warp w owns
 //      chunk w, lane j row j: the lane's partial dot products of its row
@@ -50,6 +53,9 @@ struct att_smem {
   float corr[ATT_HG];
   float m[ATT_HG], l[ATT_HG];
   int64_t idx[ATT_TK];
+  int64_t queue[ATT_THREADS + ATT_TK]; // valid entries not yet in a tile: < 32 before a scan adds <= 256
+  int warp_valid[ATT_WARPS];            // a scan's valid entries per warp
+  int queued;                           // entries in the queue
 };
 
 // The loaders move a tile's 32 rows into shared memory in 16-byte chunks,
@@ -257,6 +263,38 @@ static __device__ void att_store(const att_smem *s, float acc[HG][2], int64_t ro
   if (t < nh) lse[row * heads + h0 + t] = s->l[t] > 0.0f ? s->m[t] + logf(s->l[t]) : -INFINITY;
 }
 
+// Step 1's scan: append the valid entries among list[pos .. pos + 256) to
+// the queue, in list order (a ballot and a prefix over the warps).
+template <typename Loader>
+static __device__ void att_scan(att_smem *s, const Loader &loader, const int32_t *list, int k, int pos) {
+  int e = pos + (int)threadIdx.x, lane = threadIdx.x % 32, w = threadIdx.x / 32;
+  int64_t i = e < k ? (int64_t)list[e] : -1;
+  bool valid = loader.valid(i);
+  unsigned ballot = __ballot_sync(0xFFFFFFFFu, valid);
+  if (lane == 0) s->warp_valid[w] = __popc(ballot);
+  int base = s->queued;
+  __syncthreads();
+  int at = base + __popc(ballot & ((1u << lane) - 1u)), total = 0;
+  for (int v = 0; v < ATT_WARPS; v++) {
+    if (v < w) at += s->warp_valid[v];
+    total += s->warp_valid[v];
+  }
+  if (valid) s->queue[at] = i;
+  __syncthreads(); // every thread has read the counts and the old length
+  if (threadIdx.x == 0) s->queued = base + total;
+  __syncthreads();
+}
+
+// After a tile of n entries: the queue's remaining entries move to its front.
+static __device__ void att_dequeue(att_smem *s, int n) {
+  int rest = s->queued - n;
+  int64_t v = (int)threadIdx.x < rest ? s->queue[n + threadIdx.x] : 0;
+  __syncthreads();
+  if ((int)threadIdx.x < rest) s->queue[threadIdx.x] = v;
+  if (threadIdx.x == 0) s->queued = rest;
+  __syncthreads();
+}
+
 template <typename Loader, int HG>
 __global__ void __launch_bounds__(ATT_THREADS)
     att_kernel(const uint16_t *q, int heads, Loader loader, const int32_t *idx, int k, float scale, float *out,
@@ -270,16 +308,16 @@ __global__ void __launch_bounds__(ATT_THREADS)
   float acc[HG][2];
 #pragma unroll
   for (int h = 0; h < HG; h++) acc[h][0] = acc[h][1] = 0.0f;
-  for (int t0 = 0; t0 < k; t0 += ATT_TK) {
-    __syncthreads(); // the previous tile is consumed (and q is loaded)
-    bool valid = false;
-    if (threadIdx.x < ATT_TK) {
-      int e = t0 + (int)threadIdx.x;
-      int64_t i = e < k ? (int64_t)idx[row * k + e] : -1;
-      valid = loader.valid(i);
-      s->idx[threadIdx.x] = valid ? i : -1;
-    }
-    if (!__syncthreads_or(valid)) continue;
+  const int32_t *list = idx + row * k;
+  int pos = 0; // the next entry of the list to scan (the same in every thread)
+  if (threadIdx.x == 0) s->queued = 0;
+  __syncthreads(); // q is loaded, the queue empty
+  for (;;) {
+    for (; s->queued < ATT_TK && pos < k; pos += ATT_THREADS) att_scan(s, loader, list, k, pos);
+    int n = min(s->queued, ATT_TK);
+    if (n == 0) break;
+    if (threadIdx.x < ATT_TK) s->idx[threadIdx.x] = (int)threadIdx.x < n ? s->queue[threadIdx.x] : -1;
+    __syncthreads();
     att_load_tile<Loader, HG == ATT_HG ? 1 : Loader::per_thread>(loader, s);
     __syncthreads();
     att_partials<HG>(s);
@@ -288,6 +326,7 @@ __global__ void __launch_bounds__(ATT_THREADS)
     if (w + ATT_WARPS < HG) att_score(s, w + ATT_WARPS, scale, &b);
     __syncthreads();
     att_accumulate<HG>(s, acc);
+    att_dequeue(s, n);
   }
   if (threadIdx.x % 32 == 0) {
     if (w < HG) s->m[w] = a.m, s->l[w] = a.l;

@@ -240,10 +240,10 @@ int cplab_convert_decode_topk(const int32_t *topk, int64_t m, int k, const int32
  *   s_j = scale · q[i][h] · ws[j],  out[i][h] = sum_j softmax(s)_j · ws[j][0..512),
  *   lse[i][h] = log(sum_j exp(s_j))   (natural log)
  * out fp32 [m][heads][512], lse fp32 [m][heads]; fp32 accumulation, online
- * softmax over tiles of 32 indices in index order. A row with no valid index:
- * lse = -inf, out = 0. Duplicate indices count as often as they appear. A
- * row's results do not depend on the other rows of the call: the same bits
- * whether it runs alone or in any batch. */
+ * softmax over tiles of the next 32 valid indices in index order. A row with
+ * no valid index: lse = -inf, out = 0. Duplicate indices count as often as
+ * they appear. A row's results do not depend on the other rows of the call:
+ * the same bits whether it runs alone or in any batch. */
 int cplab_sparse_mla_prefill(const uint16_t *q, int64_t m, int heads, const uint16_t *workspace, int64_t rows,
                              const int32_t *idx, int k, float scale, float *out, float *lse, void *stream,
                              cplab_diag *d);
