@@ -23,10 +23,17 @@ MPI_BENCH_LIBS = $(CPLAB_KERNEL_LIBS) $(NCCL_LIBS) $(CUDA_LIBS) $(CPLAB_CORE_LIB
 bench_cplab_gather_bench_SOURCES = bench/gather_bench.c bench/mpibench.c bench/mpibench.h
 bench_cplab_gather_bench_CPPFLAGS = $(MPI_BENCH_CPPFLAGS)
 bench_cplab_gather_bench_LDADD = $(MPI_BENCH_LIBS)
-bench_cplab_moe_bench_SOURCES = bench/moe_bench.c bench/mpibench.c bench/mpibench.h
+bench_cplab_moe_bench_SOURCES = bench/moe_bench.c bench/moe_compare.c bench/moe_compare.h bench/mpibench.c bench/mpibench.h
 bench_cplab_moe_bench_CPPFLAGS = $(MPI_BENCH_CPPFLAGS)
 bench_cplab_moe_bench_LDADD = $(MPI_BENCH_LIBS)
 endif
+# cplab-moe-bench's comparison of the two paths (host arrays) is unit-tested everywhere.
+check_PROGRAMS += tests/unit/test_moe_compare
+TESTS += tests/unit/test_moe_compare
+tests_unit_test_moe_compare_SOURCES = tests/unit/test_moe_compare.c tests/unit/testutil.h bench/moe_compare.c \
+	bench/moe_compare.h
+tests_unit_test_moe_compare_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/bench
+tests_unit_test_moe_compare_LDADD = $(TEST_UNIT_LIBS)
 # Their command lines (no GPU needed), and the MoE paths' check on GPUs.
 TESTS += tests/cli/mpibench_cli.sh tests/gpu/gpu_moe_paths.sh
 EXTRA_DIST += tests/cli/mpibench_cli.sh tests/gpu/gpu_moe_paths.sh

@@ -26,7 +26,6 @@
  * failed check.
  */
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +34,7 @@
 #include "cplab/model.h"
 #include "cplab_kernels.h"
 #include "cplab_moe.h"
+#include "moe_compare.h"
 #include "mpibench.h"
 
 #define PROG "cplab-moe-bench"
@@ -43,8 +43,6 @@ const char mpibench_prog[] = PROG;
 #define X_TENSOR 0x6d6f6578u        /* cplab_gen_bf16's tensor id of x */
 #define MAX_BATCHES 16
 #define MAX_ROWS (1 << 16)
-#define TOL_REL 3e-2 /* test_gpu_moe's per-element allowance, in (|ref| + row rms) */
-#define TOL_COS 1e-4 /* and its cos_diff bound */
 
 enum { OP_GENERAL, OP_FAST, OP_GENERAL_MOE, OP_FAST_MOE, NOPS };
 static const char *const op_key[NOPS] = {"general", "fast", "general_moe_only", "fast_moe_only"};
@@ -67,12 +65,6 @@ typedef struct bufs { /* one batch's buffers and plans on this rank */
   cplab_moe_plan *plan_all, *plan_n;
   cudaGraphExec_t graph[NOPS];
 } bufs;
-
-typedef struct verdict { /* one batch's check on this rank */
-  int64_t elems, identical, route_differs, near_ties, bad_rows; /* bad: differ beyond a near-tie */
-  int values_bad;                                                /* a compared value beyond tolerance */
-  double worst, cos_diff; /* worst error / allowance over the compared rows */
-} verdict;
 
 /* ---- options ---------------------------------------------------------------- */
 
@@ -210,39 +202,12 @@ static void capture(const mpibench_ctx *c, int64_t dim, bufs *b) {
 
 /* ---- the check ---------------------------------------------------------------------- */
 
-static float bf16_value(uint16_t h) {
-  uint32_t u = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-/* Whether two top-k lists of one row differ only at a near-tie: every expert
- * chosen by one side alone has, in both sides' logits, a logit within
- * 2^-6 (a few bf16 steps) of that side's k-th largest chosen logit. */
-static int near_tie(const int32_t *ea, const int32_t *eb, const uint16_t *la, const uint16_t *lb, int k) {
-  const int32_t *lists[2] = {ea, eb};
-  const uint16_t *logits[2] = {la, lb};
-  for (int s = 0; s < 2; s++) {
-    float kth = bf16_value(logits[s][lists[s][k - 1]]);
-    double slack = ldexp(fabs(kth), -6) + 1e-6;
-    for (int side = 0; side < 2; side++)
-      for (int j = 0; j < k; j++) {
-        int e = lists[side][j], in_both = 0;
-        for (int i = 0; i < k; i++) in_both |= lists[!side][i] == e;
-        if (!in_both && fabs(bf16_value(logits[s][e]) - kth) > slack) return 0;
-      }
-  }
-  return 1;
-}
-
 /* Run both paths once on poisoned outputs and compare on this rank. */
-static verdict check_batch(const mpibench_ctx *c, const cplab_moe_shape *sh, bufs *b) {
+static moe_verdict check_batch(const mpibench_ctx *c, const cplab_moe_shape *sh, bufs *b) {
   cplab_diag d = {0};
   int64_t n = b->n, dim = sh->dim, E = sh->experts;
   int k = sh->top_k;
   size_t count = (size_t)(n * dim);
-  verdict v = {.elems = (int64_t)count};
   mpibench_ck_lab(cplab_poison_bytes(b->out_general, count * sizeof(float), 0xFF, c->stream, &d), &d);
   mpibench_ck_lab(cplab_poison_bytes(b->out_fast, count * sizeof(float), 0xFF, c->stream, &d), &d);
   run_op(c, dim, b, OP_GENERAL);
@@ -264,28 +229,8 @@ static verdict check_batch(const mpibench_ctx *c, const cplab_moe_shape *sh, buf
   mpibench_ck_lab(cplab_moe_plan_routing(b->plan_n, &dev_e, NULL, &dev_l, &d), &d);
   mpibench_ck_lab(cplab_dev_download(ef, dev_e, (size_t)(n * k) * sizeof *ef, &d), &d);
   mpibench_ck_lab(cplab_dev_download(lf, dev_l, (size_t)(n * E) * sizeof *lf, &d), &d);
-  double dot = 0, sq = 0;
-  for (int64_t r = 0; r < n; r++) {
-    const float *gr = g + r * dim, *fr = f + r * dim;
-    if (memcmp(eg + r * k, ef + r * k, (size_t)k * sizeof *eg) != 0) {
-      v.route_differs++;
-      if (near_tie(eg + r * k, ef + r * k, lg + r * E, lf + r * E, k)) v.near_ties++;
-      else v.bad_rows++;
-      continue;
-    }
-    double ms = 0;
-    for (int64_t i = 0; i < dim; i++) ms += (double)fr[i] * fr[i];
-    double rms = sqrt(ms / (double)dim);
-    for (int64_t i = 0; i < dim; i++) {
-      double a = gr[i], ref = fr[i], err = fabs(a - ref), allow = TOL_REL * (fabs(ref) + rms);
-      v.identical += memcmp(&gr[i], &fr[i], sizeof(float)) == 0;
-      double ratio = allow > 0 ? err / allow : err > 0 ? INFINITY : 0;
-      v.worst = fmax(v.worst, isnan(a) || isnan(ref) ? INFINITY : ratio);
-      dot += a * ref, sq += a * a + ref * ref;
-    }
-  }
-  v.cos_diff = sq > 0 ? 1 - 2 * dot / sq : 0;
-  v.values_bad = !(v.cos_diff <= TOL_COS) || !(v.worst <= 1);
+  moe_side gen = {g, eg, lg}, fst = {f, ef, lf};
+  moe_verdict v = moe_compare(&gen, &fst, n, dim, (int)E, k);
   free(g), free(f), free(eg), free(ef), free(lg), free(lf);
   return v;
 }
@@ -338,14 +283,14 @@ static void print_header(const mpibench_ctx *c, const opts *o) {
   fflush(stdout);
 }
 
-static void print_verdict(const mpibench_ctx *c, int64_t n, const verdict *v) {
+static void print_verdict(const mpibench_ctx *c, int64_t n, const moe_verdict *v) {
   printf("# rows %lld, rank %d: fast == general within tolerance: %lld of %lld elements bit-identical, worst error "
          "%.3g of the allowance, cos_diff %.2e; routing equal on %lld of %lld rows (%lld near-ties excluded)\n",
          (long long)n, c->rank, (long long)v->identical, (long long)v->elems, v->worst, v->cos_diff,
          (long long)(n - v->route_differs), (long long)n, (long long)v->near_ties);
 }
 
-static json_t *report_batch(const bufs *b, const verdict *v, const mpibench_stats *st) {
+static json_t *report_batch(const bufs *b, const moe_verdict *v, const mpibench_stats *st) {
   json_t *r = json_pack("{s:I, s:I, s:{s:I, s:I, s:f, s:f, s:I, s:I}}", "rows_per_rank", (json_int_t)b->n,
                         "rows_gathered", (json_int_t)b->rows_all, "check_rank0", "elements", (json_int_t)v->elems,
                         "bit_identical", (json_int_t)v->identical, "worst_error_of_allowance", v->worst, "cos_diff",
@@ -373,8 +318,8 @@ static int bench_batch(const mpibench_ctx *c, const opts *o, cplab_moe *moe, cpl
                        json_t *results) {
   bufs b;
   setup_batch(c, moe, gemm, n, &b);
-  verdict v = check_batch(c, &o->shape, &b);
-  int bad = v.bad_rows > 0 || v.values_bad, total = 0;
+  moe_verdict v = check_batch(c, &o->shape, &b);
+  int bad = !moe_verdict_ok(&v), total = 0;
   CK_MPI(MPI_Allreduce(&bad, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
   if (bad) {
     fprintf(stderr, PROG ": error: rank %d, %lld rows: the fast path's output differs from the general path's "
