@@ -568,8 +568,12 @@ static int piece_attention(engine_step *s, const engine_rank *k, cplab_diag *d) 
 typedef enum { SLICE_GOUT, SLICE_GLSE, SLICE_CAND, SLICE_CAND_SCORE } slice_field;
 
 static char *slice_base(const engine_rank *k, slice_field f) {
-  return f == SLICE_GOUT ? (char *)k->gout : f == SLICE_GLSE ? (char *)k->glse : f == SLICE_CAND ? (char *)k->cand
-                                                                                              : (char *)k->cand_score;
+  switch (f) {
+  case SLICE_GOUT: return (char *)k->gout;
+  case SLICE_GLSE: return (char *)k->glse;
+  case SLICE_CAND: return (char *)k->cand;
+  default: return (char *)k->cand_score;
+  }
 }
 
 static int copy_peer_slices(engine_step *s, const engine_rank *k, slice_field f, size_t slice, cplab_diag *d) {
