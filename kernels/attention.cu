@@ -1,5 +1,6 @@
-// Sparse MLA attention (prefill over a bf16 workspace, decode over the fp8
-// cache): one kernel body, two row loaders. Contracts in cplab_kernels.h.
+// Sparse MLA decode attention over the fp8 cache, on CUDA cores. Contract in
+// cplab_kernels.h (cplab_sparse_mla_decode). Prefill runs on tensor cores
+// (attention_prefill.cu); this kernel awaits its tensor-core successor.
 //
 // A block takes one query row and a group of HG heads, and walks the row's
 // valid indices in tiles of ATT_TK = 32 (one per lane) with an online
@@ -25,8 +26,9 @@
 // when there are rows enough to fill the GPU, down to 2 for a decode step of
 // one row, where 16 would leave all but a few SMs idle. A row gives the same
 // bits batched or alone, on any GPU.
-// Rows are dequantised by the decode loader with the gather's own function,
-// so decode and prefill over the same rows run identical arithmetic.
+// Rows are dequantised by the loader with the gather's own function
+// (kf_dequant4_bf16), so the rows this kernel sees are bit for bit the rows
+// cplab_gather_mla writes into a prefill workspace.
 #include <cuda_runtime.h>
 
 #include <math.h>
@@ -62,7 +64,7 @@ struct att_smem {
 // a fixed number per thread, F at a time: a thread issues F global loads
 // before it stores any. With few blocks (decode), the tile loop is
 // latency-bound and F is all of a thread's chunks, so a tile waits for one
-// memory latency, not one per chunk; with many blocks (prefill), other
+// memory latency, not one per chunk; with many blocks (large batches), other
 // blocks hide the latency and F = 1 keeps the registers for the head
 // group's accumulators.
 struct att_chunk {
@@ -82,29 +84,6 @@ static __device__ void att_load_tile(const Loader &loader, att_smem *s) {
     for (int u = 0; u < F; u++) loader.put(s, threadIdx.x + (u0 + u) * ATT_THREADS, v[u]);
   }
 }
-
-// Prefill rows: bf16 workspace rows, 72 16-byte chunks each.
-struct ws_loader {
-  static constexpr int chunks = CPLAB_MLA_ROW_DIM * 2 / 16, per_thread = ATT_TK * chunks / ATT_THREADS;
-  static_assert(ATT_TK * chunks % ATT_THREADS == 0, "whole chunks per thread");
-  const uint16_t *ws;
-  int64_t rows;
-  __device__ bool valid(int64_t i) const { return i >= 0 && i < rows; }
-  // Chunk c of the tile: part c % chunks of row c / chunks.
-  __device__ att_chunk fetch(const att_smem *s, int c) const {
-    int64_t i = s->idx[c / chunks];
-    att_chunk x = {make_uint4(0, 0, 0, 0), 0.0f};
-    if (i >= 0) x.v = ((const uint4 *)(ws + i * CPLAB_MLA_ROW_DIM))[c % chunks];
-    return x;
-  }
-  __device__ void put(att_smem *s, int c, att_chunk x) const {
-    uint32_t *dst = s->kv + (c / chunks) * ATT_KW + 4 * (c % chunks);
-    dst[0] = x.v.x;
-    dst[1] = x.v.y;
-    dst[2] = x.v.z;
-    dst[3] = x.v.w;
-  }
-};
 
 // Decode rows: 656-byte entries, 32 chunks of 16 e4m3 latent values
 // (dequantised with their tile's scale, 8 words each) and 8 chunks of RoPE
@@ -371,16 +350,6 @@ static int att_launch(const uint16_t *q, int64_t m, int heads, Loader loader, co
     case 4: return att_launch_hg<Loader, 4>(q, m, heads, loader, idx, k, scale, out, lse, stream, d, name);
     default: return att_launch_hg<Loader, 2>(q, m, heads, loader, idx, k, scale, out, lse, stream, d, name);
   }
-}
-
-extern "C" int cplab_sparse_mla_prefill(const uint16_t *q, int64_t m, int heads, const uint16_t *workspace,
-                                        int64_t rows, const int32_t *idx, int k, float scale, float *out, float *lse,
-                                        void *stream, cplab_diag *d) {
-  KCHECK_ARG(d, rows >= 0 && (workspace || rows == 0), "cplab_sparse_mla_prefill: bad workspace (%lld rows)",
-             (long long)rows);
-  KCHECK_ARG(d, kaligned(workspace, 16), "cplab_sparse_mla_prefill: workspace must be 16-byte aligned");
-  ws_loader loader = {workspace, rows};
-  return att_launch(q, m, heads, loader, idx, k, scale, out, lse, stream, d, "cplab_sparse_mla_prefill");
 }
 
 extern "C" int cplab_sparse_mla_decode(const uint16_t *q, int64_t m, int heads, const uint8_t *kv_cache,

@@ -17,7 +17,7 @@
  *   - row strides are the dense ones given by the shapes; the kernels load
  *     and store whole words, so caches and e4m3 tensors must be 4-byte, bf16
  *     outputs and fp32 attention outputs 8-byte, the prefill workspace, the
- *     decode attention's cache and the combine's buffers 16-byte aligned
+ *     decode attention's cache, the prefill attention's q and the combine's buffers 16-byte aligned
  *     (cudaMalloc gives 256);
  *   - CPLAB_EINVAL for bad sizes, NULL pointers or misaligned tensors,
  *     CPLAB_ECUDA for a failed CUDA call, CPLAB_EUNSUPPORTED for shapes beyond
@@ -239,11 +239,17 @@ int cplab_convert_decode_topk(const int32_t *topk, int64_t m, int k, const int32
  * and head h, over the selected rows j (values = their first 512 columns):
  *   s_j = scale · q[i][h] · ws[j],  out[i][h] = sum_j softmax(s)_j · ws[j][0..512),
  *   lse[i][h] = log(sum_j exp(s_j))   (natural log)
- * out fp32 [m][heads][512], lse fp32 [m][heads]; fp32 accumulation, online
- * softmax over tiles of the next 32 valid indices in index order. A row with
- * no valid index: lse = -inf, out = 0. Duplicate indices count as often as
- * they appear. A row's results do not depend on the other rows of the call:
- * the same bits whether it runs alone or in any batch. */
+ * out fp32 [m][heads][512], lse fp32 [m][heads]. Tensor cores: bf16
+ * products, fp32 accumulation, the softmax weights rounded to bf16 before
+ * they multiply the values (as FlashMLA does), online softmax over tiles
+ * of 64 consecutive list entries. Agreement with the double-precision
+ * reference is within analysis/policy.json's attn_out / attn_lse
+ * tolerances (tests/gpu/test_gpu_attention.c states the bounds it checks),
+ * not bit for bit with the decode kernel. A row with no valid index:
+ * lse = -inf, out = 0. Duplicate indices count as often as they appear.
+ * A row's results do not depend on the other rows of the call, nor on the
+ * head count: the same bits whether it runs alone or in any batch.
+ * q and the workspace 16-byte aligned (they are copied in 16-byte chunks). */
 int cplab_sparse_mla_prefill(const uint16_t *q, int64_t m, int heads, const uint16_t *workspace, int64_t rows,
                              const int32_t *idx, int k, float scale, float *out, float *lse, void *stream,
                              cplab_diag *d);
@@ -251,8 +257,10 @@ int cplab_sparse_mla_prefill(const uint16_t *q, int64_t m, int heads, const uint
 /* Decode over the local fp8 cache: as cplab_sparse_mla_prefill, with the rows
  * read from kv_cache (656-byte entries) at slot[i][j] (int32 [m][k], -1 =
  * skip, e.g. tokens another DCP rank owns) and dequantised on the fly exactly
- * as cplab_gather_mla does, so a decode over slots and a prefill over the
- * gathered rows of the same slots give bit-identical results. */
+ * as cplab_gather_mla does. CUDA cores, fp32 throughout (no bf16 rounding of
+ * the weights), online softmax over tiles of the next 32 valid entries in
+ * list order, so a DCP rank's row costs its own entries only. Batch
+ * invariant as the prefill kernel; q 4-byte aligned. */
 int cplab_sparse_mla_decode(const uint16_t *q, int64_t m, int heads, const uint8_t *kv_cache, int64_t num_slots,
                             const int32_t *slot, int k, float scale, float *out, float *lse, void *stream,
                             cplab_diag *d);

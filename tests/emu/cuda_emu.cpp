@@ -91,6 +91,10 @@ struct warp_state {
   int width = 32;
   uint64_t value[32], result[32];
   int arg[32];
+  // COLL_GATHER: every lane's value as the last lane found them. Written only
+  // when a gather completes, which needs every lane of the mask, so no lane
+  // can still be reading the previous one.
+  uint64_t gathered[32];
 };
 
 struct launch_state {
@@ -363,6 +367,7 @@ uint64_t warp_collective(collective kind, unsigned mask, uint64_t value, int arg
     return w.result[lane];
   }
   // The last lane: every lane's result, then release the others.
+  if (w.kind == COLL_GATHER) memcpy(w.gathered, w.value, sizeof w.gathered);
   for (int l = 0; l < 32; l++) {
     if (!(w.mask >> l & 1u)) continue;
     int base = l & ~(w.width - 1), src = l;
@@ -374,7 +379,9 @@ uint64_t warp_collective(collective kind, unsigned mask, uint64_t value, int arg
     default: break;
     }
     if (w.kind == COLL_SHFL_XOR && (src < base || src >= base + w.width)) src = l;
-    if (w.kind == COLL_BALLOT) {
+    if (w.kind == COLL_GATHER) {
+      w.result[l] = (uint64_t)(uintptr_t)w.gathered;
+    } else if (w.kind == COLL_BALLOT) {
       unsigned b = 0;
       for (int j = 0; j < 32; j++)
         if ((w.mask >> j & 1u) && w.value[j]) b |= 1u << j;
@@ -395,6 +402,16 @@ uint64_t warp_collective(collective kind, unsigned mask, uint64_t value, int arg
 }
 
 void *dynamic_shared(void) { return L.dyn_smem; }
+
+const uint64_t *warp_gather(unsigned mask, uint64_t value) {
+  return (const uint64_t *)(uintptr_t)warp_collective(COLL_GATHER, mask, value, 0, 32);
+}
+
+bool is_shared_range(const void *p, size_t bytes) {
+  const unsigned char *c = (const unsigned char *)p;
+  if (L.dyn_smem && c >= L.dyn_smem && c + bytes <= L.dyn_smem + L.dyn_bytes) return true;
+  return c >= __start_cuda_emu_shared && c + bytes <= __stop_cuda_emu_shared;
+}
 
 namespace {
 std::map<const void *, int> &smem_limits() {

@@ -78,6 +78,9 @@
 // launches from several host threads at once (the runtime is not
 // thread-safe; the tests launch from one thread).
 // printf in a kernel prints in the emulation's schedule order.
+// Tensor-core instructions (mma.sync, ldmatrix, cp.async) are modelled from
+// the PTX ISA's fragment layouts in include/cuda_emu_mma.h, behind the device
+// functions of kernels/mma.cuh; see there for what the models check.
 #ifndef CPLAB_TESTS_EMU_CUDA_EMU_H
 #define CPLAB_TESTS_EMU_CUDA_EMU_H
 
@@ -89,12 +92,16 @@
 #include <tuple>
 #include <type_traits>
 
+// Kernel headers that have an emulated path (kernels/mma.cuh) test this.
+#define CPLAB_CUDA_EMU 1
+
 // ---- qualifiers ------------------------------------------------------------------
+// Only CUDA's own keywords, never a name the C or C++ library uses (libstdc++
+// writes __attribute__((__noinline__)): a __noinline__ macro broke it).
 #define __global__
 #define __device__
 #define __host__
 #define __forceinline__ inline
-#define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...)
 #define __restrict__ __restrict
 #define __align__(n) alignas(n)
@@ -229,12 +236,19 @@ typedef void (*thread_body)(void *ctx);
 void launch_erased(const void *kernel, const char *name, dim3 grid, dim3 block, size_t smem, thread_body body,
                    void *ctx);
 // Warp and block collectives.
-enum collective { COLL_SHFL_IDX, COLL_SHFL_XOR, COLL_SHFL_UP, COLL_SHFL_DOWN, COLL_BALLOT, COLL_SYNCWARP };
+enum collective { COLL_SHFL_IDX, COLL_SHFL_XOR, COLL_SHFL_UP, COLL_SHFL_DOWN, COLL_BALLOT, COLL_SYNCWARP, COLL_GATHER };
 uint64_t warp_collective(collective kind, unsigned mask, uint64_t value, int arg, int width);
 enum block_reduce { BAR_PLAIN, BAR_COUNT, BAR_AND, BAR_OR };
 int block_barrier(block_reduce kind, int pred);
 // Is p inside a cudaMalloc'd allocation (bytes of it)?
 bool is_device_range(const void *p, size_t bytes);
+// Is p inside the block's shared memory (static or dynamic, bytes of it)?
+bool is_shared_range(const void *p, size_t bytes);
+// Every lane of mask gives a value and gets the array of all 32 lanes'
+// values (lanes outside the mask: stale). The array stays valid until the
+// calling lane's next warp collective; the warp-wide matrix instructions of
+// cuda_emu_mma.h exchange their fragments through it.
+const uint64_t *warp_gather(unsigned mask, uint64_t value);
 
 // The parameters of kernel k from the launch's arguments, converted as a call
 // converts them (the arguments are not deduced: NULL for a pointer works).

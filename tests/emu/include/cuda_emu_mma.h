@@ -1,0 +1,151 @@
+// tests/emu/include/cuda_emu_mma.h: CPU models of the warp-wide tensor-core
+// instructions behind kernels/mma.cuh (the only header that includes this
+// one), written from the PTX ISA's fragment layouts ("Warp-level matrix
+// fragment mma.m16n8k16", "ldmatrix", "cp.async"). Same names and
+// signatures as mma.cuh's device path.
+//
+// Fragments: lane l is in group g = l / 4 with index t = l % 4 in its group.
+//   A (16 x 16 bf16, row-major), 4 words a0..a3 of two bf16 (low half first):
+//     a0 = A[g][2t, 2t+1], a1 = A[g+8][2t, 2t+1],
+//     a2 = A[g][2t+8, 2t+9], a3 = A[g+8][2t+8, 2t+9];
+//   B (16 x 8 bf16, "col"), 2 words: b0 = B[2t, 2t+1][g], b1 = B[2t+8, 2t+9][g];
+//   C, D (16 x 8 fp32): c0, c1 = C[g][2t, 2t+1], c2, c3 = C[g+8][2t, 2t+1].
+//   ldmatrix .x4: lanes 8i .. 8i+7 give the row addresses of 8x8 matrix i
+//     (16 bytes a row, 16-byte aligned, in shared memory); register i of
+//     lane l = matrix i's row g, elements 2t, 2t+1; with .trans, elements
+//     (2t, g) and (2t+1, g) of the matrix as stored (its transpose's row g).
+// The models exchange the lanes' fragments through cuda_emu::warp_gather:
+// every lane of the warp must call with the full mask, as on the device
+// (.aligned), else the emulator reports the warp as divergent or deadlocked.
+//
+// Numerics: mma's products of bf16 are exact; the model adds the 16 products
+// and c in double and rounds once to fp32. The hardware's order and internal
+// rounding differ (its result is within a few fp32 ulps of this), so tests of
+// kernels built on it compare against a reference with a tolerance, not bits.
+//
+// cp.async completes at once in the model (the copy or the zero fill happens
+// in the call); commit and wait are no-ops. A kernel that reads a
+// destination before waiting for it is therefore not caught here: that
+// ordering is checked on the GPU only (tests/gpu, compute-sanitizer's
+// racecheck).
+//
+// Checked in every call, aborting with the kernel's name: ldmatrix row and
+// cp.async addresses 16-byte aligned, ldmatrix and cp.async destinations in
+// shared memory, cp.async sources in device memory (unless zero-filled).
+#ifndef CPLAB_TESTS_EMU_CUDA_EMU_MMA_H
+#define CPLAB_TESTS_EMU_CUDA_EMU_MMA_H
+#include "../cuda_emu.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace cuda_emu {
+
+[[noreturn]] static inline void mma_fail(const char *what) {
+  fprintf(stderr, "cuda_emu: %s (thread %u of block %u,%u)\n", what, threadIdx.x, blockIdx.x, blockIdx.y);
+  abort();
+}
+
+static inline double mma_bf16_lo(uint32_t w) { return (double)__uint_as_float(w << 16); }
+static inline double mma_bf16_hi(uint32_t w) { return (double)__uint_as_float(w & 0xFFFF0000u); }
+
+// Element (row, col) of an A fragment (16 x 16) held by the lanes' words.
+struct mma_a_frag {
+  uint32_t a[4];
+};
+struct mma_b_frag {
+  uint32_t b[2];
+};
+
+static inline double mma_a_elem(const uint64_t *lanes, int row, int col) {
+  int lane = (row % 8) * 4 + (col % 8) / 2, reg = (row >= 8) + 2 * (col >= 8);
+  uint32_t w = ((const mma_a_frag *)(uintptr_t)lanes[lane])->a[reg];
+  return col % 2 ? mma_bf16_hi(w) : mma_bf16_lo(w);
+}
+
+static inline double mma_b_elem(const uint64_t *lanes, int k, int n) {
+  int lane = n * 4 + (k % 8) / 2, reg = k >= 8;
+  uint32_t w = ((const mma_b_frag *)(uintptr_t)lanes[lane])->b[reg];
+  return k % 2 ? mma_bf16_hi(w) : mma_bf16_lo(w);
+}
+
+} // namespace cuda_emu
+
+// d += A · B for one m16n8k16 tile (bf16 in, fp32 accumulate).
+static inline void mma_m16n8k16_bf16(float d[4], const uint32_t a[4], const uint32_t b[2]) {
+  struct {
+    cuda_emu::mma_a_frag a;
+    cuda_emu::mma_b_frag b;
+  } mine = {{{a[0], a[1], a[2], a[3]}}, {{b[0], b[1]}}};
+  const uint64_t *all = cuda_emu::warp_gather(0xFFFFFFFFu, (uint64_t)(uintptr_t)&mine);
+  uint64_t la[32], lb[32];
+  for (int l = 0; l < 32; l++) {
+    la[l] = all[l]; // each lane's struct: a first, then b
+    lb[l] = all[l] + sizeof(cuda_emu::mma_a_frag);
+  }
+  int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  float r[4];
+  for (int e = 0; e < 4; e++) {
+    int row = g + 8 * (e / 2), col = 2 * t + e % 2;
+    double s = d[e];
+    for (int k = 0; k < 16; k++) s += cuda_emu::mma_a_elem(la, row, k) * cuda_emu::mma_b_elem(lb, k, col);
+    r[e] = (float)s;
+  }
+  __syncwarp(); // every lane has read every fragment
+  for (int e = 0; e < 4; e++) d[e] = r[e];
+}
+
+namespace cuda_emu {
+// The 32 row addresses of an ldmatrix .x4, checked.
+static inline void ldmatrix_rows(const void *row, const unsigned char *rows[32]) {
+  if ((uintptr_t)row % 16) mma_fail("ldmatrix: a row address not 16-byte aligned");
+  if (!is_shared_range(row, 16)) mma_fail("ldmatrix: a row address outside shared memory");
+  const uint64_t *all = warp_gather(0xFFFFFFFFu, (uint64_t)(uintptr_t)row);
+  for (int l = 0; l < 32; l++) rows[l] = (const unsigned char *)(uintptr_t)all[l];
+}
+static inline uint32_t ldmatrix_u16(const unsigned char *row, int col) {
+  uint16_t v;
+  memcpy(&v, row + 2 * col, 2);
+  return v;
+}
+} // namespace cuda_emu
+
+// Four 8x8 b16 matrices; this lane gives the address of row (lane % 8) of
+// matrix lane / 8.
+static inline void ldmatrix_x4(uint32_t r[4], const void *row) {
+  const unsigned char *rows[32];
+  cuda_emu::ldmatrix_rows(row, rows);
+  int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  uint32_t v[4];
+  for (int i = 0; i < 4; i++) {
+    const unsigned char *p = rows[8 * i + g];
+    v[i] = cuda_emu::ldmatrix_u16(p, 2 * t) | cuda_emu::ldmatrix_u16(p, 2 * t + 1) << 16;
+  }
+  __syncwarp();
+  for (int i = 0; i < 4; i++) r[i] = v[i];
+}
+
+// As ldmatrix_x4, each matrix transposed.
+static inline void ldmatrix_x4_trans(uint32_t r[4], const void *row) {
+  const unsigned char *rows[32];
+  cuda_emu::ldmatrix_rows(row, rows);
+  int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  uint32_t v[4];
+  for (int i = 0; i < 4; i++)
+    v[i] = cuda_emu::ldmatrix_u16(rows[8 * i + 2 * t], g) | cuda_emu::ldmatrix_u16(rows[8 * i + 2 * t + 1], g) << 16;
+  __syncwarp();
+  for (int i = 0; i < 4; i++) r[i] = v[i];
+}
+
+// 16 bytes global -> shared, or 16 zero bytes when !valid (src not read).
+static inline void cp_async_16(void *dst, const void *src, bool valid) {
+  if ((uintptr_t)dst % 16 || (valid && (uintptr_t)src % 16)) cuda_emu::mma_fail("cp.async: address not 16-byte aligned");
+  if (!cuda_emu::is_shared_range(dst, 16)) cuda_emu::mma_fail("cp.async: destination outside shared memory");
+  if (valid && !cuda_emu::is_device_range(src, 16)) cuda_emu::mma_fail("cp.async: source outside device memory");
+  if (valid) memcpy(dst, src, 16);
+  else memset(dst, 0, 16);
+}
+static inline void cp_async_commit(void) {}
+template <int N> static inline void cp_async_wait(void) {}
+
+#endif
