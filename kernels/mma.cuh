@@ -43,6 +43,13 @@ static __device__ __forceinline__ uint32_t mma_smem_addr(const void *p) {
   return (uint32_t)__cvta_generic_to_shared(p);
 }
 
+// p rounded up to the next multiple of `align` (a power of two) in the
+// shared address space (wgmma's swizzle atoms are aligned there).
+static __device__ __forceinline__ unsigned char *mma_align_smem(void *p, uint32_t align) {
+  uint32_t a = mma_smem_addr(p);
+  return (unsigned char *)p + ((align - (a & (align - 1))) & (align - 1));
+}
+
 static __device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void *row) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -66,5 +73,95 @@ template <int N> static __device__ __forceinline__ void cp_async_wait(void) {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
+#endif
+
+// ---- Hopper's warpgroup MMA (sm_90a only; not emulated) -------------------------
+// CPLAB_HAVE_WGMMA is defined where the device code is built for sm_90a
+// (nvcc defines __CUDA_ARCH_FEAT_SM90_ALL there); kernels keep an mma.sync
+// path for every other target, the emulation included, with the same
+// fragment ownership: a warpgroup's m64nN accumulator is, warp by warp, the
+// m16nN of mma_m16n8k16_bf16's layout (warp w of the group holds rows
+// 16w..16w+15; d[i][0..3] is its n8 tile i). What runs only here is tested
+// on the GPU only (tests/gpu/test_gpu_attention.c on an H200).
+//
+// Operands in shared memory are read through 64-bit descriptors. Both forms
+// used here are 128-byte swizzled: rows of 128 bytes (64 bf16), 8 rows an
+// atom of 1024 bytes (atoms 1024-byte aligned), 16-byte chunk c of row r of
+// an atom stored at chunk c ^ (r % 8):
+//   K-major (the K dimension along the 128-byte row): atoms stacked along
+//     M/N every sbo bytes; a k16 step further along the row is the start
+//     address + 32 bytes;
+//   MN-major (M/N along the row, imm-trans 1): K rows within an atom, atoms
+//     stacked along K every sbo bytes and along M/N (64 elements further)
+//     every lbo bytes.
+#if !defined(CPLAB_CUDA_EMU) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define CPLAB_HAVE_WGMMA 1
+
+static __device__ __forceinline__ uint64_t wgmma_desc(const void *smem, uint32_t lbo, uint32_t sbo) {
+  uint64_t addr = mma_smem_addr(smem);
+  return ((addr & 0x3FFFFu) >> 4) | (uint64_t)((lbo >> 4) & 0x3FFFu) << 16 | (uint64_t)((sbo >> 4) & 0x3FFFu) << 32 |
+         1ull << 62; // 128-byte swizzle
+}
+
+static __device__ __forceinline__ void wgmma_fence(void) { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+static __device__ __forceinline__ void wgmma_commit(void) {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int N> static __device__ __forceinline__ void wgmma_wait(void) {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// After wgmma_wait: pins an accumulator so that no read of it moves above
+// the wait (the asm statements that wrote it are asynchronous).
+static __device__ __forceinline__ void wgmma_fence_operand(float &r) { asm volatile("" : "+f"(r)::"memory"); }
+// Shared memory written by ordinary stores or cp.async, then read by wgmma
+// (the async proxy): each writing thread fences before the barrier.
+static __device__ __forceinline__ void fence_proxy_async(void) {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// d += A · B, A 64 x 16 and B 16 x N bf16 from their descriptors, fp32 d;
+// TRANS_B 1: B MN-major.
+template <int TRANS_B>
+static __device__ __forceinline__ void wgmma_m64n32k16_bf16(float d[4][4], uint64_t desc_a, uint64_t desc_b) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {"
+               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+               "}, %16, %17, p, 1, 1, 0, %19;\n}\n"
+               : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]),
+                 "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3])
+               : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS_B));
+}
+
+template <int TRANS_B>
+static __device__ __forceinline__ void wgmma_m64n256k16_bf16(float d[32][4], uint64_t desc_a, uint64_t desc_b) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
+               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+               "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+               "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+               "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+               "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+               "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+               "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+               "}, %128, %129, p, 1, 1, 0, %131;\n}\n"
+               : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]),
+                 "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]),
+                 "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
+                 "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]),
+                 "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]),
+                 "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]),
+                 "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]),
+                 "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3]),
+                 "+f"(d[16][0]), "+f"(d[16][1]), "+f"(d[16][2]), "+f"(d[16][3]), "+f"(d[17][0]), "+f"(d[17][1]), "+f"(d[17][2]), "+f"(d[17][3]),
+                 "+f"(d[18][0]), "+f"(d[18][1]), "+f"(d[18][2]), "+f"(d[18][3]), "+f"(d[19][0]), "+f"(d[19][1]), "+f"(d[19][2]), "+f"(d[19][3]),
+                 "+f"(d[20][0]), "+f"(d[20][1]), "+f"(d[20][2]), "+f"(d[20][3]), "+f"(d[21][0]), "+f"(d[21][1]), "+f"(d[21][2]), "+f"(d[21][3]),
+                 "+f"(d[22][0]), "+f"(d[22][1]), "+f"(d[22][2]), "+f"(d[22][3]), "+f"(d[23][0]), "+f"(d[23][1]), "+f"(d[23][2]), "+f"(d[23][3]),
+                 "+f"(d[24][0]), "+f"(d[24][1]), "+f"(d[24][2]), "+f"(d[24][3]), "+f"(d[25][0]), "+f"(d[25][1]), "+f"(d[25][2]), "+f"(d[25][3]),
+                 "+f"(d[26][0]), "+f"(d[26][1]), "+f"(d[26][2]), "+f"(d[26][3]), "+f"(d[27][0]), "+f"(d[27][1]), "+f"(d[27][2]), "+f"(d[27][3]),
+                 "+f"(d[28][0]), "+f"(d[28][1]), "+f"(d[28][2]), "+f"(d[28][3]), "+f"(d[29][0]), "+f"(d[29][1]), "+f"(d[29][2]), "+f"(d[29][3]),
+                 "+f"(d[30][0]), "+f"(d[30][1]), "+f"(d[30][2]), "+f"(d[30][3]), "+f"(d[31][0]), "+f"(d[31][1]), "+f"(d[31][2]), "+f"(d[31][3])
+               : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS_B));
+}
 #endif
 #endif

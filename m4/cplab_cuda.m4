@@ -5,7 +5,9 @@
 # CUDA means: nvcc compiles a kernel for every requested architecture, the
 # runtime (static cudart), cuBLASLt and CUB headers are present.
 # Kernels are built for --with-cuda-arch (default "90 100": H200 and GB200)
-# plus PTX of the highest one, so newer cards can JIT them.
+# plus PTX of the highest one, so newer cards can JIT them. SM 90 means
+# sm_90a, Hopper's arch-specific target (every sm_90 card runs it): the
+# prefill attention's wgmma exists there only (kernels/mma.cuh).
 
 AC_DEFUN([CPLAB_CHECK_CUDA], [
   AC_ARG_WITH([cuda],
@@ -40,11 +42,13 @@ AC_DEFUN([CPLAB_CHECK_CUDA], [
     ls "$cplab_libdir"/libcublasLt.so* >/dev/null 2>&1 || continue
     cplab_cub_flags=""
     AS_IF([test -f "$cplab_dir/include/cccl/cub/cub.cuh"], [cplab_cub_flags="-I$cplab_dir/include/cccl"])
-    # Gencode list: SASS for every arch, PTX for the highest.
+    # Gencode list: SASS for every arch (sm_90a for 90), PTX for the highest.
     cplab_gencode=""; cplab_hi=0
     for cplab_a in $with_cuda_arch; do
       AS_CASE([$cplab_a], [*[[!0-9]]*|""], [AC_MSG_ERROR([--with-cuda-arch: '$cplab_a' is not an SM number such as 90])])
-      cplab_gencode="$cplab_gencode -gencode arch=compute_$cplab_a,code=sm_$cplab_a"
+      cplab_sm=$cplab_a
+      AS_IF([test "$cplab_a" -eq 90], [cplab_sm=90a])
+      cplab_gencode="$cplab_gencode -gencode arch=compute_$cplab_sm,code=sm_$cplab_sm"
       AS_IF([test "$cplab_a" -gt "$cplab_hi"], [cplab_hi=$cplab_a])
     done
     AS_IF([test "$cplab_hi" -eq 0], [AC_MSG_ERROR([--with-cuda-arch: empty architecture list])])

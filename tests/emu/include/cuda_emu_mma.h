@@ -137,6 +137,11 @@ static inline void ldmatrix_x4_trans(uint32_t r[4], const void *row) {
   for (int i = 0; i < 4; i++) r[i] = v[i];
 }
 
+// p rounded up to a multiple of align (host addresses stand for shared ones).
+static inline unsigned char *mma_align_smem(void *p, uint32_t align) {
+  return (unsigned char *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
+}
+
 // 16 bytes global -> shared, or 16 zero bytes when !valid (src not read).
 static inline void cp_async_16(void *dst, const void *src, bool valid) {
   if ((uintptr_t)dst % 16 || (valid && (uintptr_t)src % 16)) cuda_emu::mma_fail("cp.async: address not 16-byte aligned");
