@@ -1,6 +1,9 @@
 /* The tolerance policy: defaults from analysis/policy.json (compiled in),
  * fields overridden by --policy FILE. */
+#include <errno.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "diff.h"
 #include "policy_text.h"
@@ -41,7 +44,18 @@ int diff_policy_load(const char *override_path, diff_policy *out, cplab_diag *d)
   int rc = apply(root, "analysis/policy.json", out, d);
   json_decref(root);
   if (rc || !override_path) return rc;
-  root = json_load_file(override_path, JSON_REJECT_DUPLICATES, &err);
+  /* A file that cannot be read is an I/O error with no position; only what
+   * jansson parses has a line and a column. */
+  struct stat st;
+  if (stat(override_path, &st) != 0)
+    CPLAB_FAIL(d, CPLAB_EIO, "cannot open '%s': %s", override_path, strerror(errno));
+  if (!S_ISREG(st.st_mode)) CPLAB_FAIL(d, CPLAB_EIO, "'%s' is not a regular file", override_path);
+  FILE *f = fopen(override_path, "rb");
+  if (!f) CPLAB_FAIL(d, CPLAB_EIO, "cannot open '%s': %s", override_path, strerror(errno));
+  root = json_loadf(f, JSON_REJECT_DUPLICATES, &err);
+  int bad = ferror(f);
+  fclose(f);
+  if (!root && (bad || err.line < 1)) CPLAB_FAIL(d, CPLAB_EIO, "cannot read '%s': %s", override_path, err.text);
   if (!root) CPLAB_FAIL(d, CPLAB_ESYNTAX, "%s:%d:%d: %s", override_path, err.line, err.column, err.text);
   rc = apply(root, override_path, out, d);
   json_decref(root);

@@ -58,8 +58,9 @@ static int bench_derivation(int reps, json_t *results, cplab_diag *d) {
   cplab_model_preset("glm-5", &model);
   cplab_request reqs[72];
   int n = 0;
-  for (int i = 0; i < 64; i++) reqs[n++] = (cplab_request){n, 1000 + 37 * i, 1, CPLAB_PHASE_DECODE};
-  for (int i = 0; i < 8; i++) reqs[n++] = (cplab_request){n, 0, 131072, CPLAB_PHASE_PREFILL};
+  /* Request ids are their indices (n is read, then incremented, in separate statements). */
+  for (int i = 0; i < 64; i++, n++) reqs[n] = (cplab_request){n, 1000 + 37 * i, 1, CPLAB_PHASE_DECODE};
+  for (int i = 0; i < 8; i++, n++) reqs[n] = (cplab_request){n, 0, 131072, CPLAB_PHASE_PREFILL};
   cplab_step step = {(size_t)n, reqs};
   printf("# derivation: 64 ranks, one step of %d requests, 1048640 new tokens (GLM-5), median of %d\n", n, reps);
   printf("# %-16s %14s %18s\n", "world", "plans (s)", "plans+maps (s)");

@@ -4,6 +4,7 @@
 #   cli/        command-line contract of the programs (shell)
 #   mpi/        the same results under mpirun (shell; skip without mpirun)
 #   gpu/        device tests (exit 77, skip, where no GPU exists)
+#   portability/ the emulation against the standard library (tests/portability/local.mk)
 # Environment: seeds of property tests come from CPLAB_TEST_SEED (default
 # fixed); MPI needs the Open MPI settings below to run as root without ssh;
 # Open MPI keeps its components loaded, and ASan unwinds malloc stacks the
@@ -74,3 +75,4 @@ tests_unit_test_invariants_SOURCES = tests/unit/test_invariants.c tests/unit/swe
 tests_unit_test_invariants_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
 tests_unit_test_invariants_LDADD = libcplab_sim.la $(TEST_UNIT_LIBS)
 include tests/emu/local.mk
+include tests/portability/local.mk

@@ -287,8 +287,16 @@ int h5u_expect(hid_t loc, const char *where, const char *name, h5u_type type, in
                cplab_diag *d) {
   if (H5Lexists(loc, name, H5P_DEFAULT) <= 0)
     CPLAB_FAIL(d, CPLAB_ESCHEMA, "%s: missing dataset '%s'", where, name);
+  /* HDF5 1.12 maps H5Oget_info_by_name to version 3 (a fields argument, a new
+   * info type); 1.10 (Debian 12, the GPU node) to version 1. */
+#if H5_VERSION_GE(1, 12, 0)
+  H5O_info2_t info;
+  herr_t got = H5Oget_info_by_name3(loc, name, &info, H5O_INFO_BASIC, H5P_DEFAULT);
+#else
   H5O_info_t info;
-  if (H5Oget_info_by_name(loc, name, &info, H5P_DEFAULT) < 0 || info.type != H5O_TYPE_DATASET) {
+  herr_t got = H5Oget_info_by_name(loc, name, &info, H5P_DEFAULT);
+#endif
+  if (got < 0 || info.type != H5O_TYPE_DATASET) {
     H5Eclear2(H5E_DEFAULT);
     CPLAB_FAIL(d, CPLAB_ESCHEMA, "%s: '%s' is not a dataset", where, name);
   }

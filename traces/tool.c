@@ -1,7 +1,9 @@
 /* cplab-trace: validate, list and dump cplab traces.
  *   cplab-trace validate PATH      exit 0 valid, 1 invalid (the first problem), 2 error
  *   cplab-trace ls PATH            what the file (and, for a run, its ranks) holds
- *   cplab-trace dump PATH [--step N] [--rank R]   one step's plan, readable */
+ *   cplab-trace dump PATH [--step N] [--rank R]   one step's plan, readable
+ * ls and dump exit 0, or 2 (h5diff's error) when the file cannot be read or
+ * the step or rank asked for is not in it: only validate judges a file. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,8 +34,9 @@ static void usage(FILE *out) {
         "Commands:\n"
         "  validate PATH     check the file (a run file: also every rank file) against the schema\n"
         "                    (traces/SCHEMA.md); exit 0 valid, 1 invalid, 2 error\n"
-        "  ls PATH           list what the file holds\n"
-        "  dump PATH         print one step's plan of one rank readably\n"
+        "  ls PATH           list what the file holds; exit 0, 2 error\n"
+        "  dump PATH         print one step's plan of one rank readably; exit 0, 2 error\n"
+        "                    (an unreadable or damaged file, a step or rank not in it)\n"
         "Options:\n"
         "  --step N          step to dump (default 0)\n"
         "  --rank R          rank to dump when PATH is a run file (default 0)\n\n",
@@ -157,8 +160,16 @@ int main(int argc, char **argv) {
   } else if (!rc && strcmp(cmd, "ls") == 0) {
     rc = cmd_ls(t, path, &d);
   } else if (!rc) {
+    const cplab_trace_info *in = cplab_trace_get_info(t);
     cplab_trace *rt = t;
-    if (strcmp(cplab_trace_get_info(t)->kind, "run") == 0) rc = cplab_trace_open_rank(t, o.rank, &rt, &d);
+    if (strcmp(in->kind, "run") == 0 && o.rank >= in->world_size)
+      rc = cplab_diag_set(&d, CPLAB_EUSAGE, "--rank %d: no rank %d in %s (its world has %d)", o.rank, o.rank, path,
+                          in->world_size);
+    else if (strcmp(in->kind, "run") == 0) rc = cplab_trace_open_rank(t, o.rank, &rt, &d);
+    if (!rc && (int64_t)o.step >= cplab_trace_get_info(rt)->num_steps)
+      rc = cplab_diag_set(&d, CPLAB_EUSAGE, "--step %llu: %s: no step %llu (the trace has %lld)",
+                          (unsigned long long)o.step, path,
+                          (unsigned long long)o.step, (long long)cplab_trace_get_info(rt)->num_steps);
     cplab_rank_plan *p = NULL;
     if (!rc) rc = cplab_trace_read_plan(rt, (size_t)o.step, &p, &d);
     if (!rc) dump_plan(p, (size_t)o.step);
@@ -168,7 +179,11 @@ int main(int argc, char **argv) {
   cplab_trace_close(t);
   if (rc) {
     cplab_diag_report(stderr, PROG, &d);
-    /* A file that cannot be read at all is an error; one that breaks the schema is a difference. */
+    /* validate: a file that cannot be read at all is an error, one that breaks
+     * the schema is a difference. ls and dump judge nothing: whatever stops
+     * them (an unreadable or damaged file, a step or rank that is not there)
+     * is an error. */
+    if (strcmp(cmd, "validate") != 0) return CPLAB_EXIT_ERROR;
     return rc == CPLAB_EIO || rc == CPLAB_EUSAGE || rc == CPLAB_ENOMEM ? CPLAB_EXIT_ERROR : CPLAB_EXIT_DIFFERENT;
   }
   return CPLAB_EXIT_OK;

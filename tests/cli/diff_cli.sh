@@ -77,4 +77,18 @@ expect_grep "$WORK/err" "not comparable" "says why"
 expect_exit 2 "a missing file" "$DIFF" "$WORK/none.h5" "$WORK/smoke.h5"
 expect_exit 2 "--ranks on a rank file" "$DIFF" --ranks "$WORK/smoke.r0000.h5"
 expect_exit 2 "one file without --ranks" "$DIFF" "$WORK/smoke.h5"
+# --policy: a file that cannot be read is an I/O error with no line or
+# column; only a file jansson parses has a position.
+expect_exit 2 "a missing policy file" "$DIFF" --policy "$WORK/nofile.json" "$WORK/smoke.h5" "$WORK/smoke.h5"
+expect_grep "$WORK/err" "cannot open '$WORK/nofile.json': No such file or directory \[CPLAB_EIO\]" \
+  "is CPLAB_EIO, naming the file and the reason"
+grep -q 'nofile.json:-\?[0-9]' "$WORK/err" && fail "a missing policy file has no line or column" ||
+  pass "a missing policy file has no line or column"
+expect_exit 2 "a directory as the policy" "$DIFF" --policy "$WORK" "$WORK/smoke.h5" "$WORK/smoke.h5"
+expect_grep "$WORK/err" "is not a regular file \[CPLAB_EIO\]" "is CPLAB_EIO"
+printf '{"attn_out": {"atol": 1e-3,\n  "rtol": }}\n' >"$WORK/bad.json"
+expect_exit 2 "a malformed policy file" "$DIFF" --policy "$WORK/bad.json" "$WORK/smoke.h5" "$WORK/smoke.h5"
+expect_grep "$WORK/err" "bad.json:2:11: .*\[CPLAB_ESYNTAX\]" "is CPLAB_ESYNTAX at its line and column"
+printf '{"attn_out": {"atol": 1e-3}}\n' >"$WORK/ok.json"
+expect_exit 0 "a valid policy file" "$DIFF" -q --policy "$WORK/ok.json" "$WORK/smoke.h5" "$WORK/smoke.h5"
 finish

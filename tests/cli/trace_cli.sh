@@ -37,8 +37,23 @@ cp "$WORK/a/smoke.h5" "$WORK/alone.h5"
 expect_exit 1 "a run file without its rank files is invalid" "$TRACE" validate "$WORK/alone.h5"
 expect_exit 2 "a missing file is an error" "$TRACE" validate "$WORK/none.h5"
 expect_exit 2 "unknown command" "$TRACE" frob "$WORK/a/smoke.h5"
-expect_exit 1 "dump of a step that does not exist" "$TRACE" dump "$WORK/a/smoke.h5" --step 9
+# ls and dump judge nothing (validate does): a file they cannot read, or a
+# step or rank that is not in it, is an error (exit 2, h5diff's), never 1.
+expect_exit 2 "ls of a truncated file is an error" "$TRACE" ls "$WORK/cut.h5"
+expect_grep "$WORK/err" "cut.h5: cannot open as HDF5 (truncated or damaged?)" "names the file and the damage"
+expect_exit 2 "dump of a truncated file is an error" "$TRACE" dump "$WORK/cut.h5"
+expect_exit 2 "ls of a run whose rank files are missing is an error" "$TRACE" ls "$WORK/alone.h5"
+expect_grep "$WORK/err" "rank 0's file .*smoke.r0000.h5' is missing" "names the missing rank file"
+expect_exit 2 "dump of a run whose rank files are missing is an error" "$TRACE" dump "$WORK/alone.h5"
+expect_exit 2 "ls of a missing file is an error" "$TRACE" ls "$WORK/none.h5"
+expect_exit 2 "dump of a step that does not exist" "$TRACE" dump "$WORK/a/smoke.h5" --step 9
 expect_grep "$WORK/err" "no step 9 (the trace has 3)" "names the step"
+expect_grep "$WORK/err" "\[CPLAB_EUSAGE\]" "as a usage error"
+expect_exit 2 "dump of a step that does not exist in a rank file" "$TRACE" dump "$WORK/a/smoke.r0001.h5" --step 99
+expect_grep "$WORK/err" "no step 99 (the trace has 3)" "names the step"
+expect_exit 2 "dump of a rank that does not exist" "$TRACE" dump "$WORK/a/smoke.h5" --rank 7
+expect_grep "$WORK/err" "no rank 7 in .*smoke.h5 (its world has 2)" "names the rank and the world"
+expect_grep "$WORK/err" "\[CPLAB_EUSAGE\]" "as a usage error"
 
 if command -v h5dump >/dev/null 2>&1; then
   expect_exit 0 "h5dump reads the header" h5dump -H "$WORK/a/smoke.r0000.h5"
