@@ -232,7 +232,7 @@ int cplab_convert_decode_topk(const int32_t *topk, int64_t m, int k, const int32
                               const int32_t *block_table, int num_req, int max_blocks, int block_size, int dcp,
                               int dcp_rank, int interleave, int32_t *out, void *stream, cplab_diag *d);
 
-/* ---- sparse MLA attention (kernels/attention.cu) ---------------------------- */
+/* ---- sparse MLA attention (kernels/attention_prefill.cu, attention_decode.cu) -- */
 
 /* Prefill over a bf16 workspace: q bf16 [m][heads][576], workspace bf16
  * [rows][576], idx int32 [m][k] (workspace rows; -1 = skip). For each row i
@@ -256,14 +256,30 @@ int cplab_sparse_mla_prefill(const uint16_t *q, int64_t m, int heads, const uint
 
 /* Decode over the local fp8 cache: as cplab_sparse_mla_prefill, with the rows
  * read from kv_cache (656-byte entries) at slot[i][j] (int32 [m][k], -1 =
- * skip, e.g. tokens another DCP rank owns) and dequantised on the fly exactly
- * as cplab_gather_mla does. CUDA cores, fp32 throughout (no bf16 rounding of
- * the weights), online softmax over tiles of the next 32 valid entries in
- * list order, so a DCP rank's row costs its own entries only. Batch
- * invariant as the prefill kernel; q 4-byte aligned. */
+ * skip, e.g. tokens another DCP rank owns; a slot >= num_slots too) and
+ * dequantised on the fly exactly as cplab_gather_mla does. Tensor cores as
+ * the prefill kernel (the same bounds against the reference), over tiles
+ * of the next 64 valid entries in list order, so a DCP rank's row costs
+ * its own entries only. Batch invariant as the prefill kernel. q and
+ * kv_cache 16-byte aligned; k at most 8064 (CPLAB_EUNSUPPORTED beyond). One
+ * block per (row, 64 heads): a small batch leaves most of the GPU idle;
+ * _split below spreads it. */
 int cplab_sparse_mla_decode(const uint16_t *q, int64_t m, int heads, const uint8_t *kv_cache, int64_t num_slots,
                             const int32_t *slot, int k, float scale, float *out, float *lse, void *stream,
                             cplab_diag *d);
+
+/* The same result with each row's entries split over enough blocks to
+ * fill the GPU (each split at least two tiles of a full list), the splits'
+ * partial (out, lse) merged by a second kernel (weights exp(lse_z - max),
+ * in fp32); the rounding differs from the unsplit call within the bounds.
+ * scratch: device memory of at least *bytes from
+ * cplab_sparse_mla_decode_scratch for the same (m, heads, k) on the same
+ * device (0 when no split pays: scratch may then be NULL), 16-byte aligned;
+ * out 16-byte aligned when split. */
+int cplab_sparse_mla_decode_scratch(int64_t m, int heads, int k, size_t *bytes, cplab_diag *d);
+int cplab_sparse_mla_decode_split(const uint16_t *q, int64_t m, int heads, const uint8_t *kv_cache,
+                                  int64_t num_slots, const int32_t *slot, int k, float scale, float *out, float *lse,
+                                  void *scratch, size_t scratch_bytes, void *stream, cplab_diag *d);
 
 /* ---- restore to global order (kernels/restore.cu) -------------------------- */
 

@@ -10,8 +10,9 @@
 #   indexer.cu    indexer logits
 #   topk.cu       per-row exact top-k
 #   convert.cu    top-k -> workspace rows (prefill) / cache slots (decode)
-#   attention.cu  sparse MLA decode attention (fp8 cache), CUDA cores
-#   attention_prefill.cu  sparse MLA prefill attention (bf16 rows), tensor cores
+#   attention_prefill.cu  sparse MLA prefill attention (bf16 workspace rows), tensor cores
+#   attention_decode.cu   sparse MLA decode attention (fp8 cache), tensor cores, split over
+#                 the entries for small batches
 #   combine.cu    DCP LSE combine
 #   restore.cu    PCP output rows back to global token order
 #   quant.cu      per-tensor e4m3 quantisation of activations (fp8 GEMM inputs)
@@ -24,13 +25,14 @@
 #   check.cuh     CUDA error checks shared by the launchers
 #   gemm_args.cuh the GEMM launchers' argument rules (gemm.cu and its CPU stand-in)
 #   mma.cuh       the tensor-core and cp.async instructions (emulated in tests/emu)
+#   mla_tc.cuh    what both attention kernels do with a tile of 64 bf16 rows
 #   kformat.cuh   the cache formats on the device
 # GPU tests: tests/gpu/local.mk.
 KERNEL_SOURCES = %reldir%/probe.cu %reldir%/devmem.cu %reldir%/poison.cu %reldir%/gen.cu %reldir%/gather.cu \
-	%reldir%/indexer.cu %reldir%/topk.cu %reldir%/convert.cu %reldir%/attention.cu %reldir%/attention_prefill.cu %reldir%/combine.cu %reldir%/restore.cu \
+	%reldir%/indexer.cu %reldir%/topk.cu %reldir%/convert.cu %reldir%/attention_prefill.cu %reldir%/attention_decode.cu %reldir%/combine.cu %reldir%/restore.cu \
 	%reldir%/gemm.cu %reldir%/moe.cu %reldir%/quant.cu %reldir%/stream.cu
 KERNEL_INCLUDES = %reldir%/cplab_kernels.h %reldir%/check.cuh %reldir%/kformat.cuh %reldir%/cplab_moe.h \
-	%reldir%/cplab_stream.h %reldir%/gemm_args.cuh %reldir%/mma.cuh
+	%reldir%/cplab_stream.h %reldir%/gemm_args.cuh %reldir%/mma.cuh %reldir%/mla_tc.cuh
 EXTRA_DIST += $(KERNEL_SOURCES) $(KERNEL_INCLUDES)
 
 if HAVE_CUDA
@@ -56,8 +58,11 @@ KERNEL_FORMAT_DEPS = $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/kformat.cuh $(top_s
 	$(KERNEL_CHECK_DEPS)
 %reldir%/gemm.o: $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/gemm_args.cuh
 %reldir%/quant.o: $(KERNEL_FORMAT_DEPS)
-%reldir%/gather.o %reldir%/indexer.o %reldir%/attention.o: $(KERNEL_FORMAT_DEPS)
-%reldir%/attention_prefill.o: $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/mma.cuh $(top_srcdir)/include/cplab/kvformat.h
+%reldir%/gather.o %reldir%/indexer.o: $(KERNEL_FORMAT_DEPS)
+KERNEL_MLA_DEPS = $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/mma.cuh $(srcdir)/%reldir%/mla_tc.cuh \
+	$(top_srcdir)/include/cplab/kvformat.h
+%reldir%/attention_prefill.o: $(KERNEL_MLA_DEPS)
+%reldir%/attention_decode.o: $(KERNEL_MLA_DEPS) $(srcdir)/%reldir%/kformat.cuh
 %reldir%/gen.o: $(KERNEL_FORMAT_DEPS) $(top_srcdir)/include/cplab/philox.h
 %reldir%/moe.o: $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/cplab_moe.h
 %reldir%/stream.o: $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/cplab_stream.h

@@ -1,0 +1,280 @@
+// Sparse MLA decode attention on tensor cores over the fp8 cache (656-byte
+// entries). Contracts in cplab_kernels.h (cplab_sparse_mla_decode, _split);
+// what a block does with a tile is mla_tc.cuh's.
+//
+// A block (one query row, 64 heads, one split of the row's entries):
+//   1. compacts the row's valid slots into shared memory, in list order (a
+//      ballot scan 256 entries at a time), so a DCP rank's row, where the
+//      other ranks' tokens are -1, costs tiles for its own entries only;
+//   2. takes its share of the tiles of 64 compacted entries (split z of Z:
+//      tiles [z·T/Z, (z+1)·T/Z) of T);
+//   3. per tile: the raw entries come into a staging buffer by cp.async
+//      (the next tile's while this one computes), and are dequantised into
+//      the bf16 tile exactly as cplab_gather_mla does (kf_dequant4_bf16),
+//      so decode and prefill see the same rows.
+// With Z > 1 each split writes its partial (out, lse) and
+// cplab_lse_combine merges them: a batch too small to fill the GPU is
+// spread over the entries.
+#include <cuda_runtime.h>
+
+#include "check.cuh"
+#include "cplab_kernels.h"
+#include "kformat.cuh"
+#include "mla_tc.cuh"
+
+#define DC_ENTRY CPLAB_MLA_ENTRY_BYTES        // 656 bytes, 41 16-byte chunks
+#define DC_ENTRY_CHUNKS (DC_ENTRY / 16)
+#define DC_NOPE_CHUNKS (CPLAB_MLA_NOPE_DIM / 16) // 32 chunks of 16 e4m3 values
+#define DC_SCAN MT_THREADS                       // list entries a scan step looks at
+#define DC_MAX_K 8064                            // the compacted list must fit beside the tiles
+#define DC_MIN_TILES_PER_SPLIT 2
+
+#define DC_COMBINE_THREADS 128                   // 4 of the 512 columns each
+#define DC_SMEM_OPTIN 232448                     // sm_90's (and sm_100's) most shared memory a block
+
+static_assert(DC_ENTRY % 16 == 0, "entries are whole 16-byte chunks");
+
+struct dc_smem {
+  mt_core c;
+  unsigned char kv[MT_TILE_BYTES];
+  unsigned char staging[MT_TILE * DC_ENTRY];
+  int warp_valid[MT_THREADS / 32]; // a scan step's valid entries per warp
+  int count;                       // valid entries of the row
+  int32_t list[DC_MAX_K];          // the row's valid slots, in list order (count of them)
+};
+
+struct dc_args {
+  const uint16_t *q;
+  int heads;
+  const uint8_t *cache;
+  int64_t slots;
+  const int32_t *slot;
+  int k;
+  float scale_log2; // scale · log2 e
+  float *out, *lse; // [splits][m][heads][512] and [splits][m][heads]
+  int64_t m;
+};
+
+// Step 1: the row's valid slots -> s->list, s->count.
+static __device__ void dc_compact(const dc_args &a, const int32_t *row, dc_smem *s) {
+  int lane = threadIdx.x % 32, w = threadIdx.x / 32;
+  if (threadIdx.x == 0) s->count = 0;
+  __syncthreads();
+  for (int pos = 0; pos < a.k; pos += DC_SCAN) {
+    int e = pos + (int)threadIdx.x;
+    int32_t v = e < a.k ? row[e] : -1;
+    bool ok = v >= 0 && v < a.slots;
+    unsigned ballot = __ballot_sync(0xFFFFFFFFu, ok);
+    if (lane == 0) s->warp_valid[w] = __popc(ballot);
+    int base = s->count;
+    __syncthreads();
+    int at = base + __popc(ballot & ((1u << lane) - 1u)), total = 0;
+    for (int u = 0; u < MT_THREADS / 32; u++) {
+      if (u < w) at += s->warp_valid[u];
+      total += s->warp_valid[u];
+    }
+    if (ok) s->list[at] = v;
+    __syncthreads(); // every thread has read the counts and the old length
+    if (threadIdx.x == 0) s->count = base + total;
+    __syncthreads();
+  }
+}
+
+// Issue the copies of tile t's entries (compacted entries t·64 ..) into the
+// staging buffer: four threads an entry, every fourth chunk.
+static __device__ void dc_stage(const dc_args &a, dc_smem *s, int t) {
+  int r = threadIdx.x / 4, e = t * MT_TILE + r;
+  if (e >= s->count) return; // dc_dequant writes zeros for it
+  const uint8_t *src = a.cache + (int64_t)s->list[e] * DC_ENTRY;
+  unsigned char *dst = s->staging + r * DC_ENTRY;
+  for (int ch = threadIdx.x % 4; ch < DC_ENTRY_CHUNKS; ch += 4) cp_async_16(dst + 16 * ch, src + 16 * ch, true);
+}
+
+// The staged tile -> bf16 rows of s->kv (zero rows past the row's count);
+// returns the tile's validity bits.
+static __device__ unsigned long long dc_dequant(dc_smem *s, int t) {
+  int r = threadIdx.x / 4, part = threadIdx.x % 4, n = min(MT_TILE, s->count - t * MT_TILE);
+  const unsigned char *src = s->staging + r * DC_ENTRY;
+  bool live = r < n;
+  const float *scale = (const float *)(src + CPLAB_MLA_SCALE_OFFSET);
+#pragma unroll
+  for (int j = 0; j < DC_NOPE_CHUNKS / 4; j++) {
+    int c = part + 4 * j;
+    uint4 lo = make_uint4(0, 0, 0, 0), hi = lo;
+    if (live) {
+      uint4 f8 = *(const uint4 *)(src + CPLAB_MLA_NOPE_OFFSET + 16 * c);
+      float sc = scale[c / (DC_NOPE_CHUNKS / CPLAB_MLA_TILES)];
+      uint2 b0 = kf_dequant4_bf16(f8.x, sc), b1 = kf_dequant4_bf16(f8.y, sc);
+      uint2 b2 = kf_dequant4_bf16(f8.z, sc), b3 = kf_dequant4_bf16(f8.w, sc);
+      lo = make_uint4(b0.x, b0.y, b1.x, b1.y);
+      hi = make_uint4(b2.x, b2.y, b3.x, b3.y);
+    }
+    *(uint4 *)(s->kv + mt_off(r, 2 * c)) = lo;
+    *(uint4 *)(s->kv + mt_off(r, 2 * c + 1)) = hi;
+  }
+#pragma unroll
+  for (int j = 0; j < 2; j++) {
+    int c = part + 4 * j; // rope chunk: bf16 already
+    uint4 v = live ? *(const uint4 *)(src + CPLAB_MLA_ROPE_OFFSET + 16 * c) : make_uint4(0, 0, 0, 0);
+    *(uint4 *)(s->kv + mt_off(r, 2 * DC_NOPE_CHUNKS + c)) = v;
+  }
+  return n >= MT_TILE ? ~0ull : (1ull << n) - 1;
+}
+
+__global__ void __launch_bounds__(MT_THREADS, 1) dc_kernel(dc_args a) {
+  extern __shared__ uint4 dc_raw[];
+  dc_smem *s = (dc_smem *)mma_align_smem(dc_raw, 1024);
+  int64_t row = blockIdx.x;
+  int h0 = blockIdx.y * MT_HEADS, w = threadIdx.x / 32, g = w / 4, q = w % 4;
+  int split = blockIdx.z, splits = gridDim.z;
+  dc_compact(a, a.slot + row * a.k, s);
+  int tiles = (s->count + MT_TILE - 1) / MT_TILE;
+  int t0 = (int)((int64_t)split * tiles / splits), t1 = (int)((int64_t)(split + 1) * tiles / splits);
+  mt_rows st;
+#pragma unroll
+  for (int y = 0; y < 2; y++) st.m[y] = -INFINITY, st.l[y] = 0.0f;
+  float o[32][4];
+#pragma unroll
+  for (int i = 0; i < 32; i++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) o[i][e] = 0.0f;
+  if (t0 < t1) {
+    mt_load_q(&s->c, a.q, a.heads, row, h0);
+    dc_stage(a, s, t0);
+  }
+  cp_async_commit();
+  for (int t = t0; t < t1; t++) {
+    cp_async_wait<0>(); // this tile's entries (and q) have landed
+    __syncthreads();    // ... for every thread; the previous tile's products are done with kv
+    unsigned long long valid = dc_dequant(s, t);
+    mt_smem_ready(); // the tile is visible to the products; the staging buffer is free
+    if (t + 1 < t1) dc_stage(a, s, t + 1);
+    cp_async_commit();
+    float acc[4][4], corr[2];
+    mt_scores(&s->c, s->kv, g, q, acc);
+    mt_softmax(&s->c, valid, g, q, a.scale_log2, acc, &st, corr);
+    mt_rescale(o, corr);
+    mt_accumulate(&s->c, s->kv, g, q, o);
+  }
+  mt_store(a.out + (int64_t)split * a.m * a.heads * MT_DV, a.lse + (int64_t)split * a.m * a.heads, a.heads, row, h0,
+           g, q, &st, o);
+}
+
+static_assert(sizeof(dc_smem) + 1008 <= DC_SMEM_OPTIN, "the block's shared memory fits an H200's");
+
+// The splits' partial results of one (row, head) -> out and lse: weights
+// exp(lse_z - M) / sum over the splits (M the largest lse; a split that saw
+// no entry has lse -inf and weight 0), lse = M + log(sum). Thread t owns
+// columns 4t .. 4t + 3.
+__global__ void __launch_bounds__(DC_COMBINE_THREADS)
+    dc_combine_kernel(const float *part_out, const float *part_lse, int splits, int64_t mh, float *out, float *lse) {
+  int64_t g = blockIdx.x;
+  float mx = -INFINITY;
+  for (int z = 0; z < splits; z++) mx = fmaxf(mx, part_lse[z * mh + g]);
+  float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  float sum = 0.0f;
+  if (mx != -INFINITY) {
+    for (int z = 0; z < splits; z++) {
+      float wz = expf(part_lse[z * mh + g] - mx);
+      if (wz == 0.0f) continue;
+      float4 v = ((const float4 *)(part_out + (z * mh + g) * MT_DV))[threadIdx.x];
+      sum += wz;
+      acc.x += wz * v.x;
+      acc.y += wz * v.y;
+      acc.z += wz * v.z;
+      acc.w += wz * v.w;
+    }
+  }
+  float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+  ((float4 *)(out + g * MT_DV))[threadIdx.x] = make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
+  if (threadIdx.x == 0) lse[g] = sum > 0.0f ? mx + logf(sum) : -INFINITY;
+}
+
+// Splits of the entries for m rows of `heads` heads over k entries: enough
+// blocks to give every SM one, each with at least DC_MIN_TILES_PER_SPLIT
+// tiles of a full list.
+static int dc_splits(int64_t m, int heads, int k, cplab_diag *d, int *splits) {
+  int dev = 0, sms = 0;
+  KCHECK_CUDA(d, cudaGetDevice(&dev));
+  KCHECK_CUDA(d, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  int64_t blocks = m * ((heads + MT_HEADS - 1) / MT_HEADS);
+  int64_t by_sms = blocks > 0 ? (sms + blocks - 1) / blocks : 1;
+  int64_t by_tiles = ((int64_t)k + MT_TILE - 1) / MT_TILE / DC_MIN_TILES_PER_SPLIT;
+  int64_t z = by_sms < by_tiles ? by_sms : by_tiles;
+  *splits = (int)(z < 1 ? 1 : z > 65535 ? 65535 : z);
+  return 0;
+}
+
+static int dc_check(const uint16_t *q, int64_t m, int heads, const uint8_t *kv_cache, int64_t num_slots,
+                    const int32_t *slot, int k, float *out, float *lse, cplab_diag *d, const char *name) {
+  KCHECK_ARG(d, m >= 0 && heads >= 0 && k >= 0, "%s: negative size (m %lld, heads %d, k %d)", name, (long long)m,
+             heads, k);
+  KCHECK_ARG(d, num_slots >= 0 && (kv_cache || num_slots == 0), "%s: bad cache (%lld slots)", name,
+             (long long)num_slots);
+  if (m == 0 || heads == 0) return 0;
+  KCHECK_ARG(d, q && out && lse && (slot || k == 0), "%s: NULL argument", name);
+  KCHECK_ARG(d, kaligned(q, 16) && kaligned(kv_cache, 16) && kaligned(out, 8),
+             "%s: q and kv_cache must be 16-byte and out 8-byte aligned", name);
+  KCHECK_ARG(d, m <= KGRID_MAX_X, "%s: %lld rows exceed the grid", name, (long long)m);
+  KCHECK_ARG(d, (heads + MT_HEADS - 1) / MT_HEADS <= 65535, "%s: %d heads exceed the grid", name, heads);
+  if (k > DC_MAX_K)
+    return cplab_diag_set(d, CPLAB_EUNSUPPORTED, "%s: k %d exceeds the kernel's %d entries a row", name, k, DC_MAX_K);
+  return 0;
+}
+
+static int dc_launch(const dc_args &a, int splits, void *stream, cplab_diag *d, const char *name) {
+  size_t smem = sizeof(dc_smem) + 1008; // room to align the base to 1024 (it is 16-byte aligned)
+  int rc = kset_smem(d, dc_kernel, smem, name);
+  if (rc) return rc;
+  dim3 grid((unsigned)a.m, (unsigned)((a.heads + MT_HEADS - 1) / MT_HEADS), (unsigned)splits);
+  dc_kernel<<<grid, MT_THREADS, smem, kstream(stream)>>>(a);
+  return kcheck_launch(d, name);
+}
+
+extern "C" int cplab_sparse_mla_decode(const uint16_t *q, int64_t m, int heads, const uint8_t *kv_cache,
+                                       int64_t num_slots, const int32_t *slot, int k, float scale, float *out,
+                                       float *lse, void *stream, cplab_diag *d) {
+  const char *name = "cplab_sparse_mla_decode";
+  int rc = dc_check(q, m, heads, kv_cache, num_slots, slot, k, out, lse, d, name);
+  if (rc || m == 0 || heads == 0) return rc;
+  dc_args a = {q, heads, kv_cache, num_slots, slot, k, scale * MT_LOG2E, out, lse, m};
+  return dc_launch(a, 1, stream, d, name);
+}
+
+extern "C" int cplab_sparse_mla_decode_scratch(int64_t m, int heads, int k, size_t *bytes, cplab_diag *d) {
+  KCHECK_ARG(d, m >= 0 && heads >= 0 && k >= 0 && bytes, "cplab_sparse_mla_decode_scratch: bad arguments");
+  *bytes = 0;
+  if (m == 0 || heads == 0) return 0;
+  int splits = 1, rc = dc_splits(m, heads, k, d, &splits);
+  if (rc) return rc;
+  if (splits > 1) *bytes = (size_t)splits * (size_t)m * (size_t)heads * (MT_DV + 1) * sizeof(float);
+  return 0;
+}
+
+extern "C" int cplab_sparse_mla_decode_split(const uint16_t *q, int64_t m, int heads, const uint8_t *kv_cache,
+                                             int64_t num_slots, const int32_t *slot, int k, float scale, float *out,
+                                             float *lse, void *scratch, size_t scratch_bytes, void *stream,
+                                             cplab_diag *d) {
+  const char *name = "cplab_sparse_mla_decode_split";
+  int rc = dc_check(q, m, heads, kv_cache, num_slots, slot, k, out, lse, d, name);
+  if (rc || m == 0 || heads == 0) return rc;
+  int splits = 1;
+  rc = dc_splits(m, heads, k, d, &splits);
+  if (rc) return rc;
+  size_t part = (size_t)m * (size_t)heads, need = splits > 1 ? (size_t)splits * part * (MT_DV + 1) * sizeof(float) : 0;
+  KCHECK_ARG(d, scratch_bytes >= need && (need == 0 || (scratch && kaligned(scratch, 16))),
+             "%s: %zu bytes of scratch given (16-byte aligned), %zu needed (cplab_sparse_mla_decode_scratch)", name,
+             scratch_bytes, need);
+  dc_args a = {q, heads, kv_cache, num_slots, slot, k, scale * MT_LOG2E, out, lse, m};
+  if (splits == 1) return dc_launch(a, 1, stream, d, name);
+  float *part_out = (float *)scratch, *part_lse = part_out + (size_t)splits * part * MT_DV;
+  a.out = part_out;
+  a.lse = part_lse;
+  rc = dc_launch(a, splits, stream, d, name);
+  if (rc) return rc;
+  static_assert(MT_DV == 4 * DC_COMBINE_THREADS, "4 columns a thread");
+  KCHECK_ARG(d, kaligned(out, 16), "%s: out must be 16-byte aligned when the entries are split", name);
+  dc_combine_kernel<<<(unsigned)part, DC_COMBINE_THREADS, 0, kstream(stream)>>>(part_out, part_lse, splits,
+                                                                                 (int64_t)part, out, lse);
+  return kcheck_launch(d, "dc_combine_kernel");
+}
