@@ -12,9 +12,9 @@
 //      (the next tile's while this one computes), and are dequantised into
 //      the bf16 tile exactly as cplab_gather_mla does (kf_dequant4_bf16),
 //      so decode and prefill see the same rows.
-// With Z > 1 each split writes its partial (out, lse) and
-// cplab_lse_combine merges them: a batch too small to fill the GPU is
-// spread over the entries.
+// With Z > 1 (cplab_sparse_mla_decode_split; Z from k alone) each split
+// writes its partial (out, lse) and dc_combine_kernel merges them: a small
+// batch is spread over the entries.
 #include <cuda_runtime.h>
 
 #include "check.cuh"
@@ -27,7 +27,7 @@
 #define DC_NOPE_CHUNKS (CPLAB_MLA_NOPE_DIM / 16) // 32 chunks of 16 e4m3 values
 #define DC_SCAN MT_THREADS                       // list entries a scan step looks at
 #define DC_MAX_K 8064                            // the compacted list must fit beside the tiles
-#define DC_MIN_TILES_PER_SPLIT 2
+#define DC_TILES_PER_SPLIT 8                     // tiles of a full list per split (cplab_sparse_mla_decode_split)
 
 #define DC_COMBINE_THREADS 128                   // 4 of the 512 columns each
 #define DC_SMEM_OPTIN 232448                     // sm_90's (and sm_100's) most shared memory a block
@@ -190,19 +190,15 @@ __global__ void __launch_bounds__(DC_COMBINE_THREADS)
   if (threadIdx.x == 0) lse[g] = sum > 0.0f ? mx + logf(sum) : -INFINITY;
 }
 
-// Splits of the entries for m rows of `heads` heads over k entries: enough
-// blocks to give every SM one, each with at least DC_MIN_TILES_PER_SPLIT
-// tiles of a full list.
-static int dc_splits(int64_t m, int heads, int k, cplab_diag *d, int *splits) {
-  int dev = 0, sms = 0;
-  KCHECK_CUDA(d, cudaGetDevice(&dev));
-  KCHECK_CUDA(d, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  int64_t blocks = m * ((heads + MT_HEADS - 1) / MT_HEADS);
-  int64_t by_sms = blocks > 0 ? (sms + blocks - 1) / blocks : 1;
-  int64_t by_tiles = ((int64_t)k + MT_TILE - 1) / MT_TILE / DC_MIN_TILES_PER_SPLIT;
-  int64_t z = by_sms < by_tiles ? by_sms : by_tiles;
-  *splits = (int)(z < 1 ? 1 : z > 65535 ? 65535 : z);
-  return 0;
+// Splits of a row's entries: one per DC_TILES_PER_SPLIT tiles of a full list
+// of k. A function of k alone, so that a row gives the same bits in any
+// batch (cplab-bench's batched decode is checked bit for bit against
+// cplab-exec's row by row one): a batch of one row of k = 2048 runs on 4
+// blocks per 64 heads, a large batch pays a partial result a split.
+static int dc_splits(int k) {
+  int tiles = (k + MT_TILE - 1) / MT_TILE;
+  int z = (tiles + DC_TILES_PER_SPLIT - 1) / DC_TILES_PER_SPLIT;
+  return z < 1 ? 1 : z;
 }
 
 static int dc_check(const uint16_t *q, int64_t m, int heads, const uint8_t *kv_cache, int64_t num_slots,
@@ -245,8 +241,7 @@ extern "C" int cplab_sparse_mla_decode_scratch(int64_t m, int heads, int k, size
   KCHECK_ARG(d, m >= 0 && heads >= 0 && k >= 0 && bytes, "cplab_sparse_mla_decode_scratch: bad arguments");
   *bytes = 0;
   if (m == 0 || heads == 0) return 0;
-  int splits = 1, rc = dc_splits(m, heads, k, d, &splits);
-  if (rc) return rc;
+  int splits = dc_splits(k);
   if (splits > 1) *bytes = (size_t)splits * (size_t)m * (size_t)heads * (MT_DV + 1) * sizeof(float);
   return 0;
 }
@@ -258,9 +253,7 @@ extern "C" int cplab_sparse_mla_decode_split(const uint16_t *q, int64_t m, int h
   const char *name = "cplab_sparse_mla_decode_split";
   int rc = dc_check(q, m, heads, kv_cache, num_slots, slot, k, out, lse, d, name);
   if (rc || m == 0 || heads == 0) return rc;
-  int splits = 1;
-  rc = dc_splits(m, heads, k, d, &splits);
-  if (rc) return rc;
+  int splits = dc_splits(k);
   size_t part = (size_t)m * (size_t)heads, need = splits > 1 ? (size_t)splits * part * (MT_DV + 1) * sizeof(float) : 0;
   KCHECK_ARG(d, scratch_bytes >= need && (need == 0 || (scratch && kaligned(scratch, 16))),
              "%s: %zu bytes of scratch given (16-byte aligned), %zu needed (cplab_sparse_mla_decode_scratch)", name,

@@ -268,13 +268,14 @@ int cplab_sparse_mla_decode(const uint16_t *q, int64_t m, int heads, const uint8
                             const int32_t *slot, int k, float scale, float *out, float *lse, void *stream,
                             cplab_diag *d);
 
-/* The same result with each row's entries split over enough blocks to
- * fill the GPU (each split at least two tiles of a full list), the splits'
+/* The same result with each row's entries split over several blocks (one
+ * per 512 entries of a full list of k: 4 for k = 2048), the splits'
  * partial (out, lse) merged by a second kernel (weights exp(lse_z - max),
- * in fp32); the rounding differs from the unsplit call within the bounds.
- * scratch: device memory of at least *bytes from
- * cplab_sparse_mla_decode_scratch for the same (m, heads, k) on the same
- * device (0 when no split pays: scratch may then be NULL), 16-byte aligned;
+ * in fp32), so a small batch spreads over the GPU. The splits depend on k
+ * alone: batch invariant like the others (its rounding differs from the
+ * unsplit call within the bounds). scratch: device memory of at least
+ * *bytes from cplab_sparse_mla_decode_scratch for the same (m, heads, k)
+ * (0 when k gives one split: scratch may then be NULL), 16-byte aligned;
  * out 16-byte aligned when split. */
 int cplab_sparse_mla_decode_scratch(int64_t m, int heads, int k, size_t *bytes, cplab_diag *d);
 int cplab_sparse_mla_decode_split(const uint16_t *q, int64_t m, int heads, const uint8_t *kv_cache,

@@ -147,6 +147,8 @@ typedef struct engine_rank {
   int32_t *dec_req, *block_table;
   uint16_t *qg;                /* [Tdec][Hg][576] */
   float *gout, *glse, *fin;    /* [D][Tdec][Hg][512], [D][Tdec][Hg], [Tdec][Hg][512] */
+  void *dec_scratch;           /* the split decode's partial results (cplab_sparse_mla_decode_scratch) */
+  size_t dec_scratch_bytes;
   /* MoE */
   cplab_moe_plan *moe_plan;
   uint16_t *moe_x;

@@ -400,6 +400,10 @@ static int setup_attention(engine_step *s, engine_rank *k, cplab_diag *d) {
     if (!rc && (k->Hg != k->Hl || k->head_off != 0))
       rc = engine_mem_alloc(mm, &k->fin, sizeof(float) * gq * CPLAB_MLA_NOPE_DIM, d);
   }
+  /* The split decode's scratch, for the heads the decode rows attend with. */
+  if (!rc && k->Tdec > 0)
+    rc = cplab_sparse_mla_decode_scratch(k->Tdec, k->D == 1 ? k->Hl : k->Hg, k->K, &k->dec_scratch_bytes, d);
+  if (!rc && k->dec_scratch_bytes) rc = engine_mem_alloc(mm, &k->dec_scratch, k->dec_scratch_bytes, d);
   free(id), free(pos), free(ks), free(ke), free(dec_req), free(dec_slots);
   return rc;
 }
@@ -539,12 +543,13 @@ static int piece_attention(engine_step *s, const engine_rank *k, cplab_diag *d) 
                                    d);
     size_t gq = (size_t)(k->Tdec * k->Hg);
     if (!rc && k->D == 1)
-      rc = cplab_sparse_mla_decode(k->mla_q, k->Tdec, k->Hl, k->kv_own, k->num_slots, k->conv, k->K, k->scale,
-                                   k->attn_out, k->attn_lse, s->stream, d);
+      rc = cplab_sparse_mla_decode_split(k->mla_q, k->Tdec, k->Hl, k->kv_own, k->num_slots, k->conv, k->K, k->scale,
+                                         k->attn_out, k->attn_lse, k->dec_scratch, k->dec_scratch_bytes, s->stream,
+                                         d);
     else if (!rc)
-      rc = cplab_sparse_mla_decode(k->qg, k->Tdec, k->Hg, k->kv_own, k->num_slots, k->conv, k->K, k->scale,
-                                   k->gout + (size_t)k->o * gq * CPLAB_MLA_NOPE_DIM, k->glse + (size_t)k->o * gq,
-                                   s->stream, d);
+      rc = cplab_sparse_mla_decode_split(k->qg, k->Tdec, k->Hg, k->kv_own, k->num_slots, k->conv, k->K, k->scale,
+                                         k->gout + (size_t)k->o * gq * CPLAB_MLA_NOPE_DIM, k->glse + (size_t)k->o * gq,
+                                         k->dec_scratch, k->dec_scratch_bytes, s->stream, d);
   }
   for (int i = 0; i < k->num_prefill && !rc; i++) {
     const engine_prefill_row *pr = &k->prefill[i];

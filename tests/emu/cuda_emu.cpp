@@ -276,13 +276,6 @@ void describe_and_abort(const char *what) {
   abort();
 }
 
-// The multiprocessor count the device reports: CPLAB_EMU_SMS (1 to 1024), else 1.
-int sm_count() {
-  const char *v = getenv("CPLAB_EMU_SMS");
-  int n = v ? atoi(v) : 1;
-  return n >= 1 && n <= 1024 ? n : 1;
-}
-
 // CPLAB_EMU_ORDER=reverse: blocks and the threads of a block in descending
 // order (another legal schedule: a kernel whose result depends on the order,
 // e.g. a missing barrier, may give a different result).
@@ -513,7 +506,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int dev) {
   p->maxGridSize[0] = 2147483647, p->maxGridSize[1] = 65535, p->maxGridSize[2] = 65535;
   p->major = 9;
   p->minor = 0;
-  p->multiProcessorCount = sm_count();
+  p->multiProcessorCount = 1;
   return cudaSuccess;
 }
 
@@ -524,7 +517,7 @@ cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr attr, int dev) {
   case cudaDevAttrMaxThreadsPerBlock: *v = CUDA_EMU_MAX_THREADS; break;
   case cudaDevAttrMaxSharedMemoryPerBlock: *v = CUDA_EMU_SMEM_DEFAULT; break;
   case cudaDevAttrWarpSize: *v = 32; break;
-  case cudaDevAttrMultiProcessorCount: *v = sm_count(); break;
+  case cudaDevAttrMultiProcessorCount: *v = 1; break;
   case cudaDevAttrComputeCapabilityMajor: *v = 9; break;
   case cudaDevAttrComputeCapabilityMinor: *v = 0; break;
   case cudaDevAttrMaxSharedMemoryPerBlockOptin: *v = CUDA_EMU_SMEM_OPTIN; break;

@@ -48,8 +48,6 @@
 //     --enable-sanitizers build (the emulated kernels are instrumented too;
 //     UBSan checks them as well). Shared memory has no redzones: an access
 //     past a shared array is not detected.
-//   - The device reports one multiprocessor, or CPLAB_EMU_SMS of them (a
-//     launcher that sizes its grid from the count makes the GPU's choices).
 //   - Streams do not exist: every call runs to completion before it returns;
 //     *Async calls are synchronous, synchronisation calls are no-ops.
 //   - Atomics are plain read-modify-writes: nothing runs concurrently.

@@ -2,8 +2,6 @@
 # tests/gpu/test_gpu_attention.c under emulation: attention_prefill.cu, attention_decode.cu and combine.cu against double references.
 # Runs on the CPU through the CUDA emulation (tests/emu/cuda_emu.h), GPU or not,
 # twice: threads and blocks in ascending, then in descending order.
-# An H200's 132 multiprocessors, so that the split decode splits as it does there.
-export CPLAB_EMU_SMS=132
 prog="$top_builddir/tests/emu/test_emu_attention"
 "$prog" || exit $?
 echo "== again with CPLAB_EMU_ORDER=reverse"
