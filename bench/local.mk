@@ -41,16 +41,36 @@ if HAVE_CUDA
 # cplab-ceilings-bench: device copy bandwidth and cuBLASLt bf16/fp8 GEMM
 # throughput of one GPU, measured in one run (bench/run-gpu-ceilings.sh runs it).
 EXTRA_PROGRAMS += bench/cplab-ceilings-bench
-bench_cplab_ceilings_bench_SOURCES = bench/ceilings_bench.c
+bench_cplab_ceilings_bench_SOURCES = bench/ceilings_bench.c bench/ceilings.c bench/ceilings.h
 bench_cplab_ceilings_bench_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) -I$(top_srcdir)/kernels
 bench_cplab_ceilings_bench_LDADD = $(CPLAB_KERNEL_LIBS) $(CPLAB_CORE_LIBS)
+# cplab-kernel-bench: each kernel alone over its table of shapes, checked
+# against sim/reference.h, timed, against the ceilings (bench/ceilings.c) and
+# the PyTorch peer (bench/kernel_peer.py); bench/run-gpu-kernels.sh runs both.
+# Built by `make check` too (CI compiles it; its tests run it).
+check_PROGRAMS += bench/cplab-kernel-bench
+KERNEL_BENCH_PROGS = bench/cplab-kernel-bench$(EXEEXT)
+bench_cplab_kernel_bench_SOURCES = $(KERNEL_BENCH_SOURCES)
+bench_cplab_kernel_bench_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) -I$(top_srcdir)/kernels -I$(top_srcdir)/sim
+bench_cplab_kernel_bench_CFLAGS = $(AM_CFLAGS) -pthread
+bench_cplab_kernel_bench_LDADD = libcplab_sim.la $(CPLAB_KERNEL_LIBS) $(CPLAB_CORE_LIBS) -lpthread
 endif
+# The driver, the kernels' case tables, the peer file's reader and the
+# ceilings: also linked against the CPU emulation (tests/emu/local.mk, with
+# -DCPLAB_BENCH_EMU=1), so they are defined whether or not CUDA is found.
+KERNEL_BENCH_SOURCES = bench/kernel_bench.c bench/kernel_bench.h bench/kernel_attention.c bench/kernel_peer.c \
+	bench/kernel_peer.h bench/ceilings.c bench/ceilings.h
+EXTRA_DIST += $(KERNEL_BENCH_SOURCES) bench/kernel_peer.py bench/run-gpu-kernels.sh tests/kernel_bench_smoke.sh
+# Its command line, case table and peer-file reader (no GPU needed), and a
+# smoke run of one tiny case per kernel on a GPU.
+TESTS += tests/cli/kernel_bench_cli.sh tests/gpu/gpu_kernel_bench.sh
+EXTRA_DIST += tests/cli/kernel_bench_cli.sh tests/gpu/gpu_kernel_bench.sh
 EXTRA_DIST += bench/run-gpu-gather.sh bench/run-gpu-moe.sh bench/run-gpu-ceilings.sh bench/run-gpu-layers.sh bench/gpu-run-env.sh
 CLEANFILES += $(EXTRA_PROGRAMS)
 EXTRA_DIST += bench/README.md bench/NOTES.md bench/run-cpu.sh bench/run-numeric.sh bench/results
 
 .PHONY: bench
-bench: $(EXTRA_PROGRAMS) bench/cplab-bench$(EXEEXT) $(MPI_BENCH_PROGS)
+bench: $(EXTRA_PROGRAMS) bench/cplab-bench$(EXEEXT) $(MPI_BENCH_PROGS) $(KERNEL_BENCH_PROGS)
 
 # cplab-bench (bench/layers/): TTFT and TPOT per layout and graph mode.
 include bench/layers/local.mk

@@ -1,9 +1,12 @@
 /* Typed, located JSON access: see json_reader.h. */
 #include "json_reader.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 void cplab_json_reader_init(cplab_json_reader *r, const char *text, size_t len, const char *origin, cplab_diag *d) {
   *r = (cplab_json_reader){text, len, origin, NULL, d};
@@ -189,5 +192,34 @@ int cplab_json_get_string(cplab_json_reader *r, const json_t *obj, const char *p
     if ((unsigned char)*p < 0x20)
       return cplab_json_fail(r, child, 0, CPLAB_ESCHEMA, "must not contain control characters");
   memcpy(buf, s, n + 1);
+  return 0;
+}
+
+int cplab_json_read_file(const char *path, size_t max_bytes, const char *kind, char **text, size_t *len,
+                         cplab_diag *d) {
+  struct stat st;
+  *text = NULL, *len = 0;
+  if (stat(path, &st) != 0) CPLAB_FAIL(d, CPLAB_EIO, "cannot open '%s': %s", path, strerror(errno));
+  if (!S_ISREG(st.st_mode)) CPLAB_FAIL(d, CPLAB_EIO, "'%s' is not a regular file", path);
+  if ((size_t)st.st_size > max_bytes)
+    CPLAB_FAIL(d, CPLAB_ERANGE, "'%s' is %lld bytes; %s are limited to %zu", path, (long long)st.st_size, kind,
+               max_bytes);
+  FILE *f = fopen(path, "rb");
+  if (!f) CPLAB_FAIL(d, CPLAB_EIO, "cannot open '%s': %s", path, strerror(errno));
+  char *buf = malloc((size_t)st.st_size + 1);
+  if (!buf) {
+    fclose(f);
+    CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory reading '%s'", path);
+  }
+  size_t n = fread(buf, 1, (size_t)st.st_size, f);
+  int bad = ferror(f);
+  fclose(f);
+  if (bad) {
+    free(buf);
+    CPLAB_FAIL(d, CPLAB_EIO, "cannot read '%s'", path);
+  }
+  buf[n] = '\0';
+  *text = buf;
+  *len = n;
   return 0;
 }

@@ -58,4 +58,11 @@ int cplab_json_get_real(cplab_json_reader *r, const json_t *obj, const char *pat
 int cplab_json_get_string(cplab_json_reader *r, const json_t *obj, const char *path, const char *key, int required,
                           const char *def, char *buf, size_t cap);
 
+/* The whole text of the regular file at path (NUL-terminated, malloc'd) and
+ * its length: CPLAB_EIO when it cannot be opened or read or is not a regular
+ * file, CPLAB_ERANGE when it is larger than max_bytes ("KIND are limited to
+ * N"), CPLAB_ENOMEM. */
+int cplab_json_read_file(const char *path, size_t max_bytes, const char *kind, char **text, size_t *len,
+                         cplab_diag *d);
+
 #endif

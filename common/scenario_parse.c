@@ -457,33 +457,6 @@ int cplab_scenario_parse(const char *text, size_t len, const char *origin, const
   return 0;
 }
 
-static int read_file(const char *path, char **text, size_t *len, cplab_diag *d) {
-  struct stat st;
-  if (stat(path, &st) != 0) CPLAB_FAIL(d, CPLAB_EIO, "cannot open '%s': %s", path, strerror(errno));
-  if (!S_ISREG(st.st_mode)) CPLAB_FAIL(d, CPLAB_EIO, "'%s' is not a regular file", path);
-  if ((size_t)st.st_size > MAX_SCENARIO_BYTES)
-    CPLAB_FAIL(d, CPLAB_ERANGE, "'%s' is %lld bytes; scenarios are limited to %zu", path, (long long)st.st_size,
-               MAX_SCENARIO_BYTES);
-  FILE *f = fopen(path, "rb");
-  if (!f) CPLAB_FAIL(d, CPLAB_EIO, "cannot open '%s': %s", path, strerror(errno));
-  char *buf = malloc((size_t)st.st_size + 1);
-  if (!buf) {
-    fclose(f);
-    CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory reading '%s'", path);
-  }
-  size_t n = fread(buf, 1, (size_t)st.st_size, f);
-  int bad = ferror(f);
-  fclose(f);
-  if (bad) {
-    free(buf);
-    CPLAB_FAIL(d, CPLAB_EIO, "cannot read '%s'", path);
-  }
-  buf[n] = '\0';
-  *text = buf;
-  *len = n;
-  return 0;
-}
-
 int cplab_scenario_load(const char *name_or_path, const cplab_scenario_overrides *ov, cplab_scenario **out,
                         cplab_diag *d) {
   const char *text;
@@ -503,7 +476,7 @@ int cplab_scenario_load(const char *name_or_path, const cplab_scenario_overrides
   }
   char *buf = NULL;
   size_t len = 0;
-  int rc = read_file(name_or_path, &buf, &len, d);
+  int rc = cplab_json_read_file(name_or_path, MAX_SCENARIO_BYTES, "scenarios", &buf, &len, d);
   if (rc) return rc;
   rc = cplab_scenario_parse(buf, len, name_or_path, ov, out, d);
   free(buf);

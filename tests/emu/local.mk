@@ -240,3 +240,15 @@ tests_emu_cplab_bench_emu_LDADD = libcplab_benchplan.la libcplab_trace.la tests/
 	$(CPLAB_CORE_LIBS) $(HDF5_LIBS) -lstdc++
 TESTS += tests/emu/emu_bench.sh
 EXTRA_DIST += tests/emu/emu_bench.sh
+
+# cplab-kernel-bench under emulation: its unchanged sources (bench/local.mk's
+# KERNEL_BENCH_SOURCES) linked against the emulated kernels, so that its smoke
+# cases are checked by every make check (tests/emu/emu_kernel_bench.sh); with
+# -DCPLAB_BENCH_EMU=1 bench/ceilings.c uses no CUDA runtime (and reads no L2).
+check_PROGRAMS += tests/emu/cplab-kernel-bench-emu
+tests_emu_cplab_kernel_bench_emu_SOURCES = $(KERNEL_BENCH_SOURCES)
+tests_emu_cplab_kernel_bench_emu_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/kernels -I$(top_srcdir)/sim -DCPLAB_BENCH_EMU=1
+tests_emu_cplab_kernel_bench_emu_CFLAGS = $(AM_CFLAGS) -pthread
+tests_emu_cplab_kernel_bench_emu_LDADD = $(EMU_TEST_LIBS) -lpthread
+TESTS += tests/emu/emu_kernel_bench.sh
+EXTRA_DIST += tests/emu/emu_kernel_bench.sh

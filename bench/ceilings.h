@@ -1,0 +1,111 @@
+/* bench/ceilings.h: the GPU's ceilings, measured, and the timing and
+ * statistics the GPU benchmarks share (cplab-ceilings-bench,
+ * cplab-kernel-bench). Operations (bench/ceilings.c):
+ *   copy   a device-to-device copy of `bytes`, rotating over three buffers
+ *          (run t copies buffer t mod 3 into (t + 1) mod 3), each far larger
+ *          than the L2; GB/s = 2 · bytes / t / 1e9 (read and write counted,
+ *          perf-anchors' convention);
+ *   bf16   cplab_gemm_bf16 (cuBLASLt, fp32 accumulation), C[M][N] = A[M][K] ·
+ *          B[N][K]^T, random inputs in [-1, 1);
+ *   fp8    cplab_gemm_fp8 (e4m3 in [-4, 4), per-tensor scales 0.5 and 0.25,
+ *          bf16 out); TFLOPS = 2·M·N·K / t / 1e12.
+ * Each GEMM's inputs rotate over enough sets to span 4x the L2 (at least 2).
+ * Checks, before timing: the copy's bytes at its start, middle and end; for
+ * a GEMM the whole output written (poisoned with bf16 NaN first) and 256
+ * sampled elements (the corners, then random ones) within 2^-8·|ref| +
+ * 2^-10·sum|terms| of a double-precision host reference, relative
+ * Frobenius error < 1e-2 (tests/gpu/test_gpu_gemm.c's rule).
+ * Everything goes through cplab_kernels.h and cplab_stream.h, so it also
+ * links against the CPU emulation of tests/emu (built with
+ * -DCPLAB_BENCH_EMU=1: no CUDA runtime there, and no L2 to read). */
+#ifndef CPLAB_BENCH_CEILINGS_H
+#define CPLAB_BENCH_CEILINGS_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cplab/error.h"
+#include "cplab_kernels.h"
+
+#define CPLAB_CEIL_MAX_SETS 16
+
+typedef struct cplab_ceil_shape {
+  int64_t m, n, k;
+} cplab_ceil_shape;
+
+/* One operation: the copy (gemm == 0) or one GEMM of one dtype and shape,
+ * with its rotation sets of inputs and outputs. */
+typedef struct cplab_ceil_op {
+  char name[48];
+  int gemm, fp8, sets, turn;
+  cplab_ceil_shape s; /* copy: s.k = bytes per copy */
+  void *a[CPLAB_CEIL_MAX_SETS], *b[CPLAB_CEIL_MAX_SETS], *c[CPLAB_CEIL_MAX_SETS]; /* copy: a = buffers */
+  float *scales;  /* fp8: device a_scale, b_scale */
+  void *host_a, *host_b; /* set 0's inputs, for the check */
+  cplab_gemm *g;  /* the handle a GEMM runs on */
+} cplab_ceil_op;
+
+/* The L2 size of device 0 in bytes (cudaDevAttrL2CacheSize; 0 under the CPU
+ * emulation, which has none). */
+int cplab_bench_l2_bytes(size_t *l2, cplab_diag *d);
+
+/* *rng: a splitmix64 state; the GEMMs' random inputs come from it. */
+uint64_t cplab_bench_splitmix(uint64_t *rng);
+
+/* Set up an operation (device memory, generated inputs); free with
+ * cplab_ceil_free, also after a failure. */
+int cplab_ceil_setup_copy(cplab_ceil_op *o, size_t bytes, cplab_diag *d);
+int cplab_ceil_setup_gemm(cplab_ceil_op *o, cplab_ceil_shape s, int fp8, cplab_gemm *g, size_t l2, uint64_t *rng,
+                          cplab_diag *d);
+void cplab_ceil_free(cplab_ceil_op *o);
+
+/* Enqueue one run of o on its next rotation set (a cplab_bench_run_fn). */
+int cplab_ceil_run(void *o, void *stream, cplab_diag *d);
+
+/* Run o once on set 0 and check it: 0 ok (a "# check" line to report when
+ * it is not NULL), CPLAB_EMISMATCH naming the element otherwise. */
+int cplab_ceil_check(cplab_ceil_op *o, void *stream, uint64_t *rng, FILE *report, cplab_diag *d);
+
+/* Parse opt's argument "MxNxK[,MxNxK...]" into out[0..max) (*n of them):
+ * each dimension a multiple of 16 in [16, 65536] (fp8 GEMMs need it);
+ * CPLAB_EUSAGE naming opt otherwise. */
+int cplab_ceil_parse_shapes(const char *opt, const char *arg, cplab_ceil_shape *out, int max, int *n, cplab_diag *d);
+
+/* Work per run and its unit: (2·M·N·K, 1e12) for a GEMM, (2·bytes, 1e9) for
+ * the copy; the rate is work / seconds / unit. */
+void cplab_ceil_work(const cplab_ceil_op *o, double *work, double *unit);
+
+/* ---- timing and statistics ---------------------------------------------------- */
+
+/* One timed operation: enqueue one run on stream, asynchronously. */
+typedef int (*cplab_bench_run_fn)(void *ctx, void *stream, cplab_diag *d);
+
+/* Enqueue warmup + reps rounds of the nops operations (run(ctx[i]) for each
+ * i in turn), one event pair around each run, without waiting, then wait:
+ * the host stays ahead, so the GPU does not idle between runs and no event
+ * pair includes host time. t[i][r] receives run r's seconds of operation i
+ * (t[i] holds reps values, caller-allocated); *busy the sum of the timed runs
+ * over the span from the first timed start to the last timed stop (near 1:
+ * the premise held). */
+int cplab_bench_time(int nops, cplab_bench_run_fn run, void *const *ctx, int reps, int warmup, void *stream,
+                     double *const *t, double *busy, cplab_diag *d);
+
+typedef struct cplab_bench_stats {
+  double median, p10, p90, min, max; /* seconds */
+} cplab_bench_stats;
+
+/* Statistics of n > 0 times (sorted in place). */
+cplab_bench_stats cplab_bench_stats_of(double *t, size_t n);
+
+/* The ceilings' JSON object of one operation: time_us {median, min, max,
+ * p10, p90}, the rate at the median, p10 and p90 times, what was measured. */
+json_t *cplab_ceil_json(const cplab_ceil_op *o, const cplab_bench_stats *st);
+
+/* "YYYY-MM-DDTHH:MM:SSZ" (UTC, now) into buf (>= 21 bytes). */
+void cplab_bench_date(char *buf, size_t cap);
+/* The command line as one string (malloc'd; NULL when out of memory). */
+char *cplab_bench_command(int argc, char **argv);
+
+#endif

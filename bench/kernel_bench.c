@@ -1,0 +1,582 @@
+/* cplab-kernel-bench: each kernel of cplab's attention path (and, later, of
+ * the indexer), alone, over a table of shapes, against the card's ceilings
+ * and a PyTorch peer measured in the same run. The driver (this file):
+ * the command line, the selection of cases, the ceilings (bench/ceilings.c,
+ * shared with cplab-ceilings-bench), then for every selected case: set-up
+ * (input sets generated on the device, enough of them to span 4x the L2),
+ * the check against the double-precision reference on poisoned outputs,
+ * timing (CUDA events, warm-up, repetitions enqueued back to back over the
+ * rotating sets: median, p10, p90), the table line, the kernels.json entry.
+ * The kernels and their case tables: kernel_bench.h says how to add one.
+ * Exit 0 ok, 1 a check failed (that case is not timed; the others run),
+ * 2 bad usage or an error (an unreadable or malformed peer file, no GPU, a
+ * failed call: a case that fails is recorded and the others still run). */
+#include <fnmatch.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ceilings.h"
+#include "config.h"
+#include "cplab/cli.h"
+#include "cplab_kernels.h"
+#include "cplab_stream.h"
+#include "kernel_bench.h"
+#include "kernel_peer.h"
+
+#define PROG "cplab-kernel-bench"
+
+static const cplab_kb_kernel *const kernels[] = {&cplab_kb_sparse_mla_prefill, &cplab_kb_sparse_mla_decode_fp8};
+#define NKERNELS ((int)(sizeof kernels / sizeof kernels[0]))
+#define MAX_CASES 1024
+
+typedef struct opts {
+  const char *kernel_list, *case_list, *peer, *json, *list_json, *commit;
+  int all, list, reps, warmup, check_rows, max_sets, ceilings, quiet, help, version;
+  size_t mem_budget, copy_bytes;
+  uint64_t seed;
+  cplab_ceil_shape gemm;
+} opts;
+
+/* The selected cases, in table order. */
+typedef struct selection {
+  int n;
+  const cplab_kb_kernel *k[MAX_CASES];
+  const cplab_kb_case *c[MAX_CASES];
+} selection;
+
+/* ---- options ------------------------------------------------------------------- */
+
+static void usage(FILE *f) {
+  fputs("Usage: " PROG " [--kernel LIST] [--case LIST] [--all] [--list] [--list-json FILE] [--peer FILE]\n"
+        "       [--json FILE] [--reps N] [--warmup N] [--check-rows N] [--seed N] [--max-sets N] [--mem-gib N]\n"
+        "       [--no-ceilings] [--copy-mib N] [--gemm MxNxK] [--commit ID] [-q]\n"
+        "Times cplab's kernels alone over a table of shapes (FlashMLA's and cplab-bench's per-rank shapes):\n"
+        "each case's inputs generated on the device and rotated over 4x the L2, its output checked against\n"
+        "the double-precision reference before it is timed (CUDA events, warm-up, median / p10 / p90), set\n"
+        "against the card's ceilings measured in the same run (copy bandwidth, cuBLASLt bf16 and fp8 GEMM)\n"
+        "and against a PyTorch peer (bench/kernel_peer.py's file, --peer).\n"
+        "  --kernel LIST     only these kernels (comma-separated names; --list shows them)\n"
+        "  --case LIST       exactly these cases (comma-separated names or shell patterns, e.g. 'dcp4-*')\n"
+        "  --all             every case of the table (default: the cases marked * in --list)\n"
+        "  --list            print the case table (* default, > selected by the other options) and exit\n"
+        "  --list-json FILE  write the selected cases as JSON (bench/kernel_peer.py's input) and exit\n"
+        "  --peer FILE       the PyTorch peer's results (bench/kernel_peer.py -o FILE), put beside each case\n"
+        "  --json FILE       write kernels.json to FILE (also -o FILE)\n"
+        "  --reps N          timed repetitions per case (default 30; results want >= 20)\n"
+        "  --warmup N        untimed runs before them (default 5)\n"
+        "  --check-rows N    rows compared with the reference, spread over the call (default 8)\n"
+        "  --seed N          seed of the generated inputs (default 1)\n"
+        "  --max-sets N      at most N rotating input sets per case (default 256)\n"
+        "  --mem-gib N       and at most N GiB of them (default 48)\n"
+        "  --no-ceilings     do not measure the ceilings (no ratios then)\n"
+        "  --copy-mib N      the ceilings' copy size in MiB (default 1024)\n"
+        "  --gemm MxNxK      the ceilings' GEMM shape (default 8192x8192x8192)\n"
+        "  --commit ID       the commit to record (default: the one configure saw)\n"
+        "  -q, --quiet       no progress lines on stderr\n"
+        "  -h, --help        this help\n"
+        "  -V, --version     the version\n"
+        "Output: the table on stdout (progress on stderr). Exit status: 0 ok, 1 a check failed (that case is\n"
+        "not timed), 2 bad usage or an error (no GPU, an unreadable or malformed peer file, a failed call).\n",
+        f);
+}
+
+static int parse_int_opt(const char *arg, const char *name, int64_t lo, int64_t hi, int64_t *out, cplab_diag *d) {
+  return cplab_cli_parse_int(name, arg, lo, hi, out, d);
+}
+
+static int parse_opts(int argc, char **argv, opts *o, cplab_diag *d) {
+  enum {
+    OPT_KERNEL = CPLAB_OPT_PROGRAM, OPT_CASE, OPT_ALL, OPT_LIST, OPT_LIST_JSON, OPT_PEER, OPT_JSON, OPT_REPS,
+    OPT_WARMUP, OPT_CHECK_ROWS, OPT_SEED, OPT_MAX_SETS, OPT_MEM_GIB, OPT_NO_CEILINGS, OPT_COPY_MIB, OPT_GEMM,
+    OPT_COMMIT
+  };
+  static const struct option longopts[] = {
+      {"kernel", required_argument, NULL, OPT_KERNEL}, {"case", required_argument, NULL, OPT_CASE},
+      {"all", no_argument, NULL, OPT_ALL}, {"list", no_argument, NULL, OPT_LIST},
+      {"list-json", required_argument, NULL, OPT_LIST_JSON}, {"peer", required_argument, NULL, OPT_PEER},
+      {"json", required_argument, NULL, OPT_JSON}, {"out", required_argument, NULL, 'o'},
+      {"reps", required_argument, NULL, OPT_REPS}, {"warmup", required_argument, NULL, OPT_WARMUP},
+      {"check-rows", required_argument, NULL, OPT_CHECK_ROWS}, {"seed", required_argument, NULL, OPT_SEED},
+      {"max-sets", required_argument, NULL, OPT_MAX_SETS}, {"mem-gib", required_argument, NULL, OPT_MEM_GIB},
+      {"no-ceilings", no_argument, NULL, OPT_NO_CEILINGS}, {"copy-mib", required_argument, NULL, OPT_COPY_MIB},
+      {"gemm", required_argument, NULL, OPT_GEMM}, {"commit", required_argument, NULL, OPT_COMMIT},
+      {"quiet", no_argument, NULL, 'q'}, {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'},
+      {NULL, 0, NULL, 0}};
+  *o = (opts){.reps = 30, .warmup = 5, .check_rows = 8, .max_sets = 256, .ceilings = 1, .seed = 1,
+              .mem_budget = (size_t)48 << 30, .copy_bytes = (size_t)1024 << 20, .commit = CPLAB_GIT_COMMIT,
+              .gemm = {8192, 8192, 8192}};
+  opterr = 0;
+  int opt, rc = 0, n;
+  int64_t v;
+  while (!rc && (opt = getopt_long(argc, argv, "o:qhV", longopts, NULL)) != -1) {
+    switch (opt) {
+      case OPT_KERNEL: o->kernel_list = optarg; break;
+      case OPT_CASE: o->case_list = optarg; break;
+      case OPT_ALL: o->all = 1; break;
+      case OPT_LIST: o->list = 1; break;
+      case OPT_LIST_JSON: o->list_json = optarg; break;
+      case OPT_PEER: o->peer = optarg; break;
+      case OPT_JSON:
+      case 'o': o->json = optarg; break;
+      case OPT_REPS:
+        if (!(rc = parse_int_opt(optarg, "--reps", 1, 100000, &v, d))) o->reps = (int)v;
+        break;
+      case OPT_WARMUP:
+        if (!(rc = parse_int_opt(optarg, "--warmup", 0, 10000, &v, d))) o->warmup = (int)v;
+        break;
+      case OPT_CHECK_ROWS:
+        if (!(rc = parse_int_opt(optarg, "--check-rows", 1, 64, &v, d))) o->check_rows = (int)v;
+        break;
+      case OPT_SEED:
+        if (cplab_parse_u64(optarg, &o->seed) != 0)
+          rc = cplab_diag_set(d, CPLAB_EUSAGE, "--seed: expected a non-negative integer, got '%s'", optarg);
+        break;
+      case OPT_MAX_SETS:
+        if (!(rc = parse_int_opt(optarg, "--max-sets", 2, 256, &v, d))) o->max_sets = (int)v;
+        break;
+      case OPT_MEM_GIB:
+        if (!(rc = parse_int_opt(optarg, "--mem-gib", 1, 4096, &v, d))) o->mem_budget = (size_t)v << 30;
+        break;
+      case OPT_NO_CEILINGS: o->ceilings = 0; break;
+      case OPT_COPY_MIB:
+        if (!(rc = parse_int_opt(optarg, "--copy-mib", 1, 16384, &v, d))) o->copy_bytes = (size_t)v << 20;
+        break;
+      case OPT_GEMM: rc = cplab_ceil_parse_shapes("--gemm", optarg, &o->gemm, 1, &n, d); break;
+      case OPT_COMMIT: o->commit = optarg; break;
+      case 'q': o->quiet = 1; break;
+      case 'h': o->help = 1; break;
+      case 'V': o->version = 1; break;
+      default: rc = cplab_cli_getopt_error(argv, "o:qhV", d);
+    }
+  }
+  if (!rc && optind < argc) rc = cplab_diag_set(d, CPLAB_EUSAGE, "unexpected argument '%s'", argv[optind]);
+  return rc;
+}
+
+/* ---- selection ----------------------------------------------------------------------- */
+
+/* Item i of a comma-separated list into buf; 0 when there is none. */
+static int list_item(const char *list, int i, char *buf, size_t cap) {
+  const char *p = list;
+  for (; i > 0 && p; i--) p = (p = strchr(p, ',')) ? p + 1 : NULL;
+  if (!p) return 0;
+  size_t n = strcspn(p, ",");
+  if (n >= cap) n = cap - 1;
+  memcpy(buf, p, n);
+  buf[n] = '\0';
+  return 1;
+}
+
+static int kernel_wanted(const opts *o, const cplab_kb_kernel *k) {
+  char item[128];
+  if (!o->kernel_list) return 1;
+  for (int i = 0; list_item(o->kernel_list, i, item, sizeof item); i++)
+    if (!strcmp(item, k->name)) return 1;
+  return 0;
+}
+
+static int select_cases(const opts *o, selection *s, cplab_diag *d) {
+  char item[128];
+  s->n = 0;
+  for (int i = 0; o->kernel_list && list_item(o->kernel_list, i, item, sizeof item); i++) {
+    int known = 0;
+    for (int k = 0; k < NKERNELS; k++) known |= !strcmp(item, kernels[k]->name);
+    if (!known) {
+      char names[256] = "";
+      for (int k = 0; k < NKERNELS; k++)
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? ", " : "", kernels[k]->name);
+      CPLAB_FAIL(d, CPLAB_EUSAGE, "--kernel: unknown kernel '%s' (kernels: %s)", item, names);
+    }
+  }
+  for (int i = 0; o->case_list && list_item(o->case_list, i, item, sizeof item); i++) {
+    int any = 0, here = 0;
+    if (!item[0]) CPLAB_FAIL(d, CPLAB_EUSAGE, "--case: empty item in '%s'", o->case_list);
+    for (int k = 0; k < NKERNELS; k++)
+      for (int c = 0; c < kernels[k]->ncases; c++)
+        if (!fnmatch(item, kernels[k]->cases[c].name, 0)) any = 1, here |= kernel_wanted(o, kernels[k]);
+    if (!any) CPLAB_FAIL(d, CPLAB_EUSAGE, "--case: no case matches '%s' (--list --all shows the cases)", item);
+    if (!here) CPLAB_FAIL(d, CPLAB_EUSAGE, "--case: '%s' matches no case of the kernels --kernel selects", item);
+  }
+  for (int k = 0; k < NKERNELS; k++) {
+    if (!kernel_wanted(o, kernels[k])) continue;
+    for (int c = 0; c < kernels[k]->ncases; c++) {
+      const cplab_kb_case *kc = &kernels[k]->cases[c];
+      int want = o->all || kc->in_default;
+      if (o->case_list) {
+        want = 0;
+        for (int i = 0; !want && list_item(o->case_list, i, item, sizeof item); i++) want = !fnmatch(item, kc->name, 0);
+      }
+      if (!want) continue;
+      if (s->n == MAX_CASES) CPLAB_FAIL(d, CPLAB_EINTERNAL, "more than %d cases selected", MAX_CASES);
+      s->k[s->n] = kernels[k], s->c[s->n++] = kc;
+    }
+  }
+  if (s->n == 0) CPLAB_FAIL(d, CPLAB_EUSAGE, "no case selected");
+  return 0;
+}
+
+static int selected(const selection *s, const cplab_kb_case *c) {
+  for (int i = 0; i < s->n; i++)
+    if (s->c[i] == c) return 1;
+  return 0;
+}
+
+static void list_cases(const opts *o, const selection *s, const cplab_kb_peers *peers) {
+  char text[160];
+  for (int k = 0; k < NKERNELS; k++) {
+    if (!kernel_wanted(o, kernels[k])) continue;
+    printf("# kernel %s: %s\n#   %-24s %-46s %s%s\n", kernels[k]->name, kernels[k]->summary, "case", "shape",
+           peers ? "peer_us  " : "", "note");
+    for (int c = 0; c < kernels[k]->ncases; c++) {
+      const cplab_kb_case *kc = &kernels[k]->cases[c];
+      kernels[k]->shape_text(kc->shape, text, sizeof text);
+      printf("%c%c %-24s %-46s ", selected(s, kc) ? '>' : ' ', kc->in_default ? '*' : ' ', kc->name, text);
+      if (peers) {
+        const cplab_kb_peer *p = cplab_kb_peers_find(peers, kc);
+        if (p && p->has_time) printf("%-9.1f", p->median_us);
+        else printf("%-9s", p ? "error" : "-");
+      }
+      printf("%s\n", kc->note);
+    }
+  }
+  printf("# %d of the cases selected (>); * the default set\n", s->n);
+}
+
+static json_t *case_json(const cplab_kb_kernel *k, const cplab_kb_case *c) {
+  json_t *shape = k->shape_json(c->shape);
+  return json_pack("{s:s, s:s, s:b, s:s, s:o}", "kernel", k->name, "case", c->name, "default", c->in_default, "note",
+                   c->note, "shape", shape);
+}
+
+static int write_json(const char *path, json_t *doc, cplab_diag *d) {
+  char *text = json_dumps(doc, JSON_INDENT(2));
+  if (!text) CPLAB_FAIL(d, CPLAB_ENOMEM, "cannot serialise the JSON document");
+  size_t n = strlen(text);
+  char *withnl = realloc(text, n + 2);
+  if (!withnl) {
+    free(text);
+    CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
+  }
+  withnl[n] = '\n', withnl[n + 1] = '\0';
+  int rc = cplab_write_file_atomic(path, withnl, n + 1, d);
+  free(withnl);
+  return rc;
+}
+
+static int write_case_list(const char *path, const selection *s, int argc, char **argv, cplab_diag *d) {
+  json_t *cases = json_array();
+  for (int i = 0; i < s->n; i++) json_array_append_new(cases, case_json(s->k[i], s->c[i]));
+  char *cmd = cplab_bench_command(argc, argv);
+  json_t *doc = json_pack("{s:s, s:s, s:s, s:o}", "program", PROG, "command", cmd ? cmd : "", "version",
+                          PACKAGE_VERSION, "cases", cases);
+  free(cmd);
+  int rc = write_json(path, doc, d);
+  json_decref(doc);
+  return rc;
+}
+
+/* ---- the ceilings ------------------------------------------------------------------- */
+
+typedef struct ceilings {
+  int measured;
+  double copy_gbps, bf16_tflops, fp8_tflops, busy;
+  json_t *json;
+} ceilings;
+
+static int measure_ceilings(const opts *o, size_t l2, void *stream, ceilings *out, cplab_diag *d) {
+  cplab_ceil_op ops[3];
+  double *t[3] = {NULL, NULL, NULL}, rate[3];
+  void *ctx[3] = {&ops[0], &ops[1], &ops[2]};
+  cplab_gemm *g = NULL;
+  uint64_t rng = o->seed ^ 0x6365696c696e6773ULL;
+  memset(ops, 0, sizeof ops);
+  int rc = cplab_gemm_create(&g, d);
+  if (!rc) rc = cplab_ceil_setup_copy(&ops[0], o->copy_bytes, d);
+  if (!rc) rc = cplab_ceil_setup_gemm(&ops[1], o->gemm, 0, g, l2, &rng, d);
+  if (!rc) rc = cplab_ceil_setup_gemm(&ops[2], o->gemm, 1, g, l2, &rng, d);
+  for (int i = 0; !rc && i < 3; i++) rc = cplab_ceil_check(&ops[i], stream, &rng, stdout, d);
+  for (int i = 0; !rc && i < 3; i++)
+    if (!(t[i] = malloc((size_t)o->reps * sizeof **t))) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of host memory");
+  if (!rc) rc = cplab_bench_time(3, cplab_ceil_run, ctx, o->reps, o->warmup, stream, t, &out->busy, d);
+  if (!rc) {
+    json_t *results = json_array();
+    for (int i = 0; i < 3; i++) {
+      cplab_bench_stats st = cplab_bench_stats_of(t[i], (size_t)o->reps);
+      double work, unit;
+      cplab_ceil_work(&ops[i], &work, &unit);
+      rate[i] = work / st.median / unit;
+      json_array_append_new(results, cplab_ceil_json(&ops[i], &st));
+    }
+    out->measured = 1, out->copy_gbps = rate[0], out->bf16_tflops = rate[1], out->fp8_tflops = rate[2];
+    out->json = json_pack("{s:f, s:f, s:f, s:f, s:s, s:o}", "copy_gbps", rate[0], "bf16_tflops", rate[1],
+                          "fp8_tflops", rate[2], "gpu_busy_fraction", out->busy, "conventions",
+                          "copy: GB/s = 2 x bytes (read + write) / time / 1e9; GEMM: TFLOPS = 2 M N K / time / 1e12; "
+                          "rates at the median time (bench/ceilings.h)",
+                          "results", results);
+    printf("# ceilings (%d repetitions, interleaved): copy %.4g GB/s (read + write, %s), bf16 GEMM %.4g TFLOPS, "
+           "fp8 GEMM %.4g TFLOPS (%s)\n",
+           o->reps, rate[0], ops[0].name, rate[1], rate[2], ops[1].name + 5);
+  }
+  for (int i = 0; i < 3; i++) cplab_ceil_free(&ops[i]), free(t[i]);
+  cplab_diag scratch = {0};
+  if (g) cplab_gemm_destroy(g, rc ? &scratch : d);
+  return rc;
+}
+
+/* ---- one case --------------------------------------------------------------------- */
+
+typedef struct outcome {
+  int failed_check, error;
+} outcome;
+
+static double elapsed(const struct timespec *t0) {
+  struct timespec t1;
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  return (double)(t1.tv_sec - t0->tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0->tv_nsec);
+}
+
+static void table_header(const cplab_kb_kernel *k) {
+  printf("# %s: %s\n", k->name, k->summary);
+  printf("#%-23s %-46s %4s %10s %10s %10s %7s %7s %7s %6s %6s %8s %8s %10s %7s\n", "case", "shape", "sets", "median_us",
+         "p10_us", "p90_us", "TFLOPS", "valid", "GB/s", "%bf16", "%copy", "rel_l2", "lse_abs", "peer_us", "xpeer");
+}
+
+/* The peer's entry; its TFLOPS by the kernel's count (flop) at its median. */
+static json_t *peer_json(const cplab_kb_peer *p, double median_us, double flop) {
+  if (!p) return json_null();
+  if (!p->has_time) return json_pack("{s:s, s:s}", "name", p->name, "error", p->error);
+  json_t *j = json_pack("{s:s, s:f, s:f, s:f, s:f, s:f}", "name", p->name, "median_us", p->median_us, "p10_us",
+                        p->p10_us, "p90_us", p->p90_us, "tflops", flop / (1e-6 * p->median_us) / 1e12,
+                        "peer_over_kernel", median_us > 0 ? p->median_us / median_us : 0.0);
+  if (p->has_check)
+    json_object_set_new(j, "check", json_pack("{s:f, s:f}", "max_rel_l2", p->max_rel_l2, "max_lse_abs", p->max_lse_abs));
+  return j;
+}
+
+/* Set up, check, time and report case c; its kernels.json entry into entries. */
+static void run_case(const opts *o, int index, int total, const cplab_kb_kernel *k, const cplab_kb_case *c,
+                     const cplab_kb_env *env, void *stream, const ceilings *ceil, const cplab_kb_peers *peers,
+                     json_t *entries, outcome *out) {
+  cplab_diag d = {0};
+  struct timespec t0;
+  char text[160];
+  void *inst = NULL;
+  double *t = NULL, busy = 0;
+  cplab_kb_check chk = {0};
+  cplab_kb_work w = {0};
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  k->shape_text(c->shape, text, sizeof text);
+  json_t *e = json_pack("{s:s, s:s}", "kernel", k->name, "case", c->name);
+  json_t *shape = k->shape_json(c->shape);
+  json_object_update(e, shape);
+  json_decref(shape);
+  const cplab_kb_peer *peer = cplab_kb_peers_find(peers, c);
+  if (!o->quiet) fprintf(stderr, "[%d/%d] %s %s (%s): ", index, total, k->name, c->name, text), fflush(stderr);
+  int rc = k->setup(c, env, stream, &inst, &d);
+  if (!rc) {
+    k->work(inst, &w);
+    if (!o->quiet)
+      fprintf(stderr, "%s, %d input sets of %.1f MB touched per run, %.1f s; ", w.launcher, w.sets, w.set_bytes / 1e6,
+              elapsed(&t0));
+    rc = k->check(inst, stream, &chk, &d);
+  }
+  if (!rc) {
+    json_object_set_new(e, "check", json_pack("{s:b, s:i, s:f, s:f, s:f, s:f}", "ok", chk.ok, "rows", chk.rows,
+                                              "max_rel_l2", chk.max_rel_l2, "max_lse_abs", chk.max_lse_abs,
+                                              "tol_rel_l2", chk.tol_rel_l2, "tol_lse_abs", chk.tol_lse_abs));
+    if (!o->quiet) fprintf(stderr, "check %s (%s)", chk.ok ? "ok" : "FAILED", chk.detail);
+    if (!chk.ok) {
+      out->failed_check = 1;
+      fprintf(stderr, "%s%s: %s %s: check FAILED: %s; not timed\n", o->quiet ? "" : "\n", PROG, k->name, c->name,
+              chk.detail);
+    }
+  }
+  if (!rc && chk.ok) {
+    void *ctx[1] = {inst};
+    if (!(t = malloc((size_t)o->reps * sizeof *t))) rc = cplab_diag_set(&d, CPLAB_ENOMEM, "out of host memory");
+    if (!rc) rc = cplab_bench_time(1, k->run, ctx, o->reps, o->warmup, stream, &t, &busy, &d);
+  }
+  if (!rc && chk.ok) {
+    cplab_bench_stats st = cplab_bench_stats_of(t, (size_t)o->reps);
+    double tf = w.flop / st.median / 1e12, tfv = w.flop_valid / st.median / 1e12, gbps = w.bytes / st.median / 1e9;
+    double of_bf16 = ceil->measured ? tf / ceil->bf16_tflops : 0, of_copy = ceil->measured ? gbps / ceil->copy_gbps : 0;
+    json_t *timing = json_pack(
+        "{s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "median_us",
+        1e6 * st.median, "p10_us", 1e6 * st.p10, "p90_us", 1e6 * st.p90, "min_us", 1e6 * st.min, "max_us",
+        1e6 * st.max, "reps", o->reps, "warmup", o->warmup, "sets", w.sets, "rotation_bytes", w.sets * w.set_bytes,
+        "tflops", tf, "tflops_valid", tfv, "gbps", gbps, "flop", w.flop, "flop_valid", w.flop_valid, "bytes",
+        w.bytes, "gpu_busy_fraction", busy);
+    json_object_update(e, timing);
+    json_decref(timing);
+    json_object_set_new(e, "launcher", json_string(w.launcher));
+    if (ceil->measured) {
+      json_object_set_new(e, "of_bf16_gemm", json_real(of_bf16));
+      json_object_set_new(e, "of_copy", json_real(of_copy));
+    }
+    json_object_set_new(e, "peer", peer_json(peer, 1e6 * st.median, w.flop));
+    char pcol[16] = "-", xcol[16] = "-", bcol[16] = "-", ccol[16] = "-";
+    if (peer && peer->has_time) {
+      snprintf(pcol, sizeof pcol, "%.1f", peer->median_us);
+      snprintf(xcol, sizeof xcol, "%.2f", peer->median_us / (1e6 * st.median));
+    } else if (peer) {
+      snprintf(pcol, sizeof pcol, "error");
+    }
+    if (ceil->measured) snprintf(bcol, sizeof bcol, "%.1f", 100 * of_bf16), snprintf(ccol, sizeof ccol, "%.1f", 100 * of_copy);
+    printf(" %-23s %-46s %4d %10.1f %10.1f %10.1f %7.1f %7.1f %7.0f %6s %6s %8.1e %8.1e %10s %7s\n", c->name, text,
+           w.sets, 1e6 * st.median, 1e6 * st.p10, 1e6 * st.p90, tf, tfv, gbps, bcol, ccol, chk.max_rel_l2,
+           chk.max_lse_abs, pcol, xcol);
+    fflush(stdout);
+    if (!o->quiet) fprintf(stderr, "; median %.1f us, %.1f TFLOPS, %.0f GB/s; %.1f s\n", 1e6 * st.median, tf, gbps,
+                           elapsed(&t0));
+    if (busy < 0.95)
+      fprintf(stderr, "%s: %s: WARNING: the GPU was busy only %.0f%% of the timed span: the host fell behind\n", PROG,
+              c->name, 100 * busy);
+  } else {
+    json_object_set_new(e, "peer", peer_json(peer, 0, w.flop));
+  }
+  if (rc) {
+    out->error = 1;
+    json_object_set_new(e, "error", json_string(d.msg));
+    if (!o->quiet) fputc('\n', stderr);
+    fprintf(stderr, "%s: %s %s: %s [%s]\n", PROG, k->name, c->name, d.msg, cplab_err_name(d.code));
+    printf(" %-23s %-46s error: %s\n", c->name, text, d.msg);
+  } else if (!chk.ok) {
+    printf(" %-23s %-46s check FAILED: %s\n", c->name, text, chk.detail);
+  }
+  json_array_append_new(entries, e);
+  if (inst) k->teardown(inst);
+  free(t);
+}
+
+/* ---- main ------------------------------------------------------------------------ */
+
+static json_t *card_json(const cplab_gpu_info *g, size_t l2) {
+  char rt[16], drv[16], cc[16];
+  snprintf(rt, sizeof rt, "%d.%d", g->runtime_version / 1000, g->runtime_version % 1000 / 10);
+  snprintf(drv, sizeof drv, "%d.%d", g->driver_version / 1000, g->driver_version % 1000 / 10);
+  snprintf(cc, sizeof cc, "%d.%d", g->cc_major, g->cc_minor);
+  return json_pack("{s:s, s:i, s:i, s:I, s:I, s:s, s:s, s:s}", "name", g->name, "count", g->device_count, "sm_count",
+                   g->sm_count, "l2_bytes", (json_int_t)l2, "memory_bytes", (json_int_t)g->global_mem_bytes,
+                   "compute_capability", cc, "cuda_runtime_version", rt, "cuda_driver_version", drv);
+}
+
+/* kernels.json: the run's context and the entries so far (complete: 0 while
+ * cases remain, so that a run cut short still leaves what it measured). */
+static int write_doc(const opts *o, int argc, char **argv, const cplab_gpu_info *g, size_t l2, const char *date,
+                     const ceilings *ceil, const cplab_kb_peers *peers, json_t *entries, int complete, cplab_diag *d) {
+  char *cmd = cplab_bench_command(argc, argv);
+  json_t *doc = json_pack(
+      "{s:s, s:s, s:o, s:s, s:s, s:s, s:b, s:i, s:i, s:i, s:I, s:O, s:o, s:{s:s, s:s, s:s}, s:O}", "program", PROG,
+      "version", PACKAGE_VERSION, "card", card_json(g, l2), "date", date, "commit", o->commit, "command",
+      cmd ? cmd : "", "complete", complete, "reps", o->reps, "warmup", o->warmup, "check_rows", o->check_rows, "seed",
+      (json_int_t)(o->seed & ((UINT64_C(1) << 53) - 1)), "ceilings", ceil->json ? ceil->json : json_null(), "peer",
+      o->peer ? json_pack("{s:s, s:s, s:s}", "file", o->peer, "peer", peers->source, "version", peers->version)
+              : json_null(),
+      "conventions", "tflops",
+      "FlashMLA's count: 2 x rows x topk x heads x (576 + 512) FLOP over every index slot, valid or not "
+      "(tflops_valid: the valid entries only), at the median time",
+      "gbps",
+      "bytes the kernel must move: distinct gathered rows (bf16 1152 B / fp8 656 B) + q (bf16) + out and lse "
+      "(fp32), at the median time",
+      "ratios",
+      "of_bf16_gemm = tflops / ceilings.bf16_tflops, of_copy = gbps / ceilings.copy_gbps; peer.peer_over_kernel = "
+      "peer median / kernel median",
+      "entries", entries);
+  free(cmd);
+  if (!doc) CPLAB_FAIL(d, CPLAB_ENOMEM, "cannot build the JSON document");
+  int rc = write_json(o->json, doc, d);
+  json_decref(doc);
+  return rc;
+}
+
+static _Noreturn void die(const cplab_diag *d) {
+  cplab_diag_report(stderr, PROG, d);
+  exit(CPLAB_EXIT_ERROR);
+}
+
+int main(int argc, char **argv) {
+  cplab_diag d = {0};
+  opts o;
+  static selection sel;
+  cplab_kb_peers peers = {0};
+  if (parse_opts(argc, argv, &o, &d) || select_cases(&o, &sel, &d)) {
+    cplab_cli_usage_error(PROG, &d);
+    return CPLAB_EXIT_ERROR;
+  }
+  if (o.help) {
+    usage(stdout);
+    return CPLAB_EXIT_OK;
+  }
+  if (o.version) {
+    cplab_cli_version(stdout, PROG);
+    return CPLAB_EXIT_OK;
+  }
+  if (o.peer && cplab_kb_peers_load(o.peer, kernels, NKERNELS, &peers, &d)) die(&d);
+  if (o.list || o.list_json) {
+    if (o.list) list_cases(&o, &sel, o.peer ? &peers : NULL);
+    if (o.list_json && write_case_list(o.list_json, &sel, argc, argv, &d)) die(&d);
+    cplab_kb_peers_free(&peers);
+    return CPLAB_EXIT_OK;
+  }
+
+  cplab_gpu_info g;
+  size_t l2 = 0;
+  int rc = cplab_gpu_query(&g, &d);
+  if (rc) {
+    if (rc == CPLAB_ENODEV) cplab_diag_prefix(&d, "this benchmark needs a GPU: ");
+    die(&d);
+  }
+  if (cplab_bench_l2_bytes(&l2, &d)) die(&d);
+  void *stream = NULL;
+  if (cplab_stream_create(&stream, &d)) die(&d);
+  char date[32];
+  cplab_bench_date(date, sizeof date);
+  printf("# " PROG ": %s, %d SMs, L2 %zu MiB, %.0f GiB, CUDA runtime %d, driver %d, commit %s, %s\n", g.name,
+         g.sm_count, l2 >> 20, (double)g.global_mem_bytes / (1 << 30), g.runtime_version, g.driver_version, o.commit,
+         date);
+  printf("# %d cases, %d repetitions after %d warm-up each; inputs rotate over >= 4x the L2; peer: %s\n", sel.n, o.reps,
+         o.warmup, o.peer ? o.peer : "none (no --peer)");
+  ceilings ceil = {0};
+  int ceil_failed = 0;
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  if (o.ceilings) {
+    if (!o.quiet) fprintf(stderr, "ceilings: copy %zu MiB, bf16 and fp8 GEMM %lldx%lldx%lld ...\n", o.copy_bytes >> 20,
+                          (long long)o.gemm.m, (long long)o.gemm.n, (long long)o.gemm.k);
+    if (measure_ceilings(&o, l2, stream, &ceil, &d)) { /* reported; the kernels still run, without ratios */
+      cplab_diag_prefix(&d, "ceilings: ");
+      cplab_diag_report(stderr, PROG, &d);
+      printf("# ceilings: error: %s\n", d.msg);
+      ceil.json = json_pack("{s:s}", "error", d.msg);
+      ceil_failed = 1;
+      cplab_diag_clear(&d);
+    }
+    if (!o.quiet) fprintf(stderr, "ceilings: %.1f s\n", elapsed(&t0));
+  }
+  fflush(stdout);
+
+  cplab_kb_env env = {.l2_bytes = l2, .max_sets = o.max_sets, .mem_budget = o.mem_budget, .check_rows = o.check_rows,
+                      .seed = o.seed};
+  json_t *entries = json_array();
+  outcome out = {.error = ceil_failed};
+  if (o.json && write_doc(&o, argc, argv, &g, l2, date, &ceil, &peers, entries, 0, &d)) die(&d);
+  for (int i = 0; i < sel.n; i++) {
+    if (i == 0 || sel.k[i] != sel.k[i - 1]) table_header(sel.k[i]);
+    run_case(&o, i + 1, sel.n, sel.k[i], sel.c[i], &env, stream, &ceil, o.peer ? &peers : NULL, entries, &out);
+    if (o.json && i + 1 < sel.n && write_doc(&o, argc, argv, &g, l2, date, &ceil, &peers, entries, 0, &d)) die(&d);
+  }
+  printf("# %s; %.1f s\n", out.error ? "ERRORS (see the entries' \"error\")" : out.failed_check ? "a check FAILED" : "all checks passed",
+         elapsed(&t0));
+
+  if (o.json && write_doc(&o, argc, argv, &g, l2, date, &ceil, &peers, entries, 1, &d)) die(&d);
+  if (o.json && !o.quiet) fprintf(stderr, "wrote %s\n", o.json);
+  json_decref(entries);
+  json_decref(ceil.json);
+  cplab_kb_peers_free(&peers);
+  cplab_stream_destroy(stream, &d);
+  return out.error ? CPLAB_EXIT_ERROR : out.failed_check ? CPLAB_EXIT_DIFFERENT : CPLAB_EXIT_OK;
+}
