@@ -385,9 +385,10 @@ static void run_case(const opts *o, int index, int total, const cplab_kb_kernel 
     rc = k->check(inst, stream, &chk, &d);
   }
   if (!rc) {
-    json_object_set_new(e, "check", json_pack("{s:b, s:i, s:f, s:f, s:f, s:f}", "ok", chk.ok, "rows", chk.rows,
+    json_object_set_new(e, "check", json_pack("{s:b, s:i, s:f, s:f, s:f, s:f, s:f}", "ok", chk.ok, "rows", chk.rows,
                                               "max_rel_l2", chk.max_rel_l2, "max_lse_abs", chk.max_lse_abs,
-                                              "tol_rel_l2", chk.tol_rel_l2, "tol_lse_abs", chk.tol_lse_abs));
+                                              "tol_rel_l2", chk.tol_rel_l2, "tol_lse_abs", chk.tol_lse_abs,
+                                              "tol_lse_rel", chk.tol_lse_rel));
     if (!o->quiet) fprintf(stderr, "check %s (%s)", chk.ok ? "ok" : "FAILED", chk.detail);
     if (!chk.ok) {
       out->failed_check = 1;

@@ -52,7 +52,7 @@ typedef struct cplab_kb_check {
   int rows;            /* rows compared */
   double max_rel_l2;   /* worst relative L2 error of an output row (per head) */
   double max_lse_abs;  /* worst |lse - reference| */
-  double tol_rel_l2, tol_lse_abs; /* the kernel's tolerances for them */
+  double tol_rel_l2, tol_lse_abs, tol_lse_rel; /* the kernel's tolerances: out, and lse within abs + rel |lse| */
   char detail[256];    /* what failed, for the report */
 } cplab_kb_check;
 

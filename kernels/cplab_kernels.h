@@ -62,7 +62,10 @@ int cplab_gpu_selftest(int n, cplab_diag *d);
 int cplab_dev_alloc(void **ptr, size_t bytes, cplab_diag *d);
 /* cudaFree; NULL is a no-op. */
 int cplab_dev_free(void *ptr, cplab_diag *d);
-/* Synchronous copies host -> device and device -> host. */
+/* Synchronous copies host -> device and device -> host: on return the data
+ * is in place for work on any stream (an upload waits for the device, since
+ * cudaMemcpy from pageable memory may return before its DMA lands, and a
+ * non-blocking stream, as cplab_stream_create makes, does not wait for it). */
 int cplab_dev_upload(void *dev, const void *host, size_t bytes, cplab_diag *d);
 int cplab_dev_download(void *host, const void *dev, size_t bytes, cplab_diag *d);
 /* Synchronous device -> device copy (the single-device backend's collectives). */

@@ -28,6 +28,9 @@ extern "C" int cplab_dev_upload(void *dev, const void *host, size_t bytes, cplab
   if (bytes == 0) return 0;
   KCHECK_ARG(d, dev && host, "cplab_dev_upload: NULL pointer");
   KCHECK_CUDA(d, cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice));
+  // From pageable memory cudaMemcpy returns once the data is staged; the DMA
+  // may still be in flight, and kernels on a non-blocking stream would race it.
+  KCHECK_CUDA(d, cudaDeviceSynchronize());
   return 0;
 }
 
