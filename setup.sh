@@ -17,6 +17,31 @@ build=${BUILD_DIR:-build}
 case $build in /*) ;; *) build="$top/$build" ;; esac
 jobs=$(nproc 2>/dev/null || echo 2)
 
+usage() {
+  cat <<'EOF_USAGE'
+Usage: ./setup.sh [check | --help]
+cplab set-up in one command, on Debian 12 (or Ubuntu with the same packages).
+  ./setup.sh          install the Debian packages cplab needs (apt-get), configure and build
+                      in BUILD_DIR, then run the main job (cplab-sim --check on its built-in
+                      pr56157 scenario) and print its result
+  ./setup.sh check    build (if needed) and run the whole test suite; ends with
+                      "N passed, N failed, N skipped"; non-zero exit on any failure
+  ./setup.sh --help   this text
+Environment:
+  BUILD_DIR           the build folder (default: build)
+  CONFIGURE_FLAGS     extra ./configure flags, e.g.
+                        --enable-sanitizers       AddressSanitizer + UBSan (CI's step 3)
+                        --enable-werror           warnings are errors (CI)
+                        --with-cuda=DIR           CUDA from DIR (default: /usr/local/cuda if usable)
+                        --with-nccl=DIR           NCCL from DIR (default: CUDA's tree)
+                        --with-cuda-arch="90 100" SM architectures of the kernels (90 builds sm_90a)
+                        --without-cuda            CPU only
+  SKIP_APT=1          install nothing
+CUDA and NCCL are used when found; they are not Debian packages. ./configure --help lists
+every flag.
+EOF_USAGE
+}
+
 packages="build-essential autoconf automake libtool pkg-config libhdf5-dev hdf5-tools \
 libgsl-dev libopenmpi-dev openmpi-bin libjansson-dev libcmocka-dev libxxhash-dev python3-h5py \
 clang-14 libclang-rt-14-dev"
@@ -63,7 +88,7 @@ case "${1:-run}" in
     exit $status
     ;;
   -h|--help)
-    sed -n '2,15p' "$0"
+    usage
     ;;
   *)
     echo "setup.sh: unknown command '$1' (use: ./setup.sh, ./setup.sh check)" >&2
