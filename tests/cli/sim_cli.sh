@@ -82,4 +82,18 @@ expect_exit 0 "and is rank-invariant, layer by layer" "$top_builddir/cplab-diff"
 expect_grep "$WORK/out" "^decode combine  *1[0-9]" "both layers' decode rows checked (2 x 6)"
 expect_exit 0 "the numeric report line" "$SIM" --scenario smoke --numeric
 expect_grep "$WORK/out" "numeric pass: 28 sampled rows (all ranks) over 1 layer(s)" "counts the sampled rows"
+# docs/scenarios.md: the --json report's "scenario" member is itself a valid
+# scenario that reproduces the run (the same plans); the report as a whole is not one.
+expect_exit 0 "the mixed scenario as JSON" "$SIM" --scenario mixed --json
+cp "$WORK/out" "$WORK/report.json"
+if python3 -c 'import json,sys; json.dump(json.load(open(sys.argv[1]))["scenario"], open(sys.argv[2], "w"))' \
+  "$WORK/report.json" "$WORK/resolved.json"; then
+  expect_exit 0 "the report's scenario member runs" "$SIM" --scenario "$WORK/resolved.json" --json
+  python3 -c 'import json,sys; a, b = (json.load(open(f)) for f in sys.argv[1:]); assert a["plans"] == b["plans"]' \
+    "$WORK/report.json" "$WORK/out" && pass "and derives the same plans" || fail "its plans differ from the run's"
+else
+  fail "the --json report has no scenario member"
+fi
+expect_exit 2 "the whole report is not a scenario" "$SIM" --scenario "$WORK/report.json"
+expect_grep "$WORK/err" "unknown key 'program'" "and the refusal names its first extra key"
 finish
