@@ -201,18 +201,11 @@ static int dc_splits(int k) {
   return z < 1 ? 1 : z;
 }
 
+// mt_check_args, and the compacted list's limit; *run 0 for empty work.
 static int dc_check(const uint16_t *q, int64_t m, int heads, const uint8_t *kv_cache, int64_t num_slots,
-                    const int32_t *slot, int k, float *out, float *lse, cplab_diag *d, const char *name) {
-  KCHECK_ARG(d, m >= 0 && heads >= 0 && k >= 0, "%s: negative size (m %lld, heads %d, k %d)", name, (long long)m,
-             heads, k);
-  KCHECK_ARG(d, num_slots >= 0 && (kv_cache || num_slots == 0), "%s: bad cache (%lld slots)", name,
-             (long long)num_slots);
-  if (m == 0 || heads == 0) return 0;
-  KCHECK_ARG(d, q && out && lse && (slot || k == 0), "%s: NULL argument", name);
-  KCHECK_ARG(d, kaligned(q, 16) && kaligned(kv_cache, 16) && kaligned(out, 8),
-             "%s: q and kv_cache must be 16-byte and out 8-byte aligned", name);
-  KCHECK_ARG(d, m <= KGRID_MAX_X, "%s: %lld rows exceed the grid", name, (long long)m);
-  KCHECK_ARG(d, (heads + MT_HEADS - 1) / MT_HEADS <= 65535, "%s: %d heads exceed the grid", name, heads);
+                    const int32_t *slot, int k, float *out, float *lse, int *run, cplab_diag *d, const char *name) {
+  int rc = mt_check_args(q, m, heads, kv_cache, num_slots, slot, k, out, lse, run, d, name, "kv_cache");
+  if (rc || !*run) return rc;
   if (k > DC_MAX_K)
     return cplab_diag_set(d, CPLAB_EUNSUPPORTED, "%s: k %d exceeds the kernel's %d entries a row", name, k, DC_MAX_K);
   return 0;
@@ -231,8 +224,8 @@ extern "C" int cplab_sparse_mla_decode(const uint16_t *q, int64_t m, int heads, 
                                        int64_t num_slots, const int32_t *slot, int k, float scale, float *out,
                                        float *lse, void *stream, cplab_diag *d) {
   const char *name = "cplab_sparse_mla_decode";
-  int rc = dc_check(q, m, heads, kv_cache, num_slots, slot, k, out, lse, d, name);
-  if (rc || m == 0 || heads == 0) return rc;
+  int run = 0, rc = dc_check(q, m, heads, kv_cache, num_slots, slot, k, out, lse, &run, d, name);
+  if (rc || !run) return rc;
   dc_args a = {q, heads, kv_cache, num_slots, slot, k, scale * MT_LOG2E, out, lse, m};
   return dc_launch(a, 1, stream, d, name);
 }
@@ -251,8 +244,8 @@ extern "C" int cplab_sparse_mla_decode_split(const uint16_t *q, int64_t m, int h
                                              float *lse, void *scratch, size_t scratch_bytes, void *stream,
                                              cplab_diag *d) {
   const char *name = "cplab_sparse_mla_decode_split";
-  int rc = dc_check(q, m, heads, kv_cache, num_slots, slot, k, out, lse, d, name);
-  if (rc || m == 0 || heads == 0) return rc;
+  int run = 0, rc = dc_check(q, m, heads, kv_cache, num_slots, slot, k, out, lse, &run, d, name);
+  if (rc || !run) return rc;
   int splits = dc_splits(k);
   size_t part = (size_t)m * (size_t)heads, need = splits > 1 ? (size_t)splits * part * (MT_DV + 1) * sizeof(float) : 0;
   KCHECK_ARG(d, scratch_bytes >= need && (need == 0 || (scratch && kaligned(scratch, 16))),

@@ -115,17 +115,10 @@ extern "C" int cplab_sparse_mla_prefill(const uint16_t *q, int64_t m, int heads,
                                         int64_t rows, const int32_t *idx, int k, float scale, float *out, float *lse,
                                         void *stream, cplab_diag *d) {
   const char *name = "cplab_sparse_mla_prefill";
-  KCHECK_ARG(d, m >= 0 && heads >= 0 && k >= 0, "%s: negative size (m %lld, heads %d, k %d)", name, (long long)m,
-             heads, k);
-  KCHECK_ARG(d, rows >= 0 && (workspace || rows == 0), "%s: bad workspace (%lld rows)", name, (long long)rows);
-  if (m == 0 || heads == 0) return 0;
-  KCHECK_ARG(d, q && out && lse && (idx || k == 0), "%s: NULL argument", name);
-  KCHECK_ARG(d, kaligned(q, 16) && kaligned(workspace, 16) && kaligned(out, 8),
-             "%s: q and the workspace must be 16-byte and out 8-byte aligned", name);
-  KCHECK_ARG(d, m <= KGRID_MAX_X, "%s: %lld rows exceed the grid", name, (long long)m);
-  KCHECK_ARG(d, (heads + MT_HEADS - 1) / MT_HEADS <= 65535, "%s: %d heads exceed the grid", name, heads);
+  int run = 0, rc = mt_check_args(q, m, heads, workspace, rows, idx, k, out, lse, &run, d, name, "workspace");
+  if (rc || !run) return rc;
   size_t smem = sizeof(pf_smem) + 1008; // room to align the base to 1024 (it is 16-byte aligned)
-  int rc = kset_smem(d, pf_kernel, smem, name);
+  rc = kset_smem(d, pf_kernel, smem, name);
   if (rc) return rc;
   pf_args a = {q, heads, workspace, rows, idx, k, scale * MT_LOG2E, out, lse};
   dim3 grid((unsigned)m, (unsigned)((heads + MT_HEADS - 1) / MT_HEADS));

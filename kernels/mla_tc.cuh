@@ -36,6 +36,7 @@
 
 #include <math.h>
 
+#include "check.cuh"
 #include "cplab/kvformat.h"
 #include "mma.cuh"
 
@@ -264,6 +265,27 @@ static __device__ void mt_store(float *out, float *lse, int heads, int64_t row, 
     if (g == 0 && t == 0)
       lse[row * heads + head] = st->l[y] > 0.0f ? (st->m[y] + log2f(st->l[y])) * 0.6931471805599453f : -INFINITY;
   }
+}
+
+// The launchers' shared argument checks: sizes, pointers, the 16-byte rows
+// the loaders copy (q, and the rows' source src: the workspace or the
+// cache, src_count rows of it) and the grid. Leaves *run 0 for empty work.
+static inline int mt_check_args(const void *q, int64_t m, int heads, const void *src, int64_t src_count,
+                                const int32_t *list, int k, const float *out, const float *lse, int *run, cplab_diag *d,
+                                const char *name, const char *src_name) {
+  *run = 0;
+  KCHECK_ARG(d, m >= 0 && heads >= 0 && k >= 0, "%s: negative size (m %lld, heads %d, k %d)", name, (long long)m,
+             heads, k);
+  KCHECK_ARG(d, src_count >= 0 && (src || src_count == 0), "%s: bad %s (%lld rows)", name, src_name,
+             (long long)src_count);
+  if (m == 0 || heads == 0) return 0;
+  KCHECK_ARG(d, q && out && lse && (list || k == 0), "%s: NULL argument", name);
+  KCHECK_ARG(d, kaligned(q, 16) && kaligned(src, 16) && kaligned(out, 8),
+             "%s: q and the %s must be 16-byte and out 8-byte aligned", name, src_name);
+  KCHECK_ARG(d, m <= KGRID_MAX_X, "%s: %lld rows exceed the grid", name, (long long)m);
+  KCHECK_ARG(d, (heads + MT_HEADS - 1) / MT_HEADS <= 65535, "%s: %d heads exceed the grid", name, heads);
+  *run = 1;
+  return 0;
 }
 
 #endif
