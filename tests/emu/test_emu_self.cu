@@ -11,7 +11,12 @@
 //   - barriers and warp collectives against host-computed results;
 //   - shared memory: static and dynamic, poisoned before each block;
 //   - by-value parameters, launch errors, memory range checks;
-//   - a warp collective a lane never reaches aborts (deadlock), in a child.
+//   - a warp collective a lane never reaches aborts (deadlock), in a child;
+//   - the tensor-core models of kernels/mma.cuh: a 16x16 · 16x16 product
+//     through ldmatrix (A and a K-major B) and through ldmatrix .trans (an
+//     MN-major B, as the attention kernels load V), accumulating onto d,
+//     against the host's product of small integers (exact, so bit for bit);
+//     cp.async copies and zero fills.
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
@@ -27,6 +32,7 @@
 #include <vector>
 
 #include "cplab/fp8.h"
+#include "mma.cuh"
 extern "C" {
 #include "kt.h"
 }
@@ -297,6 +303,82 @@ static void check_deadlock(void) {
   kt_free(d);
 }
 
+// ---- tensor-core models ----------------------------------------------------------------
+
+// One warp: A [16][16], B as Bt [n 16][k 16] (K-major) and as Bv [k 16][n 16]
+// (MN-major), all bf16, through cp.async into shared memory; out_k and
+// out_t [16][16] fp32 = init + A·B from the two loads of B; zero [8] words:
+// a zero-filled cp.async chunk.
+__global__ void mma_kernel(const uint16_t *a, const uint16_t *bt, const uint16_t *bv, const float *init, float *out_k,
+                           float *out_t, uint32_t *zero) {
+  __shared__ uint4 raw[3 * 32 + 1]; // 16-byte aligned, as ldmatrix and cp.async need
+  uint16_t *sa = (uint16_t *)raw, *sbt = sa + 256, *sbv = sbt + 256;
+  uint32_t *sz = (uint32_t *)(raw + 3 * 32);
+  int lane = threadIdx.x;
+  for (int c = lane; c < 32; c += 32) {
+    cp_async_16(sa + 8 * c, a + 8 * c, true);
+    cp_async_16(sbt + 8 * c, bt + 8 * c, true);
+    cp_async_16(sbv + 8 * c, bv + 8 * c, true);
+  }
+  if (lane == 0) cp_async_16(sz, a, false);
+  cp_async_commit();
+  cp_async_wait<0>();
+  __syncwarp();
+  uint32_t af[4], bk[4], bt4[4];
+  ldmatrix_x4(af, sa + 16 * (lane % 16) + 8 * (lane / 16));
+  ldmatrix_x4(bk, sbt + 16 * (lane % 8 + 8 * (lane / 16)) + 8 * ((lane / 8) % 2));
+  ldmatrix_x4_trans(bt4, sbv + 16 * (lane % 8 + 8 * ((lane / 8) % 2)) + 8 * (lane / 16));
+  int g = lane / 4, t = lane % 4;
+  for (int which = 0; which < 2; which++) {
+    const uint32_t *b = which ? bt4 : bk;
+    float *out = which ? out_t : out_k;
+    for (int n = 0; n < 2; n++) {
+      float d[4];
+      for (int e = 0; e < 4; e++) d[e] = init[(g + 8 * (e / 2)) * 16 + 8 * n + 2 * t + e % 2];
+      mma_m16n8k16_bf16(d, af, b + 2 * n);
+      for (int e = 0; e < 4; e++) out[(g + 8 * (e / 2)) * 16 + 8 * n + 2 * t + e % 2] = d[e];
+    }
+  }
+  if (lane < 4) zero[lane] = sz[lane];
+}
+
+static void check_mma(uint64_t *rng) {
+  uint16_t a[256], bt[256], bv[256];
+  float init[256], want[256], got_k[256], got_t[256];
+  uint32_t zero[4];
+  double B[16][16]; // B[k][n]
+  for (int i = 0; i < 256; i++) a[i] = cplab_bf16_from_f32((float)kt_int(rng, -8, 8));
+  for (int k = 0; k < 16; k++)
+    for (int n = 0; n < 16; n++) {
+      B[k][n] = (double)kt_int(rng, -8, 8);
+      bt[n * 16 + k] = bv[k * 16 + n] = cplab_bf16_from_f32((float)B[k][n]);
+    }
+  for (int i = 0; i < 256; i++) init[i] = (float)kt_int(rng, -100, 100) / 4.0f;
+  for (int m = 0; m < 16; m++)
+    for (int n = 0; n < 16; n++) {
+      double acc = init[m * 16 + n];
+      for (int k = 0; k < 16; k++) acc += cplab_bf16_to_f32(a[m * 16 + k]) * B[k][n];
+      want[m * 16 + n] = (float)acc;
+    }
+  uint16_t *da = (uint16_t *)kt_dev_from(a, sizeof a), *dbt = (uint16_t *)kt_dev_from(bt, sizeof bt);
+  uint16_t *dbv = (uint16_t *)kt_dev_from(bv, sizeof bv);
+  float *dinit = (float *)kt_dev_from(init, sizeof init), *dk = (float *)kt_dev(sizeof got_k), *dt = (float *)kt_dev(sizeof got_t);
+  uint32_t *dz = (uint32_t *)kt_dev(sizeof zero);
+  mma_kernel<<<1, 32>>>(da, dbt, dbv, dinit, dk, dt, dz);
+  cudaError_t err = cudaGetLastError();
+  kt_down(got_k, dk, sizeof got_k);
+  kt_down(got_t, dt, sizeof got_t);
+  kt_down(zero, dz, sizeof zero);
+  int bad_k = 0, bad_t = 0;
+  for (int i = 0; i < 256; i++) bad_k += got_k[i] != want[i], bad_t += got_t[i] != want[i];
+  kt_check(err == cudaSuccess && bad_k == 0,
+           "mma_m16n8k16_bf16 over ldmatrix_x4 fragments (A, K-major B): init + A·B, 256 elements, %d wrong", bad_k);
+  kt_check(err == cudaSuccess && bad_t == 0,
+           "mma_m16n8k16_bf16 over ldmatrix_x4_trans fragments (MN-major B): init + A·B, 256 elements, %d wrong", bad_t);
+  kt_check(zero[0] == 0 && zero[1] == 0 && zero[2] == 0 && zero[3] == 0, "cp_async_16 with !valid writes 16 zero bytes");
+  kt_free(da), kt_free(dbt), kt_free(dbv), kt_free(dinit), kt_free(dk), kt_free(dt), kt_free(dz);
+}
+
 int main(void) {
   uint64_t rng;
   kt_begin("test_emu_self", &rng);
@@ -307,5 +389,6 @@ int main(void) {
   check_shared();
   check_errors();
   check_deadlock();
+  check_mma(&rng);
   return kt_end();
 }
