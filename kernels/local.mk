@@ -1,5 +1,5 @@
 # kernels/: CUDA C kernels with extern "C" launchers (cplab_kernels.h), built
-# by nvcc for --with-cuda-arch (default sm_90 and sm_100, plus PTX). They form
+# by nvcc for --with-cuda-arch (default sm_90a and sm_100, plus PTX). They form
 # a plain archive linked into the programs and GPU tests that use them.
 #   probe.cu      device query and toolchain self-test
 #   devmem.cu     device memory for C callers
