@@ -131,13 +131,8 @@ __global__ void __launch_bounds__(MT_THREADS, 1) dc_kernel(dc_args a) {
   int tiles = (s->count + MT_TILE - 1) / MT_TILE;
   int t0 = (int)((int64_t)split * tiles / splits), t1 = (int)((int64_t)(split + 1) * tiles / splits);
   mt_rows st;
-#pragma unroll
-  for (int y = 0; y < 2; y++) st.m[y] = -INFINITY, st.l[y] = 0.0f;
   float o[32][4];
-#pragma unroll
-  for (int i = 0; i < 32; i++)
-#pragma unroll
-    for (int e = 0; e < 4; e++) o[i][e] = 0.0f;
+  mt_start(&st, o);
   if (t0 < t1) {
     mt_load_q(&s->c, a.q, a.heads, row, h0);
     dc_stage(a, s, t0);

@@ -81,13 +81,8 @@ __global__ void __launch_bounds__(MT_THREADS, 1) pf_kernel(pf_args a) {
   int tiles = (a.k + MT_TILE - 1) / MT_TILE;
   pf_mark_tiles(a, list, s);
   mt_rows st;
-#pragma unroll
-  for (int y = 0; y < 2; y++) st.m[y] = -INFINITY, st.l[y] = 0.0f;
   float o[32][4];
-#pragma unroll
-  for (int i = 0; i < 32; i++)
-#pragma unroll
-    for (int e = 0; e < 4; e++) o[i][e] = 0.0f;
+  mt_start(&st, o);
   int cur = pf_next_tile(s, 0, tiles);
   if (cur >= 0) {
     mt_load_q(&s->c, a.q, a.heads, row, h0);

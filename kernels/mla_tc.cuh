@@ -237,6 +237,16 @@ static __device__ __forceinline__ void mt_accumulate(const mt_core *s, const uns
 #endif
 }
 
+// A row's state before its first tile: no maximum yet, nothing summed.
+static __device__ __forceinline__ void mt_start(mt_rows *st, float o[32][4]) {
+#pragma unroll
+  for (int y = 0; y < 2; y++) st->m[y] = -INFINITY, st->l[y] = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 32; i++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) o[i][e] = 0.0f;
+}
+
 // O *= the rows' correction factors.
 static __device__ __forceinline__ void mt_rescale(float o[32][4], const float corr[2]) {
 #pragma unroll
