@@ -420,6 +420,10 @@ static void check_decode_split(uint64_t *rng, const char *name, int64_t m, int h
                                          scratch, bytes - 16, NULL, &d);
   kt_check(rc == CPLAB_EINVAL && strstr(d.msg, "scratch"), "%s: %zu bytes of scratch refused (%s)", name, bytes - 16,
            d.msg);
+  /* The compacted list holds at most 8064 entries a row: beyond, a clear refusal, nothing launched. */
+  cplab_diag dk = {0};
+  rc = cplab_sparse_mla_decode(c.d_q, 1, heads, s->d_cache, s->num_slots, c.d_idx, 8065, scale, d_out, d_lse, NULL, &dk);
+  kt_check(rc == CPLAB_EUNSUPPORTED && strstr(dk.msg, "8064"), "%s: k 8065 refused (%s)", name, dk.msg);
   free_result(&split);
   free_result(&whole);
   kt_free(scratch);
