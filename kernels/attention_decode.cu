@@ -142,7 +142,7 @@ __global__ void __launch_bounds__(MT_THREADS, 1) dc_kernel(dc_args a) {
     cp_async_wait<0>(); // this tile's entries (and q) have landed
     __syncthreads();    // ... for every thread; the previous tile's products are done with kv
     unsigned long long valid = dc_dequant(s, t);
-    mt_smem_ready(); // the tile is visible to the products; the staging buffer is free
+    mma_smem_ready(); // the tile is visible to the products; the staging buffer is free
     if (t + 1 < t1) dc_stage(a, s, t + 1);
     cp_async_commit();
     float acc[4][4], corr[2];

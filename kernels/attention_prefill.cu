@@ -92,7 +92,7 @@ __global__ void __launch_bounds__(MT_THREADS, 1) pf_kernel(pf_args a) {
   for (int it = 0; cur >= 0; it++) {
     int b = it & 1, next = pf_next_tile(s, cur + 1, tiles);
     cp_async_wait<0>(); // this tile's copies (and q's) have landed
-    mt_smem_ready();
+    mma_smem_ready();
     // The other buffer's last readers (the previous tile's products) are done.
     if (next >= 0) pf_load_tile(a, list, s, next, b ^ 1);
     cp_async_commit();

@@ -72,15 +72,6 @@ static __device__ __forceinline__ int mt_off(int r, int c) {
   return (c >> 3) * MT_BLOCK + r * 128 + (((c & 7) ^ (r & 7)) << 4);
 }
 
-// What the threads wrote to shared memory (ordinary stores, or cp.async
-// copies waited for) is visible to every thread and to the next products.
-static __device__ __forceinline__ void mt_smem_ready(void) {
-#ifdef CPLAB_HAVE_WGMMA
-  fence_proxy_async();
-#endif
-  __syncthreads();
-}
-
 // Issue the copies of the block's 64 heads of q (zero rows past `heads`).
 static __device__ void mt_load_q(mt_core *s, const uint16_t *q, int heads, int64_t row, int h0) {
   for (int c = threadIdx.x; c < MT_HEADS * MT_CHUNKS; c += MT_THREADS) {
@@ -195,7 +186,7 @@ static __device__ void mt_softmax(mt_core *s, unsigned long long tile_valid, int
     sum = mt_quad_sum(sum);
     if (t == 0) s->row_sum[g][row] = sum;
   }
-  mt_smem_ready(); // P (written by ordinary stores) before the products read it
+  mma_smem_ready(); // P (written by ordinary stores) before the products read it
 #pragma unroll
   for (int y = 0; y < 2; y++) {
     int row = 16 * q + 8 * y + gi;

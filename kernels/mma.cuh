@@ -12,6 +12,11 @@
 //     A[g+8][2t..], a2 = A[g][2t+8..], a3 = A[g+8][2t+8..]; B 16x8 in b[2]:
 //     b0 = B[2t..][g], b1 = B[2t+8..][g]; D += A·B in d[4]: d0, d1 =
 //     D[g][2t, 2t+1], d2, d3 = D[g+8][2t, 2t+1]; fp32 accumulation.
+//   mma_m16n8k32_e4m3: the same with bytes: A 16x32 e4m3 row-major, a0 =
+//     A[g][4t..4t+3], a1 = A[g+8][4t..], a2 = A[g][4t+16..], a3 =
+//     A[g+8][4t+16..]; B 32x8 (stored N rows of K bytes) b0 = B[4t..4t+3][g],
+//     b1 = B[4t+16..][g]; D as above. ldmatrix_x4 of K-major byte rows gives
+//     both (a b16 pair is 2 bytes: register i = bytes 4t..4t+3 of row g).
 //   ldmatrix_x4: lanes 8i..8i+7 give the 16-byte-aligned shared-memory rows
 //     of 8x8 matrix i; r[i] = that matrix's row g, elements 2t, 2t+1 (the A
 //     and B fragments above are such matrices). _trans: elements (2t, g),
@@ -20,6 +25,8 @@
 //     bytes when !valid; cp_async_commit closes a group of copies,
 //     cp_async_wait<N> waits until at most N groups are still in flight
 //     (then a barrier makes the data visible to the other threads).
+//     cp_async_4: the same for 4 bytes (4-byte aligned), through L1 (.ca:
+//     the only form of the small sizes).
 // sm_80 and later: the build's sm_90 and sm_100 targets have them all.
 #ifndef CPLAB_KERNELS_MMA_CUH
 #define CPLAB_KERNELS_MMA_CUH
@@ -34,6 +41,13 @@
 
 static __device__ __forceinline__ void mma_m16n8k16_bf16(float d[4], const uint32_t a[4], const uint32_t b[2]) {
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+               "{%0, %1, %2, %3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+static __device__ __forceinline__ void mma_m16n8k32_e4m3(float d[4], const uint32_t a[4], const uint32_t b[2]) {
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
                "{%0, %1, %2, %3};\n"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
@@ -65,6 +79,10 @@ static __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], const vo
 static __device__ __forceinline__ void cp_async_16(void *dst, const void *src, bool valid) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(mma_smem_addr(dst)), "l"(src),
                "r"(valid ? 16 : 0));
+}
+
+static __device__ __forceinline__ void cp_async_4(void *dst, const void *src, bool valid) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(mma_smem_addr(dst)), "l"(src), "r"(valid ? 4 : 0));
 }
 
 static __device__ __forceinline__ void cp_async_commit(void) { asm volatile("cp.async.commit_group;\n" ::); }
@@ -163,5 +181,50 @@ static __device__ __forceinline__ void wgmma_m64n256k16_bf16(float d[32][4], uin
                  "+f"(d[30][0]), "+f"(d[30][1]), "+f"(d[30][2]), "+f"(d[30][3]), "+f"(d[31][0]), "+f"(d[31][1]), "+f"(d[31][2]), "+f"(d[31][3])
                : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS_B));
 }
+
+// d += A · B, A 64 x 32 and B 32 x 256 e4m3 from their descriptors (both
+// K-major: fp8 wgmma has no transposed form), fp32 d.
+static __device__ __forceinline__ void wgmma_m64n256k32_e4m3(float d[32][4], uint64_t desc_a, uint64_t desc_b) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3 {"
+               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+               "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+               "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+               "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+               "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+               "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+               "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+               "}, %128, %129, p, 1, 1;\n}\n"
+               : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]),
+                 "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]),
+                 "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
+                 "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]),
+                 "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]),
+                 "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]),
+                 "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]),
+                 "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3]),
+                 "+f"(d[16][0]), "+f"(d[16][1]), "+f"(d[16][2]), "+f"(d[16][3]), "+f"(d[17][0]), "+f"(d[17][1]), "+f"(d[17][2]), "+f"(d[17][3]),
+                 "+f"(d[18][0]), "+f"(d[18][1]), "+f"(d[18][2]), "+f"(d[18][3]), "+f"(d[19][0]), "+f"(d[19][1]), "+f"(d[19][2]), "+f"(d[19][3]),
+                 "+f"(d[20][0]), "+f"(d[20][1]), "+f"(d[20][2]), "+f"(d[20][3]), "+f"(d[21][0]), "+f"(d[21][1]), "+f"(d[21][2]), "+f"(d[21][3]),
+                 "+f"(d[22][0]), "+f"(d[22][1]), "+f"(d[22][2]), "+f"(d[22][3]), "+f"(d[23][0]), "+f"(d[23][1]), "+f"(d[23][2]), "+f"(d[23][3]),
+                 "+f"(d[24][0]), "+f"(d[24][1]), "+f"(d[24][2]), "+f"(d[24][3]), "+f"(d[25][0]), "+f"(d[25][1]), "+f"(d[25][2]), "+f"(d[25][3]),
+                 "+f"(d[26][0]), "+f"(d[26][1]), "+f"(d[26][2]), "+f"(d[26][3]), "+f"(d[27][0]), "+f"(d[27][1]), "+f"(d[27][2]), "+f"(d[27][3]),
+                 "+f"(d[28][0]), "+f"(d[28][1]), "+f"(d[28][2]), "+f"(d[28][3]), "+f"(d[29][0]), "+f"(d[29][1]), "+f"(d[29][2]), "+f"(d[29][3]),
+                 "+f"(d[30][0]), "+f"(d[30][1]), "+f"(d[30][2]), "+f"(d[30][3]), "+f"(d[31][0]), "+f"(d[31][1]), "+f"(d[31][2]), "+f"(d[31][3])
+               : "l"(desc_a), "l"(desc_b), "r"(1));
+}
 #endif
+
+// What the block's threads wrote to shared memory (ordinary stores, or
+// cp.async copies each thread waited for) is visible to every thread and to
+// the next products (wgmma reads through the async proxy: each writer
+// fences before the barrier).
+static __device__ __forceinline__ void mma_smem_ready(void) {
+#ifdef CPLAB_HAVE_WGMMA
+  fence_proxy_async();
+#endif
+  __syncthreads();
+}
+
 #endif

@@ -16,7 +16,8 @@
 //     through ldmatrix (A and a K-major B) and through ldmatrix .trans (an
 //     MN-major B, as the attention kernels load V), accumulating onto d,
 //     against the host's product of small integers (exact, so bit for bit);
-//     cp.async copies and zero fills.
+//     cp.async copies and zero fills; the e4m3 form (m16n8k32) the same way
+//     over K-major byte rows copied by cp_async_4.
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
@@ -379,6 +380,65 @@ static void check_mma(uint64_t *rng) {
   kt_free(da), kt_free(dbt), kt_free(dbv), kt_free(dinit), kt_free(dk), kt_free(dt), kt_free(dz);
 }
 
+// One warp: A [16][32] and Bt [n 16][k 32] e4m3 bytes, copied 4 bytes at a
+// time (cp_async_4) into shared memory, through ldmatrix_x4 (a b16 pair is
+// two bytes) into mma_m16n8k32_e4m3: out [16][16] = init + A·B; zero [1]: a
+// zero-filled cp_async_4 word.
+__global__ void mma8_kernel(const uint8_t *a, const uint8_t *bt, const float *init, float *out, uint32_t *zero) {
+  __shared__ uint4 raw[2 * 32 + 1];
+  uint8_t *sa = (uint8_t *)raw, *sb = sa + 512;
+  uint32_t *sz = (uint32_t *)(raw + 2 * 32);
+  int lane = threadIdx.x;
+  for (int w = lane; w < 128; w += 32) {
+    cp_async_4(sa + 4 * w, a + 4 * w, true);
+    cp_async_4(sb + 4 * w, bt + 4 * w, true);
+  }
+  if (lane == 0) cp_async_4(sz, a, false);
+  cp_async_commit();
+  cp_async_wait<0>();
+  __syncwarp();
+  uint32_t af[4], bf[4];
+  int i = lane / 8, r = lane % 8;
+  ldmatrix_x4(af, sa + 32 * (r + 8 * (i % 2)) + 16 * (i / 2)); // matrices: rows 0-7 / 8-15 x bytes 0-15 / 16-31
+  ldmatrix_x4(bf, sb + 32 * (r + 8 * (i / 2)) + 16 * (i % 2)); // n8 tile i / 2, bytes (i % 2) * 16 ..
+  int g = lane / 4, t = lane % 4;
+  for (int n = 0; n < 2; n++) {
+    float d[4];
+    for (int e = 0; e < 4; e++) d[e] = init[(g + 8 * (e / 2)) * 16 + 8 * n + 2 * t + e % 2];
+    mma_m16n8k32_e4m3(d, af, bf + 2 * n);
+    for (int e = 0; e < 4; e++) out[(g + 8 * (e / 2)) * 16 + 8 * n + 2 * t + e % 2] = d[e];
+  }
+  if (lane == 0) zero[0] = sz[0];
+}
+
+static void check_mma_e4m3(uint64_t *rng) {
+  uint8_t a[512], bt[512];
+  float init[256], want[256], got[256];
+  uint32_t zero = 1;
+  for (int i = 0; i < 512; i++) a[i] = cplab_e4m3_from_f32((float)kt_int(rng, -8, 8) / 4.0f);
+  for (int i = 0; i < 512; i++) bt[i] = cplab_e4m3_from_f32((float)kt_int(rng, -8, 8));
+  for (int i = 0; i < 256; i++) init[i] = (float)kt_int(rng, -100, 100) / 4.0f;
+  for (int m = 0; m < 16; m++)
+    for (int n = 0; n < 16; n++) {
+      double acc = init[m * 16 + n];
+      for (int k = 0; k < 32; k++) acc += (double)cplab_e4m3_to_f32(a[m * 32 + k]) * cplab_e4m3_to_f32(bt[n * 32 + k]);
+      want[m * 16 + n] = (float)acc;
+    }
+  uint8_t *da = (uint8_t *)kt_dev_from(a, sizeof a), *db = (uint8_t *)kt_dev_from(bt, sizeof bt);
+  float *dinit = (float *)kt_dev_from(init, sizeof init), *dout = (float *)kt_dev(sizeof got);
+  uint32_t *dz = (uint32_t *)kt_dev(sizeof zero);
+  mma8_kernel<<<1, 32>>>(da, db, dinit, dout, dz);
+  cudaError_t err = cudaGetLastError();
+  kt_down(got, dout, sizeof got);
+  kt_down(&zero, dz, sizeof zero);
+  int bad = 0;
+  for (int i = 0; i < 256; i++) bad += got[i] != want[i];
+  kt_check(err == cudaSuccess && bad == 0,
+           "mma_m16n8k32_e4m3 over ldmatrix_x4 fragments of K-major byte rows: init + A·B, 256 elements, %d wrong", bad);
+  kt_check(zero == 0, "cp_async_4 with !valid writes 4 zero bytes");
+  kt_free(da), kt_free(db), kt_free(dinit), kt_free(dout), kt_free(dz);
+}
+
 int main(void) {
   uint64_t rng;
   kt_begin("test_emu_self", &rng);
@@ -390,5 +450,6 @@ int main(void) {
   check_errors();
   check_deadlock();
   check_mma(&rng);
+  check_mma_e4m3(&rng);
   return kt_end();
 }

@@ -10,6 +10,9 @@
 //     a2 = A[g][2t+8, 2t+9], a3 = A[g+8][2t+8, 2t+9];
 //   B (16 x 8 bf16, "col"), 2 words: b0 = B[2t, 2t+1][g], b1 = B[2t+8, 2t+9][g];
 //   C, D (16 x 8 fp32): c0, c1 = C[g][2t, 2t+1], c2, c3 = C[g+8][2t, 2t+1].
+//   The e4m3 form (m16n8k32) has the same shapes in bytes: a0 = A[g][4t..4t+3],
+//     a1 = A[g+8][4t..], a2 = A[g][4t+16..], a3 = A[g+8][4t+16..] (the lower
+//     column in the low byte); b0 = B[4t..4t+3][g], b1 = B[4t+16..][g].
 //   ldmatrix .x4: lanes 8i .. 8i+7 give the row addresses of 8x8 matrix i
 //     (16 bytes a row, 16-byte aligned, in shared memory); register i of
 //     lane l = matrix i's row g, elements 2t, 2t+1; with .trans, elements
@@ -18,12 +21,12 @@
 // every lane of the warp must call with the full mask, as on the device
 // (.aligned), else the emulator reports the warp as divergent or deadlocked.
 //
-// Numerics: mma's products of bf16 are exact; the model adds the 16 products
+// Numerics: mma's products of bf16 (and of e4m3) are exact; the model adds the 16 products
 // and c in double and rounds once to fp32. The hardware's order and internal
 // rounding differ (its result is within a few fp32 ulps of this), so tests of
 // kernels built on it compare against a reference with a tolerance, not bits.
 //
-// cp.async completes at once in the model (the copy or the zero fill happens
+// cp.async (16 bytes, or 4 bytes: cp_async_4) completes at once in the model (the copy or the zero fill happens
 // in the call); commit and wait are no-ops. A kernel that reads a
 // destination before waiting for it is therefore not caught here: that
 // ordering is checked on the GPU only (tests/gpu, compute-sanitizer's
@@ -35,6 +38,7 @@
 #ifndef CPLAB_TESTS_EMU_CUDA_EMU_MMA_H
 #define CPLAB_TESTS_EMU_CUDA_EMU_MMA_H
 #include "../cuda_emu.h"
+#include "cuda_fp8.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -69,30 +73,57 @@ static inline double mma_b_elem(const uint64_t *lanes, int k, int n) {
   return k % 2 ? mma_bf16_hi(w) : mma_bf16_lo(w);
 }
 
-} // namespace cuda_emu
+static inline double mma_e4m3(uint32_t w, int byte) {
+  __nv_fp8_e4m3 e;
+  e.__x = (__nv_fp8_storage_t)((w >> (8 * byte)) & 0xFFu);
+  return (double)static_cast<float>(e);
+}
 
-// d += A · B for one m16n8k16 tile (bf16 in, fp32 accumulate).
-static inline void mma_m16n8k16_bf16(float d[4], const uint32_t a[4], const uint32_t b[2]) {
+static inline double mma_a8_elem(const uint64_t *lanes, int row, int col) {
+  int lane = (row % 8) * 4 + (col % 16) / 4, reg = (row >= 8) + 2 * (col >= 16);
+  return mma_e4m3(((const mma_a_frag *)(uintptr_t)lanes[lane])->a[reg], col % 4);
+}
+
+static inline double mma_b8_elem(const uint64_t *lanes, int k, int n) {
+  int lane = n * 4 + (k % 16) / 4, reg = k >= 16;
+  return mma_e4m3(((const mma_b_frag *)(uintptr_t)lanes[lane])->b[reg], k % 4);
+}
+
+// d += A · B over K columns, elements read through the lanes' fragments.
+template <class AElem, class BElem>
+static inline void mma_tile(float d[4], const uint32_t a[4], const uint32_t b[2], int K, AElem ae, BElem be) {
   struct {
-    cuda_emu::mma_a_frag a;
-    cuda_emu::mma_b_frag b;
+    mma_a_frag a;
+    mma_b_frag b;
   } mine = {{{a[0], a[1], a[2], a[3]}}, {{b[0], b[1]}}};
-  const uint64_t *all = cuda_emu::warp_gather(0xFFFFFFFFu, (uint64_t)(uintptr_t)&mine);
+  const uint64_t *all = warp_gather(0xFFFFFFFFu, (uint64_t)(uintptr_t)&mine);
   uint64_t la[32], lb[32];
   for (int l = 0; l < 32; l++) {
     la[l] = all[l]; // each lane's struct: a first, then b
-    lb[l] = all[l] + sizeof(cuda_emu::mma_a_frag);
+    lb[l] = all[l] + sizeof(mma_a_frag);
   }
   int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   float r[4];
   for (int e = 0; e < 4; e++) {
     int row = g + 8 * (e / 2), col = 2 * t + e % 2;
     double s = d[e];
-    for (int k = 0; k < 16; k++) s += cuda_emu::mma_a_elem(la, row, k) * cuda_emu::mma_b_elem(lb, k, col);
+    for (int k = 0; k < K; k++) s += ae(la, row, k) * be(lb, k, col);
     r[e] = (float)s;
   }
   __syncwarp(); // every lane has read every fragment
   for (int e = 0; e < 4; e++) d[e] = r[e];
+}
+
+} // namespace cuda_emu
+
+// d += A · B for one m16n8k16 tile (bf16 in, fp32 accumulate).
+static inline void mma_m16n8k16_bf16(float d[4], const uint32_t a[4], const uint32_t b[2]) {
+  cuda_emu::mma_tile(d, a, b, 16, cuda_emu::mma_a_elem, cuda_emu::mma_b_elem);
+}
+
+// d += A · B for one m16n8k32 tile (e4m3 in, fp32 accumulate).
+static inline void mma_m16n8k32_e4m3(float d[4], const uint32_t a[4], const uint32_t b[2]) {
+  cuda_emu::mma_tile(d, a, b, 32, cuda_emu::mma_a8_elem, cuda_emu::mma_b8_elem);
 }
 
 namespace cuda_emu {
@@ -149,6 +180,14 @@ static inline void cp_async_16(void *dst, const void *src, bool valid) {
   if (valid && !cuda_emu::is_device_range(src, 16)) cuda_emu::mma_fail("cp.async: source outside device memory");
   if (valid) memcpy(dst, src, 16);
   else memset(dst, 0, 16);
+}
+// 4 bytes global -> shared, or 4 zero bytes when !valid.
+static inline void cp_async_4(void *dst, const void *src, bool valid) {
+  if ((uintptr_t)dst % 4 || (valid && (uintptr_t)src % 4)) cuda_emu::mma_fail("cp.async: address not 4-byte aligned");
+  if (!cuda_emu::is_shared_range(dst, 4)) cuda_emu::mma_fail("cp.async: destination outside shared memory");
+  if (valid && !cuda_emu::is_device_range(src, 4)) cuda_emu::mma_fail("cp.async: source outside device memory");
+  if (valid) memcpy(dst, src, 4);
+  else memset(dst, 0, 4);
 }
 static inline void cp_async_commit(void) {}
 template <int N> static inline void cp_async_wait(void) {}
