@@ -156,7 +156,11 @@ int cplab_bf16_to_e4m3(const uint16_t *in, int64_t count, float inv_scale, uint8
  * dequantisation: bf16(e4m3 · scale of its tile) for the 512 latent columns,
  * the stored bf16 RoPE for the last 64), bit-exact with
  * cplab_kvformat_mla_dequantize. slot[row] == -1 (or outside
- * [0, num_slots)) is padding: all 576 columns CPLAB_BF16_POISON. */
+ * [0, num_slots)) is padding: all 576 columns CPLAB_BF16_POISON.
+ * Speed: with kv_cache and out both 16-byte aligned (cudaMalloc'd buffers,
+ * and any whole number of rows or entries into them) it moves 16-byte words,
+ * 4 rows a warp; the 4-/8-byte alignments allowed above take a slower path
+ * with the same results. */
 int cplab_gather_mla(const uint8_t *kv_cache, int64_t num_slots, const int64_t *slot, int64_t rows, uint16_t *out,
                      void *stream, cplab_diag *d);
 
@@ -166,7 +170,7 @@ int cplab_gather_mla(const uint8_t *kv_cache, int64_t num_slots, const int64_t *
 int cplab_gather_idx(const uint8_t *idx_cache, int64_t num_slots, const int64_t *slot, int64_t rows, uint8_t *out,
                      void *stream, cplab_diag *d);
 
-/* ---- indexer (kernels/indexer.cu, kernels/topk.cu) ------------------------ */
+/* ---- indexer (kernels/indexer.cu, indexer_decode.cu, topk.cu) -------------- */
 
 /* Indexer logits of m query rows over n gathered key entries (132-byte
  * entries, contiguous, keys + j·132): with q e4m3 [m][heads][128], weight
@@ -174,11 +178,33 @@ int cplab_gather_idx(const uint8_t *idx_cache, int64_t num_slots, const int64_t 
  * (fp32 in bytes 128..131 of the entry),
  *   logits[i][j] = (sum_h w'[i][h] · ReLU(q̂[i][h] · k̂[j])) · s_k[j]   for ks[i] <= j < ke[i]
  *               = -inf                                               otherwise,
- * fp32 [m][n], every dot product and sum accumulated in fp32 in a fixed
- * order, so identical key entries give bit-identical logits (exact ties).
- * heads 1..128. */
+ * fp32 [m][n]. The dot products run on fp8 tensor cores (exact products,
+ * fp32 accumulation in the hardware's order: within a few fp32 roundings of
+ * the exact dot product); the head sum is fp32 in a fixed order. Every key
+ * goes through the same instructions wherever it sits, so identical key
+ * entries give bit-identical logits (exact ties). heads 1..128 (padded to
+ * the next power of two >= 8 inside: 48 heads cost what 64 do). */
 int cplab_indexer_logits(const uint8_t *q, const float *weight, int64_t m, int heads, const uint8_t *keys, int64_t n,
                          const int32_t *ks, const int32_t *ke, float *logits, void *stream, cplab_diag *d);
+
+/* Decode indexer logits straight from the paged indexer cache (132-byte
+ * entries, one a slot), as cplab_gather_idx of the row's keys followed by
+ * cplab_indexer_logits over them: row i (of m) has q e4m3 [m][heads][128]
+ * and weight fp32 [m][heads] as there, and row_keys[i] keys, local index l
+ * at slot block_table[row_req[i]][l / block_size] · block_size +
+ * l mod block_size (block_table int32 [num_req][max_blocks]: under DCP the
+ * rank's own table and l its local index, so only its keys are read);
+ *   logits[i][l] = the logit of that key  for l < min(row_keys[i], n)
+ *               = -inf                    for the other l < n
+ * fp32 [m][n]. A key whose block index is >= max_blocks, whose table entry
+ * is negative or whose slot is >= num_slots is a zero entry (logit 0); a
+ * row whose row_req is outside [0, num_req) is all -inf. The same numerics
+ * as cplab_indexer_logits (not bit-identical to it: another instruction
+ * order; identical keys give identical logits). heads 1..128. */
+int cplab_indexer_logits_decode(const uint8_t *q, const float *weight, int64_t m, int heads, const uint8_t *idx_cache,
+                                int64_t num_slots, const int32_t *block_table, int num_req, int max_blocks,
+                                int block_size, const int32_t *row_req, const int32_t *row_keys, int64_t n,
+                                float *logits, void *stream, cplab_diag *d);
 
 /* The largest k supported by cplab_topk. */
 #define CPLAB_TOPK_MAX 4096
@@ -193,6 +219,27 @@ int cplab_indexer_logits(const uint8_t *q, const float *weight, int64_t m, int h
  * kernel never produces, order by their bit patterns: +NaN first, -NaN last.) */
 int cplab_topk(const float *logits, int64_t m, int64_t n, const int32_t *ks, const int32_t *ke, int k, int32_t *idx,
                float *score, void *stream, cplab_diag *d);
+/* Cost: one persistent 1024-thread block per SM takes the rows in turn. A
+ * row's range is read from global memory once and staged in shared memory
+ * when it fits (up to about 43000 columns at k <= 2048, 39000 at k = 4096,
+ * with sm_90's 227 KiB a block), the next row's range loading while this
+ * one is sorted; a longer row is read from global memory once per radix
+ * pass (two or three for real logits). Few long rows leave most SMs idle
+ * and read slowly: cplab_topk_split below spreads them. */
+
+/* The same result, with few long rows spread over the GPU: a row's range is
+ * cut into chunks of 16384 columns (32768 for k > 2048); one kernel selects
+ * each chunk's exact top-k into scratch (a row's top-k is within the union of
+ * its chunks'), a second one each row's top-k from its chunks' candidates,
+ * sorted. It splits when the rows are too long to be staged (above) and
+ * m <= 4 · the device's SM count; otherwise it runs cplab_topk (scratch
+ * unused, may be NULL). cplab_topk_scratch gives in *bytes the scratch for
+ * (m, n, k) on the current device: m · ceil(n / chunk) · k · 8 when it
+ * splits, else 0. scratch: device memory of at least that, 16-byte aligned
+ * (CPLAB_EINVAL otherwise), for the call's duration on its stream. */
+int cplab_topk_scratch(int64_t m, int64_t n, int k, size_t *bytes, cplab_diag *d);
+int cplab_topk_split(const float *logits, int64_t m, int64_t n, const int32_t *ks, const int32_t *ke, int k,
+                     int32_t *idx, float *score, void *scratch, size_t scratch_bytes, void *stream, cplab_diag *d);
 
 /* The exact top-k of rows whose keys are split among D owners (DCP):
  * cand_idx int32 [D][m][k] and cand_score fp32 [D][m][k] hold each owner's
@@ -220,7 +267,10 @@ int cplab_topk_merge(const int32_t *cand_idx, const float *cand_score, int D, in
  * in other ranks' slices of the rank-major workspace). extent may be NULL
  * (the vLLM rule exactly); when given, t >= extent[r] also gives -1 (a
  * stricter guard; a correct indexer never produces such t). A row whose
- * region is outside [0, num_regions) is all -1. */
+ * region is outside [0, num_regions) is all -1.
+ * Speed (both conversions): with k % 4 == 0 and topk and out 16-byte aligned
+ * the lists move as 16-byte words; any other k or alignment (4 bytes, as
+ * int32 needs) takes a slower path with the same results. */
 int cplab_convert_prefill_topk(const int32_t *topk, int64_t m, int k, const int32_t *row_region,
                                const int64_t *ws_start, const int64_t *shard_rows, const int64_t *extent,
                                int num_regions, int dcp, int interleave, int32_t *out, void *stream, cplab_diag *d);
@@ -291,7 +341,9 @@ int cplab_sparse_mla_decode_split(const uint16_t *q, int64_t m, int heads, const
  * rank-major (gathered_rows rows of row_elems bf16). out[g] = gathered
  * [restore_idx[g]] for the n global tokens of the step (the plan's restore
  * map); an index outside [0, gathered_rows) gives a CPLAB_BF16_POISON row.
- * row_elems even. */
+ * row_elems even. Speed: with row_elems % 8 == 0 and both buffers 16-byte
+ * aligned the rows move as 16-byte words; otherwise (the 4-byte words the
+ * contract's alignment allows) a slower path with the same results. */
 int cplab_restore_rows(const uint16_t *gathered, int64_t gathered_rows, const int32_t *restore_idx, int64_t n,
                        int row_elems, uint16_t *out, void *stream, cplab_diag *d);
 

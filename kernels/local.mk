@@ -7,7 +7,8 @@
 #   gen.cu        generated cache entries (through a slot list), queries and
 #                 plain bf16 values (benchmark weights, hidden states)
 #   gather.cu     gathers by slot: fp8 entries -> bf16 rows, indexer entries
-#   indexer.cu    indexer logits
+#   indexer.cu    indexer logits over gathered keys (prefill)
+#   indexer_decode.cu  indexer logits straight from the paged cache (decode)
 #   topk.cu       per-row exact top-k
 #   convert.cu    top-k -> workspace rows (prefill) / cache slots (decode)
 #   attention_prefill.cu  sparse MLA prefill attention (bf16 workspace rows), tensor cores
@@ -26,13 +27,15 @@
 #   gemm_args.cuh the GEMM launchers' argument rules (gemm.cu and its CPU stand-in)
 #   mma.cuh       the tensor-core and cp.async instructions (emulated in tests/emu)
 #   mla_tc.cuh    what both attention kernels do with a tile of 64 bf16 rows
+#   idx_tc.cuh    what the indexer logits kernels do with a tile of 64 fp8 keys
 #   kformat.cuh   the cache formats on the device
 # GPU tests: tests/gpu/local.mk.
 KERNEL_SOURCES = %reldir%/probe.cu %reldir%/devmem.cu %reldir%/poison.cu %reldir%/gen.cu %reldir%/gather.cu \
-	%reldir%/indexer.cu %reldir%/topk.cu %reldir%/convert.cu %reldir%/attention_prefill.cu %reldir%/attention_decode.cu %reldir%/combine.cu %reldir%/restore.cu \
+	%reldir%/indexer.cu %reldir%/indexer_decode.cu %reldir%/topk.cu %reldir%/convert.cu %reldir%/attention_prefill.cu %reldir%/attention_decode.cu %reldir%/combine.cu %reldir%/restore.cu \
 	%reldir%/gemm.cu %reldir%/moe.cu %reldir%/quant.cu %reldir%/stream.cu
 KERNEL_INCLUDES = %reldir%/cplab_kernels.h %reldir%/check.cuh %reldir%/kformat.cuh %reldir%/cplab_moe.h \
-	%reldir%/cplab_stream.h %reldir%/gemm_args.cuh %reldir%/mma.cuh %reldir%/mla_tc.cuh
+	%reldir%/cplab_stream.h %reldir%/gemm_args.cuh %reldir%/mma.cuh %reldir%/mla_tc.cuh \
+	%reldir%/idx_tc.cuh
 EXTRA_DIST += $(KERNEL_SOURCES) $(KERNEL_INCLUDES)
 
 if HAVE_CUDA
@@ -54,11 +57,14 @@ KERNEL_COMMON_DEPS = $(srcdir)/%reldir%/cplab_kernels.h $(top_srcdir)/include/cp
 KERNEL_CHECK_DEPS = $(KERNEL_COMMON_DEPS) $(srcdir)/%reldir%/check.cuh
 KERNEL_FORMAT_DEPS = $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/kformat.cuh $(top_srcdir)/include/cplab/kvformat.h
 %reldir%/probe.o: $(KERNEL_COMMON_DEPS)
-%reldir%/devmem.o %reldir%/poison.o %reldir%/convert.o %reldir%/topk.o %reldir%/combine.o %reldir%/restore.o: \
+%reldir%/topk.o: $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/mma.cuh
+%reldir%/devmem.o %reldir%/poison.o %reldir%/convert.o %reldir%/combine.o %reldir%/restore.o: \
 	$(KERNEL_CHECK_DEPS)
 %reldir%/gemm.o: $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/gemm_args.cuh
 %reldir%/quant.o: $(KERNEL_FORMAT_DEPS)
-%reldir%/gather.o %reldir%/indexer.o: $(KERNEL_FORMAT_DEPS)
+%reldir%/gather.o: $(KERNEL_FORMAT_DEPS)
+%reldir%/indexer.o %reldir%/indexer_decode.o: $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/mma.cuh $(srcdir)/%reldir%/idx_tc.cuh \
+	$(top_srcdir)/include/cplab/kvformat.h
 KERNEL_MLA_DEPS = $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/mma.cuh $(srcdir)/%reldir%/mla_tc.cuh \
 	$(top_srcdir)/include/cplab/kvformat.h
 %reldir%/attention_prefill.o: $(KERNEL_MLA_DEPS)

@@ -1,30 +1,104 @@
-// Per-row top-k (reference §6.3) by exact radix select, then a bitonic sort
-// of the k winners. Contract in cplab_kernels.h.
+// Per-row top-k (reference §6.3) by exact radix select in shared memory, then
+// a bitonic sort of the k winners. Contracts in cplab_kernels.h (cplab_topk,
+// cplab_topk_scratch, cplab_topk_split, cplab_topk_merge).
 //
-// Each candidate is one 64-bit key: the high word is the logit's bits made
-// order-preserving as an unsigned integer, the low word 0xFFFFFFFF - index.
-// Keys are distinct (indices are), and "larger key" is exactly "higher logit,
-// then lower index": sim_indexer_topk's order. Selecting the k largest keys
-// therefore needs no tie handling: an MSB-first radix select (8 bits per
-// pass, one shared histogram) finds the k-th largest key T, and the winners
-// are exactly the keys >= T. It stops early when the digit's bin holds
-// exactly the keys still needed.
+// Keys. Each candidate is one 64-bit key: the high word is the logit's bits
+// made order-preserving as an unsigned integer (-0 first made +0), the low
+// word 0xFFFFFFFF - index. Keys are distinct (indices are), and "larger key"
+// is exactly "higher logit, then lower index": sim_indexer_topk's order. The
+// winners are therefore exactly the keys >= T, T the take-th largest key:
+// ties at the threshold value need no handling of their own (the low word
+// decides them, lowest indices first), and every path below selects the
+// same set and sorts it into the same order.
+//
+// Selection (topk_select): MSB-first radix select over the 64-bit key with
+// 11/11/10-bit digits over the value word, then, only where the take-th
+// value is tied beyond what is needed, 11/11/10 over the index word. A pass
+// is a histogram (2048 bins in shared memory) of the keys that match the
+// digits chosen so far, then a block-wide scan for the bin holding the
+// take-th largest; it stops once that bin holds exactly the keys still
+// needed. As soon as that bin fits the shared candidate list, one pass
+// splits the source: keys above the bin go straight to the winners, keys in
+// it to the list, and every later pass reads the short list instead of the
+// row. For the indexer's logits the first pass leaves a few thousand
+// candidates, so a staged row is read from shared memory twice (the first
+// histogram, the split) and the list passes are small.
+//
+// Sources. A row range (floats, the key computed on the fly) or a list of
+// 64-bit keys (the split path's candidates), each either staged in shared
+// memory or read where it lies in global memory (items too long to stage:
+// the same passes, one global read each). Reads are 16-byte vectors where
+// the data is 16-byte aligned (ks is arbitrary: a scalar head and tail).
+//
+// Blocks (1024 threads, one per SM, up to 227 KiB of shared memory) are
+// persistent: a block loops over work items (rows, or (row, chunk) pairs)
+// and stages the next item's data by cp.async into the row buffer as soon as
+// the current item no longer reads it (after the split pass, usually), so
+// the next row's global read overlaps this row's list passes and sort.
+//
+// Paths (the launchers):
+//   - cplab_topk: one item per row (TOPK_ROWS). Rows whose range fits the
+//     row buffer (about 43000 columns at k <= 2048, 39000 at k = 4096) are
+//     staged; longer ones take the passes over global memory.
+//   - cplab_topk_split, when few long rows would leave the GPU idle and the
+//     rows do not fit: (1) TOPK_CHUNKS: one item per (row, chunk of C
+//     columns), each writing its chunk's exact top-k keys (unsorted) to the
+//     scratch; (2) TOPK_MERGE: one item per row selecting the row's top-k
+//     from its chunks' candidates (a row's top-k is a subset of the union of
+//     its chunks' top-k) and sorting it. Same keys, same set, same order.
+//
+// Sort (topk_sort): bitonic over the winners padded to a power of two (key 0
+// is below every real key: ~index >= 1), strides below 128 in registers with
+// shuffles, larger ones in shared memory two levels a round. For k = 2048 it
+// moves the 2048 keys about 50 times (~3.5 µs on an H200 SM): with the first
+// histogram (~2 µs: 32768 shared atomics, a few same-bank lanes each) the
+// largest part of a staged row's time, which is why the next row's load
+// overlaps it.
+//
+// Expected H200 costs (1.98 GHz, ~4 TB/s; not measured here): prefill rows of
+// 32768 columns, k = 2048: per SM and row ~3.5 µs until the row buffer is
+// free (histogram, scan, split) plus max(~4.5 µs list passes and sort, the
+// next row's 128 KiB load), so 4096 rows (31 a SM) in ~250 µs against the
+// 512 MiB read's ~130 µs. Decode rows of 131072 columns through the split:
+// chunk items ~3 µs each (64 KiB staged, 16384 keys), the merge of 16384
+// candidates ~7 µs (the sort most of it), so 1 row in ~10 µs plus two
+// launches, 64 rows in ~25 µs (512 chunk items over 132 SMs, then 64 merges).
 #include <cuda_runtime.h>
 
 #include <math.h>
 
 #include "check.cuh"
 #include "cplab_kernels.h"
+#include "mma.cuh" // cp_async_*: the only place of that inline PTX (modelled in the emulation)
 
-#define TOPK_THREADS 1024
-#define TOPK_BINS 256
+#define TOPK_THREADS 1024 // the bin scan below gives every thread 2 of the 2048 bins
+#define TOPK_WARPS (TOPK_THREADS / 32)
+#define TOPK_BINS 2048
+// Groups of 16 bytes a thread loads before using them (loads in flight for
+// the passes over global memory). sm_100's code for 4 spills (64 registers a
+// thread at 1024 threads); sm_90's does not.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
+#define TOPK_UNROLL 2
+#else
+#define TOPK_UNROLL 4
+#endif
+#define TOPK_LIST_MIN 4096     // candidate list entries kept beside the row buffer
+#define TOPK_SORT_MIN 128      // the sort works on whole 128-key warp segments
+#define TOPK_SPLIT_ROWS_PER_SM 4 // the split path's row limit, per SM (bounds its scratch)
+#define TOPK_FULL 0xFFFFFFFFu
+#define TOPK_NOBIN 0xFFFFFFFFu
+
+enum { TOPK_ROWS = 0, TOPK_CHUNKS = 1, TOPK_MERGE = 2 };
 
 // Order-preserving map of float bits to unsigned (-0 is first made +0, so
-// that equal logits compare equal and fall to the index rule).
-static __device__ __forceinline__ uint32_t topk_ord(float f) {
-  uint32_t b = f == 0.0f ? 0u : __float_as_uint(f);
+// that equal logits compare equal and fall to the index rule). NaNs order by
+// their bits: +NaN above +inf, -NaN below -inf.
+static __device__ __forceinline__ uint32_t topk_ord_bits(uint32_t b) {
+  b = b == 0x80000000u ? 0u : b;
   return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
 }
+
+static __device__ __forceinline__ uint32_t topk_ord(float f) { return topk_ord_bits(__float_as_uint(f)); }
 
 static __device__ __forceinline__ float topk_unord(uint32_t o) {
   return __uint_as_float((o & 0x80000000u) ? (o & 0x7FFFFFFFu) : ~o);
@@ -34,103 +108,665 @@ static __device__ __forceinline__ uint64_t topk_key(float f, uint32_t rel) {
   return ((uint64_t)topk_ord(f) << 32) | (uint64_t)(0xFFFFFFFFu - rel);
 }
 
-struct topk_state {
-  unsigned hist[TOPK_BINS];
-  uint64_t prefix, mask; // the digits chosen so far, and where they are
-  unsigned need;         // keys still to take among those matching prefix
-  int done;
-  unsigned count;
+// ---- sources: what a pass reads, in groups of 16 bytes -------------------
+//
+// Group 0 is the scalar head up to the first 16-byte boundary, groups
+// 1..nbody the aligned vectors, group nbody + 1 the scalar tail. A visitor
+// runs every thread through the same number of groups (invalid ones empty),
+// so that it may use full-warp collectives.
+
+// Floats p[0, len): element j is the column of request-relative index rel0 + j.
+struct topk_fsrc {
+  static constexpr unsigned W = 4; // keys per group
+  const float *p;
+  uint32_t len, rel0, head, nbody;
+  __device__ topk_fsrc(const float *p_, uint32_t len_, uint32_t rel0_) : p(p_), len(len_), rel0(rel0_) {
+    uint32_t h = (uint32_t)((16u - ((uintptr_t)p_ & 15u)) & 15u) >> 2;
+    head = h < len ? h : len;
+    nbody = (len - head) >> 2;
+  }
+  __device__ uint32_t groups() const { return nbody + 2; }
+  // Group g into raw: returns how many keys it holds; j0 = its first element.
+  __device__ unsigned load(uint32_t g, uint4 &raw, uint32_t &j0) const {
+    if (g - 1 < nbody) { // body (g >= 1)
+      j0 = head + 4 * (g - 1);
+      raw = *(const uint4 *)(p + j0);
+      return 4;
+    }
+    uint32_t cnt;
+    if (g == 0) {
+      j0 = 0;
+      cnt = head;
+    } else if (g == nbody + 1) {
+      j0 = head + 4 * nbody;
+      cnt = len - j0;
+    } else {
+      return 0;
+    }
+    const uint32_t *s = (const uint32_t *)(p + j0);
+    raw.x = cnt > 0 ? s[0] : 0u;
+    raw.y = cnt > 1 ? s[1] : 0u;
+    raw.z = cnt > 2 ? s[2] : 0u;
+    raw.w = 0u;
+    return cnt;
+  }
+  __device__ uint64_t key(const uint4 &raw, uint32_t j0, unsigned q) const {
+    uint32_t b = q == 0 ? raw.x : q == 1 ? raw.y : q == 2 ? raw.z : raw.w;
+    return ((uint64_t)topk_ord_bits(b) << 32) | (uint64_t)(0xFFFFFFFFu - (rel0 + j0 + q));
+  }
 };
 
-// One radix pass over the digit at `shift`: histogram of the keys that match
-// the prefix, then (thread 0) the bin holding the need-th largest.
-static __device__ void topk_pass(const float *row, int64_t lo, int64_t hi, int64_t base, int shift, topk_state *st) {
-  for (int b = threadIdx.x; b < TOPK_BINS; b += blockDim.x) st->hist[b] = 0;
+// 64-bit keys p[0, len) (8-byte aligned).
+struct topk_ksrc {
+  static constexpr unsigned W = 2;
+  const uint64_t *p;
+  uint32_t len, head, nbody;
+  __device__ topk_ksrc(const uint64_t *p_, uint32_t len_) : p(p_), len(len_) {
+    head = ((uintptr_t)p_ & 15u) && len_ ? 1u : 0u;
+    nbody = (len - head) >> 1;
+  }
+  __device__ uint32_t groups() const { return nbody + 2; }
+  __device__ unsigned load(uint32_t g, uint4 &raw, uint32_t &j0) const {
+    if (g - 1 < nbody) {
+      j0 = head + 2 * (g - 1);
+      raw = *(const uint4 *)(p + j0);
+      return 2;
+    }
+    uint32_t cnt;
+    if (g == 0) {
+      j0 = 0;
+      cnt = head;
+    } else if (g == nbody + 1) {
+      j0 = head + 2 * nbody;
+      cnt = len - j0;
+    } else {
+      return 0;
+    }
+    const uint32_t *s = (const uint32_t *)(p + j0);
+    raw.x = cnt ? s[0] : 0u;
+    raw.y = cnt ? s[1] : 0u;
+    raw.z = raw.w = 0u;
+    return cnt;
+  }
+  __device__ uint64_t key(const uint4 &raw, uint32_t, unsigned q) const {
+    return q == 0 ? ((uint64_t)raw.y << 32 | raw.x) : ((uint64_t)raw.w << 32 | raw.z);
+  }
+};
+
+// f(raw, j0, cnt) on every group of src; TOPK_UNROLL loads are issued before
+// they are used. Every thread makes the same number of calls.
+template <class S, class F> static __device__ __forceinline__ void topk_visit(const S &src, F f) {
+  uint32_t G = src.groups();
+  for (uint32_t g0 = 0; g0 < G; g0 += TOPK_THREADS * TOPK_UNROLL) {
+    uint4 raw[TOPK_UNROLL];
+    uint32_t j0[TOPK_UNROLL];
+    unsigned cnt[TOPK_UNROLL];
+#pragma unroll
+    for (int u = 0; u < TOPK_UNROLL; u++) cnt[u] = src.load(g0 + u * TOPK_THREADS + threadIdx.x, raw[u], j0[u]);
+#pragma unroll
+    for (int u = 0; u < TOPK_UNROLL; u++) f(raw[u], j0[u], cnt[u]);
+  }
+}
+
+// ---- block-wide pieces ----------------------------------------------------
+
+struct __align__(16) topk_ctl {
+  unsigned hist[TOPK_BINS];
+  unsigned wsum[TOPK_WARPS];
+  unsigned long long prefix, mask; // the digits chosen so far, and where they are
+  unsigned need, cnt;              // keys still to take among those matching; keys in the chosen bin
+  unsigned ctr;                    // appends: winners in the low half, list entries in the high half
+};
+
+static __device__ __forceinline__ unsigned topk_warp_incl(unsigned v, unsigned lane) {
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    unsigned t = __shfl_up_sync(TOPK_FULL, v, o);
+    if (lane >= (unsigned)o) v += t;
+  }
+  return v;
+}
+
+// Histogram of the digit (bits at shift) of the keys matching prefix on mask.
+// Bins are atomics in shared memory; a warp whose 128 (or 64) keys all fall
+// in one bin (ties, runs of -inf) adds them with one atomic instead of
+// serialising 32 same-address atomics 4 times.
+template <class S>
+static __device__ void topk_hist(const S &src, unsigned *hist, int shift, unsigned bmask, uint64_t prefix,
+                                 uint64_t mask) {
+  constexpr unsigned W = S::W;
+  unsigned lane = threadIdx.x & 31;
+  topk_visit(src, [&](const uint4 &raw, uint32_t j0, unsigned cnt) {
+    unsigned d[W];
+    bool same = cnt == W;
+#pragma unroll
+    for (unsigned q = 0; q < W; q++) {
+      uint64_t key = src.key(raw, j0, q);
+      d[q] = q < cnt && (key & mask) == prefix ? (unsigned)(key >> shift) & bmask : TOPK_NOBIN;
+      same = same && d[q] == d[0];
+    }
+    unsigned lead = __shfl_sync(TOPK_FULL, d[0], 0);
+    if (__all_sync(TOPK_FULL, same && d[0] == lead)) {
+      if (lane == 0 && lead != TOPK_NOBIN) atomicAdd(&hist[lead], 32u * W);
+    } else if (same) {
+      if (d[0] != TOPK_NOBIN) atomicAdd(&hist[d[0]], W);
+    } else {
+#pragma unroll
+      for (unsigned q = 0; q < W; q++)
+        if (d[q] != TOPK_NOBIN) atomicAdd(&hist[d[q]], 1u);
+    }
+  });
+}
+
+// Warp-aggregated appends: every lane adds (winners | list entries << 16)
+// of its group; one atomic per warp on c->ctr gives the bases.
+static __device__ __forceinline__ unsigned topk_append_base(topk_ctl *c, unsigned packed, unsigned lane) {
+  unsigned incl = topk_warp_incl(packed, lane), base = 0;
+  if (lane == 31) base = atomicAdd(&c->ctr, incl);
+  base = __shfl_sync(TOPK_FULL, base, 31);
+  return base + incl - packed;
+}
+
+// One pass: keys above prefix (on mask) to win, keys matching it to list.
+template <class S>
+static __device__ void topk_split(const S &src, topk_ctl *c, uint64_t *win, uint64_t *list, uint64_t prefix,
+                                  uint64_t mask) {
+  constexpr unsigned W = S::W;
+  unsigned lane = threadIdx.x & 31;
+  topk_visit(src, [&](const uint4 &raw, uint32_t j0, unsigned cnt) {
+    uint64_t key[W];
+    unsigned cls[W], packed = 0; // 1: winner, 2: candidate
+#pragma unroll
+    for (unsigned q = 0; q < W; q++) {
+      key[q] = src.key(raw, j0, q);
+      uint64_t h = key[q] & mask;
+      cls[q] = q >= cnt ? 0u : h > prefix ? 1u : h == prefix ? 2u : 0u;
+      packed += cls[q] == 1 ? 1u : cls[q] == 2 ? 0x10000u : 0u;
+    }
+    if (!__any_sync(TOPK_FULL, packed != 0)) return;
+    unsigned pos = topk_append_base(c, packed, lane), pw = pos & 0xFFFFu, pl = pos >> 16;
+#pragma unroll
+    for (unsigned q = 0; q < W; q++) {
+      if (cls[q] == 1) win[pw++] = key[q];
+      else if (cls[q] == 2) list[pl++] = key[q];
+    }
+  });
+}
+
+// One pass: keys >= T to win.
+template <class S> static __device__ void topk_collect(const S &src, topk_ctl *c, uint64_t *win, uint64_t T) {
+  constexpr unsigned W = S::W;
+  unsigned lane = threadIdx.x & 31;
+  topk_visit(src, [&](const uint4 &raw, uint32_t j0, unsigned cnt) {
+    uint64_t key[W];
+    unsigned packed = 0;
+#pragma unroll
+    for (unsigned q = 0; q < W; q++) {
+      key[q] = src.key(raw, j0, q);
+      packed += q < cnt && key[q] >= T ? 1u : 0u;
+    }
+    if (!__any_sync(TOPK_FULL, packed != 0)) return;
+    unsigned pw = topk_append_base(c, packed, lane) & 0xFFFFu;
+#pragma unroll
+    for (unsigned q = 0; q < W; q++)
+      if (q < cnt && key[q] >= T) win[pw++] = key[q];
+  });
+}
+
+// After a histogram pass (and a barrier): the bin holding the need-th
+// largest matching key, scanning from the top. Thread t owns bins
+// nb-1-2t and nb-2-2t and clears them (the next pass starts from zero).
+// Updates prefix, mask, need (keys still needed inside the bin) and cnt
+// (the bin's keys), the same in every thread.
+static __device__ void topk_find(topk_ctl *c, int shift, unsigned bits, uint64_t &prefix, uint64_t &mask,
+                                 unsigned &need, unsigned &cnt) {
+  unsigned t = threadIdx.x, lane = t & 31, warp = t >> 5, nb = 1u << bits;
+  bool own = 2 * t < nb;
+  unsigned bh = nb - 1 - 2 * t, bl = nb - 2 - 2 * t, h1 = 0, h2 = 0;
+  if (own) {
+    h1 = c->hist[bh];
+    h2 = c->hist[bl];
+    c->hist[bh] = 0;
+    c->hist[bl] = 0;
+  }
+  unsigned s = h1 + h2, incl = topk_warp_incl(s, lane);
+  if (lane == 31) c->wsum[warp] = incl;
   __syncthreads();
-  uint64_t prefix = st->prefix, mask = st->mask;
-  for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
-    uint64_t key = topk_key(row[i], (uint32_t)(i - base));
-    if ((key & mask) == prefix) atomicAdd(&st->hist[(key >> shift) & (TOPK_BINS - 1)], 1u);
+  unsigned wv = c->wsum[lane], winc = topk_warp_incl(wv, lane);
+  unsigned excl = __shfl_sync(TOPK_FULL, winc - wv, warp) + incl - s; // keys in the bins above bh
+  if (own) {
+    unsigned b = TOPK_NOBIN, above = 0, in = 0;
+    if (excl < need && need <= excl + h1) b = bh, above = excl, in = h1;
+    else if (excl + h1 < need && need <= excl + s) b = bl, above = excl + h1, in = h2;
+    if (b != TOPK_NOBIN) { // exactly one thread: the matching keys number at least need
+      c->prefix = prefix | (uint64_t)b << shift;
+      c->mask = mask | (uint64_t)(nb - 1) << shift;
+      c->need = need - above;
+      c->cnt = in;
+    }
   }
   __syncthreads();
-  if (threadIdx.x == 0) {
-    unsigned above = 0;
-    int b = TOPK_BINS - 1;
-    while (above + st->hist[b] < st->need) above += st->hist[b--]; // need <= keys matching: b stays >= 0
-    st->need -= above;
-    st->prefix |= (uint64_t)b << shift;
-    st->mask |= (uint64_t)(TOPK_BINS - 1) << shift;
-    st->done = st->hist[b] == st->need; // every key in this bin is a winner
+  prefix = c->prefix;
+  mask = c->mask;
+  need = c->need;
+  cnt = c->cnt;
+}
+
+// The take largest keys of src into win[0, take) (unordered). list holds up
+// to list_cap candidates. prefetch() is called once the row buffer is no
+// longer read (staged: after the split pass), or not at all (the caller
+// then prefetches after the barrier this ends with; an empty item reads
+// nothing and ends without one).
+template <class S, class PF>
+static __device__ void topk_select(const S &src, unsigned take, bool staged, topk_ctl *c, uint64_t *win,
+                                   uint64_t *list, unsigned list_cap, PF &prefetch) {
+  if (take == 0) return;
+  uint64_t prefix = 0, mask = 0;
+  unsigned need = take, cnt = 0, listed = 0; // listed: keys in the list (0: not split)
+  bool done = take == src.len;              // everything is a winner: T = 0
+  for (int p = 0; p < 6 && !done; p++) {
+    // 11/11/10 bits of the value word, then of the index word
+    int shift = p == 0 ? 53 : p == 1 ? 42 : p == 2 ? 32 : p == 3 ? 21 : p == 4 ? 10 : 0;
+    unsigned bits = p == 2 || p == 5 ? 10u : 11u;
+    if (listed) topk_hist(topk_ksrc(list, listed), c->hist, shift, (1u << bits) - 1, prefix, mask);
+    else topk_hist(src, c->hist, shift, (1u << bits) - 1, prefix, mask);
+    __syncthreads();
+    topk_find(c, shift, bits, prefix, mask, need, cnt);
+    done = cnt == need; // every key of the bin is a winner
+    if (!done && !listed && cnt <= list_cap) {
+      topk_split(src, c, win, list, prefix, mask);
+      listed = cnt;
+      __syncthreads();
+      if (staged) prefetch(); // the passes left read the list
+    }
   }
+  if (listed) topk_collect(topk_ksrc(list, listed), c, win, prefix);
+  else topk_collect(src, c, win, prefix);
   __syncthreads();
 }
 
-// In-place bitonic sort of buf[0 .. P), P a power of two, descending.
-static __device__ void topk_sort_desc(uint64_t *buf, int P) {
-  for (int size = 2; size <= P; size <<= 1)
-    for (int stride = size / 2; stride > 0; stride >>= 1) {
-      for (int t = threadIdx.x; t < P / 2; t += blockDim.x) {
-        int i = 2 * stride * (t / stride) + t % stride, j = i + stride;
-        bool desc = (i & size) == 0;
-        uint64_t a = buf[i], b = buf[j];
-        if (desc ? a < b : a > b) {
-          buf[i] = b;
-          buf[j] = a;
+// ---- the sort of the winners ------------------------------------------------
+
+static __device__ __forceinline__ void topk_cx(uint64_t &x, uint64_t &y, bool desc) {
+  uint64_t hi = x > y ? x : y, lo = x > y ? y : x;
+  x = desc ? hi : lo;
+  y = desc ? lo : hi;
+}
+
+// Bitonic steps (size, strides from..1) of the 128-key segment at base held
+// by a warp, x[q] = a[base + 32q + lane]: strides 64 and 32 within the lane,
+// 16..1 across lanes (shuffles).
+static __device__ __forceinline__ void topk_sort_regs(uint64_t (&x)[4], unsigned base, unsigned lane, unsigned size,
+                                                      unsigned from) {
+  for (unsigned s = from; s >= 1; s >>= 1) {
+    if (s >= 32) {
+      unsigned d = s / 32; // 2: pairs (0, 2), (1, 3); 1: pairs (0, 1), (2, 3)
+#pragma unroll
+      for (unsigned q = 0; q < 4; q++)
+        if ((q & d) == 0) topk_cx(x[q], x[q + d], ((base + 32 * q + lane) & size) == 0);
+      continue;
+    }
+    bool lower = (lane & s) == 0;
+#pragma unroll
+    for (unsigned q = 0; q < 4; q++) {
+      uint64_t y = __shfl_xor_sync(TOPK_FULL, x[q], (int)s);
+      bool keep_max = lower == (((base + 32 * q + lane) & size) == 0);
+      x[q] = keep_max ? (x[q] > y ? x[q] : y) : (x[q] > y ? y : x[q]);
+    }
+  }
+}
+
+// Descending bitonic sort of a[0, P), P a power of two in [128, 4096]. The
+// keys move once per step that is not within a lane: strides below 128 run
+// in registers (a warp's 128-key segment: 4 keys a lane, shuffles for
+// strides 1..16), larger strides in shared memory, two levels a round (4 keys
+// a thread: half the traffic of one level a round).
+static __device__ void topk_sort(uint64_t *a, unsigned P) {
+  unsigned t = threadIdx.x, lane = t & 31, warp = t >> 5, nseg = P / 128;
+  for (unsigned sg = warp; sg < nseg; sg += TOPK_WARPS) {
+    uint64_t x[4];
+#pragma unroll
+    for (unsigned q = 0; q < 4; q++) x[q] = a[sg * 128 + 32 * q + lane];
+    for (unsigned size = 2; size <= 128; size <<= 1) topk_sort_regs(x, sg * 128, lane, size, size / 2);
+#pragma unroll
+    for (unsigned q = 0; q < 4; q++) a[sg * 128 + 32 * q + lane] = x[q];
+  }
+  __syncthreads();
+  for (unsigned size = 256; size <= P; size <<= 1) {
+    unsigned s = size / 2;
+    while (s >= 128) {
+      if (s >= 256) { // strides s and h = s/2 over quads i, i+h, i+2h, i+3h
+        unsigned h = s / 2;
+        for (unsigned q = t; q < P / 4; q += TOPK_THREADS) {
+          unsigned i = (q / h) * 4 * h + q % h;
+          bool desc = (i & size) == 0;
+          uint64_t e0 = a[i], e1 = a[i + h], e2 = a[i + 2 * h], e3 = a[i + 3 * h];
+          topk_cx(e0, e2, desc);
+          topk_cx(e1, e3, desc);
+          topk_cx(e0, e1, desc);
+          topk_cx(e2, e3, desc);
+          a[i] = e0, a[i + h] = e1, a[i + 2 * h] = e2, a[i + 3 * h] = e3;
         }
+        s /= 4;
+      } else {
+        for (unsigned q = t; q < P / 2; q += TOPK_THREADS) {
+          unsigned i = (q / s) * 2 * s + q % s;
+          uint64_t e0 = a[i], e1 = a[i + s];
+          topk_cx(e0, e1, (i & size) == 0);
+          a[i] = e0, a[i + s] = e1;
+        }
+        s /= 2;
       }
       __syncthreads();
     }
+    for (unsigned sg = warp; sg < nseg; sg += TOPK_WARPS) {
+      uint64_t x[4];
+#pragma unroll
+      for (unsigned q = 0; q < 4; q++) x[q] = a[sg * 128 + 32 * q + lane];
+      topk_sort_regs(x, sg * 128, lane, size, 64);
+#pragma unroll
+      for (unsigned q = 0; q < 4; q++) a[sg * 128 + 32 * q + lane] = x[q];
+    }
+    __syncthreads();
+  }
 }
 
-__global__ void __launch_bounds__(TOPK_THREADS)
-    topk_kernel(const float *logits, int64_t n, const int32_t *ks, const int32_t *ke, int k, int32_t *idx,
-                float *score) {
-  __shared__ uint64_t buf[CPLAB_TOPK_MAX];
-  __shared__ topk_state st;
-  int64_t r = blockIdx.x;
-  const float *row = logits + r * n;
-  int64_t base = ks[r];
-  int64_t lo = min(max(base, (int64_t)0), n), hi = min(max((int64_t)ke[r], lo), n);
-  int64_t avail = hi - lo;
-  int take = (int)min(avail, (int64_t)k);
-  if (threadIdx.x == 0) {
-    st.prefix = 0;
-    st.mask = 0;
-    st.need = (unsigned)take;
-    st.done = avail <= k; // everything in range is a winner: T = 0 (every key is > 0)
-    st.count = 0;
+// ---- staging ------------------------------------------------------------------
+
+// Block-wide cp.async of words 32-bit words at src into dst (16-byte aligned)
+// with src's 16-byte phase kept, so that the vector groups of the staged copy
+// are those of the source; returns where the copy starts (dst + 0..3 words).
+// dst must hold words + 3.
+static __device__ const void *topk_stage(uint32_t *dst, const void *src, uint32_t words) {
+  const uint32_t *s = (const uint32_t *)src;
+  uint32_t ph = (uint32_t)((uintptr_t)src >> 2) & 3u, head = (4u - ph) & 3u;
+  uint32_t *d = dst + ph;
+  head = head < words ? head : words;
+  uint32_t nb = (words - head) / 4, tail = words - head - 4 * nb;
+  if (threadIdx.x < head) cp_async_4(d + threadIdx.x, s + threadIdx.x, true);
+  for (uint32_t v = threadIdx.x; v < nb; v += TOPK_THREADS) cp_async_16(d + head + 4 * v, s + head + 4 * v, true);
+  if (threadIdx.x < tail) cp_async_4(d + head + 4 * nb + threadIdx.x, s + head + 4 * nb + threadIdx.x, true);
+  cp_async_commit();
+  return d;
+}
+
+// ---- the kernel ------------------------------------------------------------------
+
+struct topk_args {
+  const float *logits;
+  int64_t n;
+  const int32_t *ks, *ke;
+  int k;
+  int32_t *idx;
+  float *score;
+  uint64_t *scratch;                   // TOPK_CHUNKS writes, TOPK_MERGE reads: [m][chunks][k] keys
+  int64_t items;                       // rows, or rows × chunks
+  int64_t chunk, chunks;               // the split: columns per chunk, chunks per row
+  unsigned win_cap, list_cap, row_words; // the shared-memory layout (topk_layout_make)
+};
+
+struct topk_item {
+  int64_t r;
+  const void *src;  // global memory
+  uint64_t *out;    // TOPK_CHUNKS: where the chunk's keys go
+  unsigned len, rel0, take, words;
+};
+
+template <int MODE> static __device__ topk_item topk_decode(const topk_args &a, int64_t w) {
+  topk_item it;
+  int64_t c = 0;
+  it.r = w;
+  if (MODE == TOPK_CHUNKS) it.r = w / a.chunks, c = w % a.chunks;
+  int64_t base = a.ks[it.r];
+  int64_t lo = min(max(base, (int64_t)0), a.n), hi = min(max((int64_t)a.ke[it.r], lo), a.n), L = hi - lo;
+  it.out = nullptr;
+  if (MODE == TOPK_ROWS) {
+    it.src = a.logits + it.r * a.n + lo;
+    it.len = (unsigned)L;
+    it.rel0 = (uint32_t)(lo - base);
+    it.take = (unsigned)min(L, (int64_t)a.k);
+    it.words = it.len;
+  } else if (MODE == TOPK_CHUNKS) {
+    int64_t clo = lo + c * a.chunk, len = clo < hi ? min(hi - clo, a.chunk) : 0;
+    it.src = a.logits + it.r * a.n + (len ? clo : 0);
+    it.len = (unsigned)len;
+    it.rel0 = (uint32_t)(clo - base);
+    it.take = (unsigned)min(len, (int64_t)a.k);
+    it.words = it.len;
+    it.out = a.scratch + (it.r * a.chunks + c) * a.k;
+  } else {
+    // chunks before the last hold k keys each (chunk >= k), the last min(k, its columns)
+    int64_t nch = (L + a.chunk - 1) / a.chunk;
+    it.src = a.scratch + it.r * a.chunks * a.k;
+    it.len = L ? (unsigned)((nch - 1) * a.k + min((int64_t)a.k, L - (nch - 1) * a.chunk)) : 0u;
+    it.rel0 = 0;
+    it.take = (unsigned)min(L, (int64_t)a.k);
+    it.words = 2 * it.len;
   }
-  __syncthreads();
-  for (int shift = 56; shift >= 0 && !st.done; shift -= 8) topk_pass(row, lo, hi, base, shift, &st);
-  uint64_t T = st.prefix; // the winners are the keys >= T: exactly `take` of them
-  for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
-    uint64_t key = topk_key(row[i], (uint32_t)(i - base));
-    if (key >= T) buf[atomicAdd(&st.count, 1u)] = key;
+  return it;
+}
+
+static __device__ bool topk_stageable(const topk_args &a, const topk_item &it) {
+  return it.len > 0 && it.words + 3 <= a.row_words;
+}
+
+template <int MODE> __global__ void __launch_bounds__(TOPK_THREADS, 1) topk_kernel(topk_args a) {
+  extern __shared__ uint4 topk_raw[];
+  topk_ctl *c = (topk_ctl *)topk_raw;
+  uint64_t *win = (uint64_t *)(c + 1), *list = win + a.win_cap;
+  uint32_t *rowbuf = (uint32_t *)(list + a.list_cap);
+  for (unsigned b = threadIdx.x; b < TOPK_BINS; b += TOPK_THREADS) c->hist[b] = 0;
+  // an item is decoded again where it is used (two loads of ks, ke), so that
+  // no second item's fields stay live in registers across the selection
+  int64_t w = blockIdx.x;
+  const void *staged = nullptr;
+  {
+    topk_item first = topk_decode<MODE>(a, w);
+    if (topk_stageable(a, first)) staged = topk_stage(rowbuf, first.src, first.words);
   }
-  int P = 1;
-  while (P < take) P <<= 1;
-  __syncthreads();
-  for (int i = take + threadIdx.x; i < P; i += blockDim.x) buf[i] = 0; // below every real key
-  __syncthreads();
-  topk_sort_desc(buf, P);
-  for (int j = threadIdx.x; j < k; j += blockDim.x) {
-    bool real = j < take;
-    uint64_t key = real ? buf[j] : 0;
-    idx[r * k + j] = real ? (int32_t)(0xFFFFFFFFu - (uint32_t)key) : -1;
-    if (score) score[r * k + j] = real ? topk_unord((uint32_t)(key >> 32)) : -INFINITY;
+  for (; w < a.items; w += gridDim.x) {
+    topk_item it = topk_decode<MODE>(a, w);
+    cp_async_wait<0>();
+    if (threadIdx.x == 0) c->ctr = 0;
+    __syncthreads(); // the staged item is visible; the previous item's reads of win are over
+    const void *nstaged = nullptr;
+    bool fetched = false;
+    auto prefetch = [&]() { // block-wide: the next item's stage, once
+      if (fetched) return;
+      fetched = true;
+      int64_t wn = w + gridDim.x;
+      if (wn >= a.items) return;
+      topk_item nx = topk_decode<MODE>(a, wn);
+      if (topk_stageable(a, nx)) nstaged = topk_stage(rowbuf, nx.src, nx.words);
+    };
+    // an unstaged item's list may use the row buffer too
+    unsigned cap = staged ? a.list_cap : a.list_cap + a.row_words / 2;
+    if (MODE == TOPK_MERGE) {
+      topk_ksrc src((const uint64_t *)(staged ? staged : it.src), it.len);
+      topk_select(src, it.take, staged != nullptr, c, win, list, cap, prefetch);
+    } else {
+      topk_fsrc src((const float *)(staged ? staged : it.src), it.len, it.rel0);
+      topk_select(src, it.take, staged != nullptr, c, win, list, cap, prefetch);
+    }
+    prefetch(); // (select ended with a barrier, or read nothing)
+    if (MODE == TOPK_CHUNKS) {
+      for (unsigned j = threadIdx.x; j < it.take; j += TOPK_THREADS) it.out[j] = win[j];
+    } else {
+      unsigned P = TOPK_SORT_MIN;
+      while (P < it.take) P <<= 1;
+      for (unsigned j = it.take + threadIdx.x; j < P; j += TOPK_THREADS) win[j] = 0; // below every real key
+      __syncthreads();
+      if (it.take > 1) topk_sort(win, P);
+      int32_t *idx = a.idx + it.r * a.k;
+      float *score = a.score ? a.score + it.r * a.k : nullptr;
+      for (int j = (int)threadIdx.x; j < a.k; j += TOPK_THREADS) {
+        bool real = (unsigned)j < it.take;
+        uint64_t key = real ? win[j] : 0;
+        idx[j] = real ? (int32_t)(0xFFFFFFFFu - (uint32_t)key) : -1;
+        if (score) score[j] = real ? topk_unord((uint32_t)(key >> 32)) : -INFINITY;
+      }
+    }
+    staged = nstaged;
   }
+}
+
+// ---- host side -------------------------------------------------------------------
+
+struct topk_layout {
+  unsigned win_cap, list_cap, row_words;
+  size_t smem;
+};
+
+static int topk_device(int *sms, int *optin, cplab_diag *d) {
+  int dev = 0;
+  KCHECK_CUDA(d, cudaGetDevice(&dev));
+  KCHECK_CUDA(d, cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev));
+  KCHECK_CUDA(d, cudaDeviceGetAttribute(optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  return 0;
+}
+
+static inline int64_t topk_min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t topk_max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+// Shared memory of a mode: the control block, the winners (a power of two
+// >= TOPK_SORT_MIN for the sort; a chunk's are not sorted), the candidate
+// list and the row buffer. The row buffer gets what an item needs (n
+// columns, a chunk, a row's candidates) as long as the list keeps
+// TOPK_LIST_MIN entries; the list gets the rest (up to what an item can
+// have). Since one 1024-thread block runs per SM anyway, the layout takes
+// all it can use. 0 when even the minimum does not fit.
+
+static int topk_layout_make(int mode, int64_t n, int k, int64_t chunk, int64_t chunks, int optin, topk_layout *L) {
+  int64_t items = mode == TOPK_ROWS ? n : mode == TOPK_CHUNKS ? topk_min64(n, chunk) : chunks * k;
+  int64_t take = topk_min64((int64_t)k, items), win = TOPK_SORT_MIN;
+  if (mode == TOPK_CHUNKS) win = (take + 1) & ~(int64_t)1;
+  else
+    while (win < take) win <<= 1;
+  int64_t words = mode == TOPK_MERGE ? 2 * items : items, want = (words + 3 + 3) & ~(int64_t)3;
+  int64_t even = (items + 1) & ~(int64_t)1, list_min = topk_min64((int64_t)TOPK_LIST_MIN, even);
+  int64_t avail = (int64_t)optin - (int64_t)sizeof(topk_ctl) - 8 * win;
+  if (avail < 8 * list_min + 64) return 0;
+  int64_t row = topk_min64(want, ((avail - 8 * list_min) / 4) & ~(int64_t)3);
+  int64_t list = topk_min64(((avail - 4 * row) / 8) & ~(int64_t)1, topk_max64(even, list_min));
+  L->win_cap = (unsigned)win;
+  L->list_cap = (unsigned)list;
+  L->row_words = (unsigned)row;
+  L->smem = sizeof(topk_ctl) + 8 * (size_t)win + 8 * (size_t)list + 4 * (size_t)row;
+  return 1;
+}
+
+// The split path's geometry: chunks of 16384 columns (32768 for k > 2048,
+// so that a chunk keeps at most a quarter of its columns and a row's
+// candidates, (chunks) · k, still fit the merge's row buffer at 131072
+// columns).
+static int64_t topk_chunk_cols(int k) { return k <= 2048 ? 16384 : 32768; }
+
+// Whether cplab_topk_split splits (m, n, k) on this device: when rows are too
+// long to be staged (the one-block-per-row path would read them from global
+// memory, pass after pass) and few enough that their chunks' candidates stay
+// a modest scratch (at most TOPK_SPLIT_ROWS_PER_SM rows per SM).
+static int topk_plan(int64_t m, int64_t n, int k, int sms, int optin, int64_t *chunk, int64_t *chunks) {
+  topk_layout rows;
+  *chunk = topk_chunk_cols(k);
+  *chunks = (n + *chunk - 1) / *chunk;
+  if (m < 1 || m > (int64_t)TOPK_SPLIT_ROWS_PER_SM * sms) return 0;
+  if (topk_layout_make(TOPK_ROWS, n, k, 0, 0, optin, &rows) && n + 3 <= (int64_t)rows.row_words) return 0;
+  return *chunks >= 2;
+}
+
+template <int MODE>
+static int topk_launch(topk_args a, int sms, int optin, void *stream, cplab_diag *d, const char *name) {
+  topk_layout L;
+  if (!topk_layout_make(MODE, a.n, a.k, a.chunk, a.chunks, optin, &L))
+    return cplab_diag_set(d, CPLAB_EUNSUPPORTED, "%s: k %d needs more shared memory per block than the device's %d",
+                          name, a.k, optin);
+  a.win_cap = L.win_cap;
+  a.list_cap = L.list_cap;
+  a.row_words = L.row_words;
+  int rc = kset_smem(d, topk_kernel<MODE>, L.smem, "topk_kernel");
+  if (rc) return rc;
+  unsigned grid = (unsigned)topk_min64(a.items, (int64_t)(sms > 0 ? sms : 1)); // persistent: one block per SM
+  topk_kernel<MODE><<<grid, TOPK_THREADS, L.smem, kstream(stream)>>>(a);
+  return kcheck_launch(d, "topk_kernel");
+}
+
+static int topk_check(const float *logits, int64_t m, int64_t n, const int32_t *ks, const int32_t *ke, int k,
+                      int32_t *idx, int *run, cplab_diag *d, const char *name) {
+  *run = 0;
+  KCHECK_ARG(d, m >= 0 && n >= 0, "%s: negative size (m %lld, n %lld)", name, (long long)m, (long long)n);
+  KCHECK_ARG(d, k >= 1 && k <= CPLAB_TOPK_MAX, "%s: k must be 1..%d, got %d", name, CPLAB_TOPK_MAX, k);
+  KCHECK_ARG(d, n <= INT32_MAX, "%s: %lld columns exceed int32 indices", name, (long long)n);
+  if (m == 0) return 0;
+  KCHECK_ARG(d, (logits || n == 0) && ks && ke && idx, "%s: NULL argument", name);
+  KCHECK_ARG(d, m <= KGRID_MAX_X, "%s: %lld rows too many", name, (long long)m);
+  *run = 1;
+  return 0;
+}
+
+static topk_args topk_args_make(const float *logits, int64_t m, int64_t n, const int32_t *ks, const int32_t *ke,
+                                int k, int32_t *idx, float *score) {
+  topk_args a = {};
+  a.logits = logits;
+  a.n = n;
+  a.ks = ks;
+  a.ke = ke;
+  a.k = k;
+  a.idx = idx;
+  a.score = score;
+  a.items = m;
+  a.chunk = 1;
+  a.chunks = 1;
+  return a;
 }
 
 extern "C" int cplab_topk(const float *logits, int64_t m, int64_t n, const int32_t *ks, const int32_t *ke, int k,
                           int32_t *idx, float *score, void *stream, cplab_diag *d) {
-  KCHECK_ARG(d, m >= 0 && n >= 0, "cplab_topk: negative size (m %lld, n %lld)", (long long)m, (long long)n);
-  KCHECK_ARG(d, k >= 1 && k <= CPLAB_TOPK_MAX, "cplab_topk: k must be 1..%d, got %d", CPLAB_TOPK_MAX, k);
-  KCHECK_ARG(d, n <= INT32_MAX, "cplab_topk: %lld columns exceed int32 indices", (long long)n);
-  if (m == 0) return 0;
-  KCHECK_ARG(d, (logits || n == 0) && ks && ke && idx, "cplab_topk: NULL argument");
-  KCHECK_ARG(d, m <= KGRID_MAX_X, "cplab_topk: %lld rows too many", (long long)m);
-  topk_kernel<<<(unsigned)m, TOPK_THREADS, 0, kstream(stream)>>>(logits, n, ks, ke, k, idx, score);
-  return kcheck_launch(d, "topk_kernel");
+  int run = 0, rc = topk_check(logits, m, n, ks, ke, k, idx, &run, d, "cplab_topk");
+  if (rc || !run) return rc;
+  int sms = 0, optin = 0;
+  rc = topk_device(&sms, &optin, d);
+  if (rc) return rc;
+  return topk_launch<TOPK_ROWS>(topk_args_make(logits, m, n, ks, ke, k, idx, score), sms, optin, stream, d,
+                                "cplab_topk");
+}
+
+extern "C" int cplab_topk_scratch(int64_t m, int64_t n, int k, size_t *bytes, cplab_diag *d) {
+  KCHECK_ARG(d, bytes && m >= 0 && n >= 0 && n <= INT32_MAX && k >= 1 && k <= CPLAB_TOPK_MAX,
+             "cplab_topk_scratch: bad arguments (m %lld, n %lld, k %d)", (long long)m, (long long)n, k);
+  *bytes = 0;
+  if (m == 0 || n == 0) return 0;
+  int sms = 0, optin = 0;
+  int rc = topk_device(&sms, &optin, d);
+  if (rc) return rc;
+  int64_t chunk, chunks;
+  if (topk_plan(m, n, k, sms, optin, &chunk, &chunks)) *bytes = (size_t)m * (size_t)chunks * (size_t)k * 8;
+  return 0;
+}
+
+extern "C" int cplab_topk_split(const float *logits, int64_t m, int64_t n, const int32_t *ks, const int32_t *ke,
+                                int k, int32_t *idx, float *score, void *scratch, size_t scratch_bytes, void *stream,
+                                cplab_diag *d) {
+  const char *name = "cplab_topk_split";
+  int run = 0, rc = topk_check(logits, m, n, ks, ke, k, idx, &run, d, name);
+  if (rc || !run) return rc;
+  int sms = 0, optin = 0;
+  rc = topk_device(&sms, &optin, d);
+  if (rc) return rc;
+  topk_args a = topk_args_make(logits, m, n, ks, ke, k, idx, score);
+  int64_t chunk, chunks;
+  if (!topk_plan(m, n, k, sms, optin, &chunk, &chunks)) return topk_launch<TOPK_ROWS>(a, sms, optin, stream, d, name);
+  size_t need = (size_t)m * (size_t)chunks * (size_t)k * 8;
+  KCHECK_ARG(d, scratch_bytes >= need && scratch && kaligned(scratch, 16),
+             "%s: %zu bytes of scratch given (16-byte aligned), %zu needed (cplab_topk_scratch)", name, scratch_bytes,
+             need);
+  a.scratch = (uint64_t *)scratch;
+  a.chunk = chunk;
+  a.chunks = chunks;
+  a.items = m * chunks;
+  rc = topk_launch<TOPK_CHUNKS>(a, sms, optin, stream, d, name);
+  if (rc) return rc;
+  a.items = m;
+  return topk_launch<TOPK_MERGE>(a, sms, optin, stream, d, name);
 }
 
 // ---- the exact merge of DCP owners' top-k lists --------------------------
