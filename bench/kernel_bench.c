@@ -1,5 +1,5 @@
-/* cplab-kernel-bench: each kernel of cplab's attention path (and, later, of
- * the indexer), alone, over a table of shapes, against the card's ceilings
+/* cplab-kernel-bench: each kernel of cplab's attention path and of its
+ * indexer path, alone, over a table of shapes, against the card's ceilings
  * and a PyTorch peer measured in the same run. The driver (this file):
  * the command line, the selection of cases, the ceilings (bench/ceilings.c,
  * shared with cplab-ceilings-bench), then for every selected case: set-up
@@ -29,7 +29,21 @@
 
 #define PROG "cplab-kernel-bench"
 
-static const cplab_kb_kernel *const kernels[] = {&cplab_kb_sparse_mla_prefill, &cplab_kb_sparse_mla_decode_fp8};
+/* The kernels, in table order: the attention path (bench/kernel_attention.c), then the indexer path: logits
+ * (bench/kernel_indexer.c; decode: bench/kernel_indexer_decode.c), top-k (bench/kernel_topk.c), the conversion of its lists and the row movers
+ * (bench/kernel_convert.c). */
+static const cplab_kb_kernel *const kernels[] = {
+    &cplab_kb_sparse_mla_prefill,
+    &cplab_kb_sparse_mla_decode_fp8,
+    &cplab_kb_indexer_logits_prefill,
+    &cplab_kb_indexer_logits_decode,
+    &cplab_kb_topk_prefill,
+    &cplab_kb_topk_decode,
+    &cplab_kb_topk_merge,
+    &cplab_kb_convert,
+    &cplab_kb_gather_upconvert,
+    &cplab_kb_restore,
+};
 #define NKERNELS ((int)(sizeof kernels / sizeof kernels[0]))
 #define MAX_CASES 1024
 
@@ -186,7 +200,7 @@ static int select_cases(const opts *o, selection *s, cplab_diag *d) {
     int known = 0;
     for (int k = 0; k < NKERNELS; k++) known |= !strcmp(item, kernels[k]->name);
     if (!known) {
-      char names[256] = "";
+      char names[512] = "";
       for (int k = 0; k < NKERNELS; k++)
         snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? ", " : "", kernels[k]->name);
       CPLAB_FAIL(d, CPLAB_EUSAGE, "--kernel: unknown kernel '%s' (kernels: %s)", item, names);
@@ -339,22 +353,98 @@ static double elapsed(const struct timespec *t0) {
   return (double)(t1.tv_sec - t0->tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0->tv_nsec);
 }
 
+/* The table's columns: the rates (the GEMM ceiling's column names the one the kernel's rate is set
+ * against) and the check's two error columns, by the kernel's kinds. */
 static void table_header(const cplab_kb_kernel *k) {
+  static const char *const err1[] = {"rel_l2", "rel_err", "rel_err"}, *const err2[] = {"lse_abs", "wrong", "wrong"};
   printf("# %s: %s\n", k->name, k->summary);
   printf("#%-23s %-46s %4s %10s %10s %10s %7s %7s %7s %6s %6s %8s %8s %10s %7s\n", "case", "shape", "sets", "median_us",
-         "p10_us", "p90_us", "TFLOPS", "valid", "GB/s", "%bf16", "%copy", "rel_l2", "lse_abs", "peer_us", "xpeer");
+         "p10_us", "p90_us", "TFLOPS", "valid", "GB/s", k->rate == CPLAB_KB_RATE_FP8_FLOPS ? "%fp8" : "%bf16", "%copy",
+         err1[k->check_kind], err2[k->check_kind], "peer_us", "xpeer");
 }
 
-/* The peer's entry; its TFLOPS by the kernel's count (flop) at its median. */
-static json_t *peer_json(const cplab_kb_peer *p, double median_us, double flop) {
+/* The peer's entry; its rate by the kernel's count (flop or bytes) at its median. */
+static json_t *peer_json(const cplab_kb_peer *p, double median_us, const cplab_kb_kernel *k, const cplab_kb_work *w) {
   if (!p) return json_null();
   if (!p->has_time) return json_pack("{s:s, s:s}", "name", p->name, "error", p->error);
-  json_t *j = json_pack("{s:s, s:f, s:f, s:f, s:f, s:f}", "name", p->name, "median_us", p->median_us, "p10_us",
-                        p->p10_us, "p90_us", p->p90_us, "tflops", flop / (1e-6 * p->median_us) / 1e12,
-                        "peer_over_kernel", median_us > 0 ? p->median_us / median_us : 0.0);
+  json_t *j = json_pack("{s:s, s:f, s:f, s:f, s:f}", "name", p->name, "median_us", p->median_us, "p10_us", p->p10_us,
+                        "p90_us", p->p90_us, "peer_over_kernel", median_us > 0 ? p->median_us / median_us : 0.0);
+  if (k->rate == CPLAB_KB_RATE_BYTES) json_object_set_new(j, "gbps", json_real(w->bytes / (1e-6 * p->median_us) / 1e9));
+  else json_object_set_new(j, "tflops", json_real(w->flop / (1e-6 * p->median_us) / 1e12));
   if (p->has_check)
     json_object_set_new(j, "check", json_pack("{s:f, s:f}", "max_rel_l2", p->max_rel_l2, "max_lse_abs", p->max_lse_abs));
   return j;
+}
+
+/* The check's entry: the fields of the kernel's kind of check. */
+static json_t *check_json(const cplab_kb_kernel *k, const cplab_kb_check *c) {
+  switch (k->check_kind) {
+  case CPLAB_KB_CHECK_TOLERANCE:
+    return json_pack("{s:b, s:i, s:I, s:f, s:f, s:I, s:s}", "ok", c->ok, "rows", c->rows, "compared",
+                     (json_int_t)c->compared, "max_rel_err", c->max_rel_err, "tol_rel_err", c->tol_rel_err,
+                     "mismatches", (json_int_t)c->mismatches, "reference", c->reference);
+  case CPLAB_KB_CHECK_EXACT:
+    return json_pack("{s:b, s:i, s:I, s:I, s:s}", "ok", c->ok, "rows", c->rows, "compared", (json_int_t)c->compared,
+                     "mismatches", (json_int_t)c->mismatches, "reference", c->reference);
+  default:
+    return json_pack("{s:b, s:i, s:f, s:f, s:f, s:f, s:f}", "ok", c->ok, "rows", c->rows, "max_rel_l2", c->max_rel_l2,
+                     "max_lse_abs", c->max_lse_abs, "tol_rel_l2", c->tol_rel_l2, "tol_lse_abs", c->tol_lse_abs,
+                     "tol_lse_rel", c->tol_lse_rel);
+  }
+}
+
+/* The timing and rate fields of a timed case: the times, then the rates of the kernel's kind, each against
+ * its ceiling when the ceilings were measured. Fills the table's rate columns. */
+static json_t *timing_json(const opts *o, const cplab_kb_kernel *k, const cplab_kb_work *w, const cplab_bench_stats *st,
+                           double busy, const ceilings *ceil, char cols[5][16]) {
+  double tf = w->flop / st->median / 1e12, tfv = w->flop_valid / st->median / 1e12, gbps = w->bytes / st->median / 1e9;
+  json_t *j = json_pack("{s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:i, s:f, s:f}", "median_us", 1e6 * st->median, "p10_us",
+                        1e6 * st->p10, "p90_us", 1e6 * st->p90, "min_us", 1e6 * st->min, "max_us", 1e6 * st->max,
+                        "reps", o->reps, "warmup", o->warmup, "sets", w->sets, "rotation_bytes", w->sets * w->set_bytes,
+                        "gpu_busy_fraction", busy);
+  for (int i = 0; i < 5; i++) snprintf(cols[i], 16, "-");
+  if (k->rate != CPLAB_KB_RATE_BYTES) {
+    double gemm = k->rate == CPLAB_KB_RATE_FP8_FLOPS ? ceil->fp8_tflops : ceil->bf16_tflops;
+    json_object_set_new(j, "tflops", json_real(tf));
+    json_object_set_new(j, "flop", json_real(w->flop));
+    snprintf(cols[0], 16, "%.1f", tf);
+    if (ceil->measured) {
+      json_object_set_new(j, k->rate == CPLAB_KB_RATE_FP8_FLOPS ? "of_fp8_gemm" : "of_bf16_gemm", json_real(tf / gemm));
+      snprintf(cols[3], 16, "%.1f", 100 * tf / gemm);
+    }
+  }
+  if (k->rate == CPLAB_KB_RATE_ATTENTION) {
+    json_object_set_new(j, "tflops_valid", json_real(tfv));
+    json_object_set_new(j, "flop_valid", json_real(w->flop_valid));
+    snprintf(cols[1], 16, "%.1f", tfv);
+  }
+  if (k->rate != CPLAB_KB_RATE_FP8_FLOPS) {
+    json_object_set_new(j, "gbps", json_real(gbps));
+    json_object_set_new(j, "bytes", json_real(w->bytes));
+    snprintf(cols[2], 16, "%.0f", gbps);
+    if (ceil->measured) {
+      json_object_set_new(j, "of_copy", json_real(gbps / ceil->copy_gbps));
+      snprintf(cols[4], 16, "%.1f", 100 * gbps / ceil->copy_gbps);
+    }
+  }
+  return j;
+}
+
+/* The table's two error columns, by the kernel's kind of check. */
+static void check_cols(const cplab_kb_kernel *k, const cplab_kb_check *c, char cols[2][16]) {
+  switch (k->check_kind) {
+  case CPLAB_KB_CHECK_TOLERANCE:
+    snprintf(cols[0], 16, "%.1e", c->max_rel_err);
+    snprintf(cols[1], 16, "%lld", (long long)c->mismatches);
+    break;
+  case CPLAB_KB_CHECK_EXACT:
+    snprintf(cols[0], 16, "exact");
+    snprintf(cols[1], 16, "%lld", (long long)c->mismatches);
+    break;
+  default:
+    snprintf(cols[0], 16, "%.1e", c->max_rel_l2);
+    snprintf(cols[1], 16, "%.1e", c->max_lse_abs);
+  }
 }
 
 /* Set up, check, time and report case c; its kernels.json entry into entries. */
@@ -385,10 +475,7 @@ static void run_case(const opts *o, int index, int total, const cplab_kb_kernel 
     rc = k->check(inst, stream, &chk, &d);
   }
   if (!rc) {
-    json_object_set_new(e, "check", json_pack("{s:b, s:i, s:f, s:f, s:f, s:f, s:f}", "ok", chk.ok, "rows", chk.rows,
-                                              "max_rel_l2", chk.max_rel_l2, "max_lse_abs", chk.max_lse_abs,
-                                              "tol_rel_l2", chk.tol_rel_l2, "tol_lse_abs", chk.tol_lse_abs,
-                                              "tol_lse_rel", chk.tol_lse_rel));
+    json_object_set_new(e, "check", check_json(k, &chk));
     if (!o->quiet) fprintf(stderr, "check %s (%s)", chk.ok ? "ok" : "FAILED", chk.detail);
     if (!chk.ok) {
       out->failed_check = 1;
@@ -403,41 +490,31 @@ static void run_case(const opts *o, int index, int total, const cplab_kb_kernel 
   }
   if (!rc && chk.ok) {
     cplab_bench_stats st = cplab_bench_stats_of(t, (size_t)o->reps);
-    double tf = w.flop / st.median / 1e12, tfv = w.flop_valid / st.median / 1e12, gbps = w.bytes / st.median / 1e9;
-    double of_bf16 = ceil->measured ? tf / ceil->bf16_tflops : 0, of_copy = ceil->measured ? gbps / ceil->copy_gbps : 0;
-    json_t *timing = json_pack(
-        "{s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "median_us",
-        1e6 * st.median, "p10_us", 1e6 * st.p10, "p90_us", 1e6 * st.p90, "min_us", 1e6 * st.min, "max_us",
-        1e6 * st.max, "reps", o->reps, "warmup", o->warmup, "sets", w.sets, "rotation_bytes", w.sets * w.set_bytes,
-        "tflops", tf, "tflops_valid", tfv, "gbps", gbps, "flop", w.flop, "flop_valid", w.flop_valid, "bytes",
-        w.bytes, "gpu_busy_fraction", busy);
+    char rcol[5][16], ecol[2][16];
+    json_t *timing = timing_json(o, k, &w, &st, busy, ceil, rcol);
     json_object_update(e, timing);
     json_decref(timing);
     json_object_set_new(e, "launcher", json_string(w.launcher));
-    if (ceil->measured) {
-      json_object_set_new(e, "of_bf16_gemm", json_real(of_bf16));
-      json_object_set_new(e, "of_copy", json_real(of_copy));
-    }
-    json_object_set_new(e, "peer", peer_json(peer, 1e6 * st.median, w.flop));
-    char pcol[16] = "-", xcol[16] = "-", bcol[16] = "-", ccol[16] = "-";
+    json_object_set_new(e, "peer", peer_json(peer, 1e6 * st.median, k, &w));
+    check_cols(k, &chk, ecol);
+    char pcol[16] = "-", xcol[16] = "-";
     if (peer && peer->has_time) {
       snprintf(pcol, sizeof pcol, "%.1f", peer->median_us);
       snprintf(xcol, sizeof xcol, "%.2f", peer->median_us / (1e6 * st.median));
     } else if (peer) {
       snprintf(pcol, sizeof pcol, "error");
     }
-    if (ceil->measured) snprintf(bcol, sizeof bcol, "%.1f", 100 * of_bf16), snprintf(ccol, sizeof ccol, "%.1f", 100 * of_copy);
-    printf(" %-23s %-46s %4d %10.1f %10.1f %10.1f %7.1f %7.1f %7.0f %6s %6s %8.1e %8.1e %10s %7s\n", c->name, text,
-           w.sets, 1e6 * st.median, 1e6 * st.p10, 1e6 * st.p90, tf, tfv, gbps, bcol, ccol, chk.max_rel_l2,
-           chk.max_lse_abs, pcol, xcol);
+    printf(" %-23s %-46s %4d %10.1f %10.1f %10.1f %7s %7s %7s %6s %6s %8s %8s %10s %7s\n", c->name, text, w.sets,
+           1e6 * st.median, 1e6 * st.p10, 1e6 * st.p90, rcol[0], rcol[1], rcol[2], rcol[3], rcol[4], ecol[0], ecol[1],
+           pcol, xcol);
     fflush(stdout);
-    if (!o->quiet) fprintf(stderr, "; median %.1f us, %.1f TFLOPS, %.0f GB/s; %.1f s\n", 1e6 * st.median, tf, gbps,
-                           elapsed(&t0));
+    if (!o->quiet)
+      fprintf(stderr, "; median %.1f us, %s TFLOPS, %s GB/s; %.1f s\n", 1e6 * st.median, rcol[0], rcol[2], elapsed(&t0));
     if (busy < 0.95)
       fprintf(stderr, "%s: %s: WARNING: the GPU was busy only %.0f%% of the timed span: the host fell behind\n", PROG,
               c->name, 100 * busy);
   } else {
-    json_object_set_new(e, "peer", peer_json(peer, 0, w.flop));
+    json_object_set_new(e, "peer", peer_json(peer, 0, k, &w));
   }
   if (rc) {
     out->error = 1;
@@ -478,17 +555,21 @@ static int write_doc(const opts *o, int argc, char **argv, const cplab_gpu_info 
       o->peer ? json_pack("{s:s, s:s, s:s}", "file", o->peer, "peer", peers->source, "version", peers->version)
               : json_null(),
       "conventions", "tflops",
-      "FlashMLA's count: 2 x rows x topk x heads x (576 + 512) FLOP over every index slot, valid or not "
-      "(tflops_valid: the valid entries only), at the median time",
+      "sparse_mla_*: FlashMLA's count: 2 x rows x topk x heads x (576 + 512) FLOP over every index slot, valid or "
+      "not (tflops_valid: the valid entries only); other kernels: per_kernel; at the median time",
       "gbps",
-      "bytes the kernel must move: distinct gathered rows (bf16 1152 B / fp8 656 B) + q (bf16) + out and lse "
-      "(fp32), at the median time",
+      "sparse_mla_*: bytes the kernel must move: distinct gathered rows (bf16 1152 B / fp8 656 B) + q (bf16) + out "
+      "and lse (fp32); other kernels: per_kernel; at the median time",
       "ratios",
-      "of_bf16_gemm = tflops / ceilings.bf16_tflops, of_copy = gbps / ceilings.copy_gbps; peer.peer_over_kernel = "
-      "peer median / kernel median",
+      "of_bf16_gemm = tflops / ceilings.bf16_tflops (sparse_mla_*), of_fp8_gemm = tflops / ceilings.fp8_tflops "
+      "(indexer_logits_*), of_copy = gbps / ceilings.copy_gbps; peer.peer_over_kernel = peer median / kernel median",
       "entries", entries);
   free(cmd);
   if (!doc) CPLAB_FAIL(d, CPLAB_ENOMEM, "cannot build the JSON document");
+  json_t *per_kernel = json_object();
+  for (int k = 0; k < NKERNELS; k++)
+    if (kernels[k]->work_note) json_object_set_new(per_kernel, kernels[k]->name, json_string(kernels[k]->work_note));
+  json_object_set_new(json_object_get(doc, "conventions"), "per_kernel", per_kernel);
   int rc = write_json(o->json, doc, d);
   json_decref(doc);
   return rc;

@@ -6,9 +6,13 @@
  * Adding a kernel: write its cplab_kb_kernel (cases, shape fields, set-up,
  * check, run, work; bench/kernel_attention.c is the example), declare it
  * below, list it in kernel_bench.c's `kernels` table and add its file to
- * the program's sources in bench/local.mk. Nothing else changes: the CLI,
- * the table, kernels.json, the peer file and the run script take the kernel
- * and its cases from there. */
+ * the program's sources in bench/local.mk (and give bench/kernel_peer.py a
+ * peer for it: without one the peer file says so for its cases). Nothing
+ * else changes: the CLI, the table, kernels.json, the peer file and the run
+ * script take the kernel and its cases from there. A kernel whose check is
+ * not the attention kernels' (out and lse against sim_attention) sets
+ * check_kind, and one whose rate is not FlashMLA's FLOP count sets rate:
+ * kernels.json then carries only the fields that apply. */
 #ifndef CPLAB_BENCH_KERNEL_BENCH_H
 #define CPLAB_BENCH_KERNEL_BENCH_H
 
@@ -46,13 +50,34 @@ typedef struct cplab_kb_work {
   char launcher[96];  /* what a run launches (kernels.json's "launcher") */
 } cplab_kb_work;
 
+/* What a kernel's check measures (kernels.json's "check" fields, the
+ * table's two error columns). */
+typedef enum cplab_kb_check_kind {
+  CPLAB_KB_CHECK_ATTENTION = 0, /* out's relative L2 error and lse's error, within tolerances */
+  CPLAB_KB_CHECK_TOLERANCE,     /* one relative error within a tolerance, plus entries that must be exact */
+  CPLAB_KB_CHECK_EXACT          /* entries equal to the reference, bit for bit */
+} cplab_kb_check_kind;
+
+/* Which rates a kernel reports, against which ceiling. */
+typedef enum cplab_kb_rate {
+  CPLAB_KB_RATE_ATTENTION = 0, /* tflops and tflops_valid against the bf16 GEMM, gbps against the copy */
+  CPLAB_KB_RATE_FP8_FLOPS,     /* tflops against the fp8 GEMM */
+  CPLAB_KB_RATE_BYTES          /* gbps against the copy */
+} cplab_kb_rate;
+
 /* The check's result (before timing). */
 typedef struct cplab_kb_check {
   int ok;
   int rows;            /* rows compared */
+  /* CPLAB_KB_CHECK_ATTENTION */
   double max_rel_l2;   /* worst relative L2 error of an output row (per head) */
   double max_lse_abs;  /* worst |lse - reference| */
   double tol_rel_l2, tol_lse_abs, tol_lse_rel; /* the kernel's tolerances: out, and lse within abs + rel |lse| */
+  /* CPLAB_KB_CHECK_TOLERANCE and _EXACT */
+  double max_rel_err, tol_rel_err; /* TOLERANCE: the worst error (its measure in reference) and its bound */
+  int64_t compared;    /* output entries compared */
+  int64_t mismatches;  /* of them, those that must be exact and are not (0 for ok) */
+  char reference[160]; /* what the output was compared with, and how */
   char detail[256];    /* what failed, for the report */
 } cplab_kb_check;
 
@@ -76,10 +101,25 @@ typedef struct cplab_kb_kernel {
   int (*run)(void *inst, void *stream, cplab_diag *d);
   void (*work)(const void *inst, cplab_kb_work *w);
   void (*teardown)(void *inst);
+  cplab_kb_check_kind check_kind; /* 0: the attention kernels' */
+  cplab_kb_rate rate;             /* 0: the attention kernels' */
+  const char *work_note;          /* how flop and bytes are counted (kernels.json's conventions) */
 } cplab_kb_kernel;
 
-/* The kernels (bench/kernel_attention.c). */
+/* The kernels: bench/kernel_attention.c, */
 extern const cplab_kb_kernel cplab_kb_sparse_mla_prefill;
 extern const cplab_kb_kernel cplab_kb_sparse_mla_decode_fp8;
+/* bench/kernel_indexer.c, */
+extern const cplab_kb_kernel cplab_kb_indexer_logits_prefill;
+/* bench/kernel_indexer_decode.c, */
+extern const cplab_kb_kernel cplab_kb_indexer_logits_decode;
+/* bench/kernel_topk.c, */
+extern const cplab_kb_kernel cplab_kb_topk_prefill;
+extern const cplab_kb_kernel cplab_kb_topk_decode;
+extern const cplab_kb_kernel cplab_kb_topk_merge;
+/* bench/kernel_convert.c. */
+extern const cplab_kb_kernel cplab_kb_convert;
+extern const cplab_kb_kernel cplab_kb_gather_upconvert;
+extern const cplab_kb_kernel cplab_kb_restore;
 
 #endif

@@ -11,6 +11,10 @@
  *                 "sets": 2, "shape": {...the case's shape fields...},
  *                 "check": {"max_rel_l2": 0.004, "max_lse_abs": 0.0001}},
  *                {"kernel": ..., "case": ..., "name": ..., "error": "CUDA out of memory"}]}
+ * The indexer path's entries (bench/kernel_peer.py's peers of
+ * indexer_logits_prefill, topk_*, convert, gather_upconvert, restore) only
+ * time: no "check"; their "shape" holds the kernel's own fields (convert's
+ * "path" a string). A kernel the script has no peer for gets no entry.
  * "peer" and "entries" are required, the other top-level keys optional.
  * In an entry kernel, case and name are required, and either median_us
  * (> 0) or error (the peer could not run the case). The case must be in

@@ -11,16 +11,38 @@ bench/kernel_peer.h). Needs only torch (numpy is not used).
                          the weights rounded to bf16, bmm with the values;
   sparse_mla_decode_fp8  gather the indexed 656-byte fp8 entries, dequantise
                          them to bf16 (e4m3 x the tile's fp32 scale; RoPE as
-                         stored), then the same.
-Query rows go in chunks that keep the gathered rows and scores within
-about 2 GiB. Inputs are random (never zeros) with the case's shape and
-validity pattern (causal prefill rows, 1/D valid entries of a DCP rank's
-decode rows), rotated over enough sets to span 4x the L2 like the C
-program's. Timing: torch.cuda.Event pairs around every call, all calls
-queued back to back (warm-up, then repetitions), median / p10 / p90; eager
-PyTorch, so host launch gaps count, as they do for a PyTorch user. Each
-case is checked first: 2 rows against a float64 computation over the same
-rows (the peer's own error, reported, never fatal).
+                         stored), then the same;
+  indexer_logits_prefill per head q . k on fp8 tensor cores, torch._scaled_mm
+                         (e4m3 x e4m3, per-tensor scales 1, fp32 out; where
+                         _scaled_mm is missing or refuses the shape, a bf16
+                         matmul, and the peer's name says so), ReLU, the
+                         weighted head sum (bmm with the weights), x the key
+                         scale, -inf outside the causal rows' range;
+  indexer_logits_decode  the same row by row, each row's keys gathered first
+                         through its block table (index_select);
+  topk_prefill,          torch.topk (k, sorted) of fp32 logits [rows][keys]
+  topk_decode            (-inf outside the causal rows' range);
+  topk_merge             torch.topk over each row's D x k concatenated
+                         candidate scores, the winners' local indices
+                         gathered and mapped to positions (kv.h's rule);
+  convert                the integer formula in torch ops: prefill
+                         owner x shard_rows + ws_start + local index (-1
+                         for -1), decode the block table's slot on DCP rank
+                         0 (-1 for other owners and for -1);
+  gather_upconvert       index_select of the 656-byte entries by slot, e4m3
+                         -> fp32 x the tile's scale -> bf16, RoPE as stored;
+  restore                index_select of the gathered rows by the restore map.
+Query rows go in chunks that keep the intermediates within about 2 GiB.
+Inputs are random (never zeros) with the case's shape and validity pattern
+(causal prefill rows, 1/D valid entries of a DCP rank's decode rows),
+rotated over enough sets to span 4x the L2 like the C program's. Timing:
+torch.cuda.Event pairs around every call, all calls queued back to back
+(warm-up, then repetitions), median / p10 / p90; eager PyTorch, so host
+launch gaps count, as they do for a PyTorch user. The attention cases are
+checked first: 2 rows against a float64 computation over the same rows
+(the peer's own error, reported, never fatal); the indexer path's peers
+only time. A case of a kernel this script has no peer for is skipped with
+a message (no entry: the program then shows no peer for it).
 
 Exit status: 0 (entries that failed, e.g. out of memory, carry "error"),
 2 bad usage or an unreadable case file, 3 torch not importable.
@@ -78,7 +100,7 @@ def load_cases(path):
 
 
 class Peer:
-    """One kernel's peer: sets of inputs, one call, its work per set."""
+    """The attention kernels' peer: sets of inputs, one call, its work per set."""
 
     def __init__(self, torch, dev, shape, decode, gen):
         self.t, self.dev, self.s, self.decode, self.g = torch, dev, shape, decode, gen
@@ -132,11 +154,7 @@ class Peer:
             cache = t.zeros((self.num_slots, ENTRY), dtype=t.uint8, device=self.dev)
             used = idx[idx >= 0]
             n = used.numel()
-            mag = (self.rand(n, 512) * 0x58).to(t.uint8)  # e4m3 magnitudes up to 0x57 (exponent <= 10: |v| <= 15)
-            sign = (self.rand(n, 512) < 0.5).to(t.uint8) * 0x80
-            scales = t.full((n, 4), 2.0 ** -5, dtype=t.float32, device=self.dev)
-            rope = (self.rand(n, 64) * 2 - 1).to(bf16)
-            cache[used] = t.cat([mag | sign, scales.view(t.uint8), rope.view(t.uint8)], dim=1)
+            cache[used] = random_entries(t, self.rand, n, self.dev)
             st["cache"] = cache
             self.unique = n
         else:
@@ -157,20 +175,10 @@ class Peer:
 
     def rows(self, st, ii, dtype):
         """The gathered rows of index lists ii as a [c][k][576] tensor of dtype."""
-        t = self.t
         safe = ii.clamp(min=0)
         if not self.decode:
             return st["ws"][safe].to(dtype)
-        ent = st["cache"][safe]  # [c][k][656]
-        raw = ent[..., :512].contiguous()
-        if self.lut is None:
-            nope = raw.view(t.float8_e4m3fn).to(t.float32)
-        else:
-            nope = self.lut[raw.long()]
-        sc = ent[..., 512:528].contiguous().view(t.float32)
-        nope = (nope.view(*nope.shape[:-1], 4, 128) * sc[..., None]).view(*nope.shape)
-        rope = ent[..., 528:].contiguous().view(t.bfloat16)
-        return t.cat([nope.to(t.bfloat16), rope], dim=-1).to(dtype)
+        return dequantise(self.t, st["cache"][safe], self.lut).to(dtype)  # [c][k][656] -> [c][k][576]
 
     def call(self, st):
         t = self.t
@@ -201,6 +209,319 @@ class Peer:
             worst_rel = rel if not rel <= worst_rel else worst_rel  # NaN sticks
             worst_lse = el if not el <= worst_lse else worst_lse
         return {"max_rel_l2": worst_rel, "max_lse_abs": worst_lse}
+
+
+def random_e4m3_bytes(t, rand, *size):
+    """Random e4m3 bytes (uint8): magnitudes up to 0x57 (exponent <= 10: |v| <= 15), random signs, never NaN."""
+    mag = (rand(*size) * 0x58).to(t.uint8)
+    sign = (rand(*size) < 0.5).to(t.uint8) * 0x80
+    return mag | sign
+
+
+def random_entries(t, rand, n, dev):
+    """n random 656-byte fp8_ds_mla entries: e4m3 latents, fp32 tile scales 2^-5, bf16 RoPE."""
+    scales = t.full((n, 4), 2.0 ** -5, dtype=t.float32, device=dev)
+    rope = (rand(n, 64) * 2 - 1).to(t.bfloat16)
+    return t.cat([random_e4m3_bytes(t, rand, n, 512), scales.view(t.uint8), rope.view(t.uint8)], dim=1)
+
+
+def dequantise(t, ent, lut=None):
+    """656-byte entries [..., 656] -> bf16 rows [..., 576]: e4m3 x the tile's fp32 scale, RoPE as stored."""
+    raw = ent[..., :512].contiguous()
+    nope = lut[raw.long()] if lut is not None else raw.view(t.float8_e4m3fn).to(t.float32)
+    sc = ent[..., 512:528].contiguous().view(t.float32)
+    nope = (nope.view(*nope.shape[:-1], 4, 128) * sc[..., None]).view(*nope.shape)
+    rope = ent[..., 528:].contiguous().view(t.bfloat16)
+    return t.cat([nope.to(t.bfloat16), rope], dim=-1)
+
+
+class IndexerPeer:
+    """The indexer path's peers: sets of inputs, one call, the bytes one call touches (for the rotation)."""
+
+    def __init__(self, torch, dev, shape, gen):
+        self.t, self.dev, self.s, self.g = torch, dev, shape, gen
+
+    def rand(self, *size):
+        return self.t.rand(*size, generator=self.g, device=self.dev)
+
+    def randint(self, lo, hi, *size):
+        return self.t.randint(lo, hi, size, generator=self.g, device=self.dev, dtype=self.t.int64)
+
+    def alloc_bytes(self):
+        return self.touched_bytes()
+
+
+class LogitsPeer(IndexerPeer):
+    """indexer_logits_prefill: fp8 q . k per head (torch._scaled_mm), ReLU, weighted head sum, key scale."""
+
+    def __init__(self, torch, dev, shape, gen):
+        super().__init__(torch, dev, shape, gen)
+        self.h, self.m, self.n, self.causal = shape["heads"], shape["queries"], shape["keys"], shape["causal"]
+        per_row = self.h * self.n * 4 + self.n * 8  # the per-head scores (fp32) and the row's sum
+        self.chunk = max(1, min(self.m, (2 << 30) // per_row))
+        self.one = torch.ones((), dtype=torch.float32, device=dev)
+        self.fp8 = self.probe()
+        self.name = ("torch._scaled_mm fp8 e4m3 (fp32 out) + ReLU + weighted head sum (bmm) + key scale" if self.fp8
+                     else "torch bf16 matmul (torch._scaled_mm unusable here) + ReLU + weighted head sum (bmm) + key scale")
+
+    def scores(self, a, b):
+        """[r][128] x [c][128] -> fp32 [r][c]: on fp8 tensor cores where _scaled_mm takes it, else in bf16."""
+        t = self.t
+        if self.fp8 and a.shape[0] % 16 == 0 and b.shape[0] % 16 == 0:
+            r = t._scaled_mm(a, b.t(), scale_a=self.one, scale_b=self.one, out_dtype=t.float32)
+            return r[0] if isinstance(r, tuple) else r  # torch < 2.4 returned (out, amax)
+        return (a.to(t.bfloat16) @ b.to(t.bfloat16).t()).float()
+
+    def probe(self):
+        """Whether torch._scaled_mm runs here (fp8 e4m3, fp32 out) on a small product."""
+        t = self.t
+        if not hasattr(t, "_scaled_mm") or not hasattr(t, "float8_e4m3fn") or self.dev.type != "cuda":
+            return False
+        try:
+            a = t.zeros((16, 128), dtype=t.uint8, device=self.dev).view(t.float8_e4m3fn)
+            r = t._scaled_mm(a, a.t(), scale_a=self.one, scale_b=self.one, out_dtype=t.float32)
+            (r[0] if isinstance(r, tuple) else r).sum().item()
+            return True
+        except (RuntimeError, TypeError) as e:
+            print(f"{PROG}: torch._scaled_mm unusable ({' '.join(str(e).split())[:160]}): bf16 matmul instead",
+                  file=sys.stderr)
+            return False
+
+    def make_set(self):
+        t, m, n, h = self.t, self.m, self.n, self.h
+        f8 = t.float8_e4m3fn if hasattr(t, "float8_e4m3fn") else t.uint8
+        st = {"q": random_e4m3_bytes(t, self.rand, m * h, 128).view(f8),
+              "w": self.rand(m, 1, h) * (1.0 / math.sqrt(128 * h)),
+              "k": random_e4m3_bytes(t, self.rand, n, 128).view(f8),
+              "ks": t.full((n,), 2.0 ** -4, dtype=t.float32, device=self.dev),
+              "out": t.empty((m, n), dtype=t.float32, device=self.dev)}
+        if self.causal:
+            st["ke"] = t.arange(n - m + 1, n + 1, device=self.dev)[:, None]
+            st["cols"] = t.arange(n, device=self.dev)[None, :]
+        return st
+
+    def call(self, st):
+        t, h, n = self.t, self.h, self.n
+        for c0 in range(0, self.m, self.chunk):
+            c = min(self.chunk, self.m - c0)
+            s = self.scores(st["q"][c0 * h:(c0 + c) * h], st["k"]).view(c, h, n).relu_()
+            r = t.bmm(st["w"][c0:c0 + c], s).squeeze(1).mul_(st["ks"])
+            if self.causal:
+                r.masked_fill_(st["cols"] >= st["ke"][c0:c0 + c], float("-inf"))
+            st["out"][c0:c0 + c] = r
+
+    def touched_bytes(self):
+        return self.m * self.n * 4 + self.n * 132 + self.m * self.h * 132
+
+
+class DecodeLogitsPeer(LogitsPeer):
+    """indexer_logits_decode: each row's keys gathered through its block table (index_select of the paged
+    132-byte entries), then the prefill peer's scores, ReLU, weighted head sum and key scale, row by row."""
+
+    def __init__(self, torch, dev, shape, gen):
+        s = dict(shape)
+        self.b, self.ctx, self.dcp = shape["batch"], shape["context"], shape["dcp"]
+        keys = -(-self.ctx // self.dcp)
+        s.update({"queries": 1, "keys": keys, "causal": 0})
+        super().__init__(torch, dev, s, gen)
+        self.nb = -(-keys // 64)
+        self.name = "index_select through the block table + " + self.name
+
+    def make_set(self):
+        t, b, n, h, nb = self.t, self.b, self.n, self.h, self.nb
+        f8 = t.float8_e4m3fn if hasattr(t, "float8_e4m3fn") else t.uint8
+        perm = t.randperm(b * nb, generator=self.g, device=self.dev).view(b, nb)
+        slot = (perm[:, :, None] * 64 + t.arange(64, device=self.dev)).view(b, nb * 64)[:, :n]
+        return {"cache": random_e4m3_bytes(t, self.rand, b * nb * 64, 132), "slot": slot.contiguous(),
+                "q": random_e4m3_bytes(t, self.rand, b * h, 128).view(f8),
+                "w": self.rand(b, 1, h) * (1.0 / math.sqrt(128 * h)),
+                "out": t.empty((b, n), dtype=t.float32, device=self.dev)}
+
+    def call(self, st):
+        t, h, n = self.t, self.h, self.n
+        f8 = t.float8_e4m3fn if hasattr(t, "float8_e4m3fn") else t.uint8
+        for r in range(self.b):
+            ent = st["cache"].index_select(0, st["slot"][r])
+            k = ent[:, :128].contiguous().view(f8)
+            ks = ent[:, 128:].contiguous().view(t.float32).view(n)
+            s = self.scores(st["q"][r * h:(r + 1) * h], k).relu_()
+            st["out"][r] = (st["w"][r] @ s).view(n) * ks
+
+    def touched_bytes(self):
+        return self.b * self.n * (132 + 4) + self.b * self.h * 132
+
+
+class TopkPeer(IndexerPeer):
+    """topk_prefill, topk_decode: torch.topk of fp32 logits [rows][keys]."""
+
+    def __init__(self, torch, dev, shape, gen):
+        super().__init__(torch, dev, shape, gen)
+        self.m = shape["queries"] if "queries" in shape else shape["batch"]
+        self.n = shape["keys"] if "keys" in shape else shape["context"]
+        self.k, self.causal = shape["k"], shape.get("causal", 0)
+        self.name = "torch.topk (sorted) of the fp32 logits"
+
+    def make_set(self):
+        t, m, n, k = self.t, self.m, self.n, self.k
+        logits = t.randn(m, n, generator=self.g, device=self.dev)
+        if self.causal:  # ke[i] = n - m + i + 1: -inf after the row's range, as the logits kernel leaves it
+            ke = t.arange(n - m + 1, n + 1, device=self.dev)[:, None]
+            logits.masked_fill_(t.arange(n, device=self.dev)[None, :] >= ke, float("-inf"))
+        return {"logits": logits, "v": t.empty((m, k), dtype=t.float32, device=self.dev),
+                "i": t.empty((m, k), dtype=t.int64, device=self.dev)}
+
+    def call(self, st):
+        self.t.topk(st["logits"], self.k, dim=-1, largest=True, sorted=True, out=(st["v"], st["i"]))
+
+    def touched_bytes(self):
+        pairs = self.m * self.n - (self.m * (self.m - 1) // 2 if self.causal else 0)
+        return pairs * 4 + self.m * self.k * 8
+
+    def alloc_bytes(self):
+        return self.m * self.n * 4 + self.m * self.k * 12
+
+
+class MergePeer(IndexerPeer):
+    """topk_merge: torch.topk over the D owners' concatenated candidates, local indices mapped to positions."""
+
+    def __init__(self, torch, dev, shape, gen):
+        super().__init__(torch, dev, shape, gen)
+        self.m, self.D, self.k, self.I = shape["batch"], shape["dcp"], shape["k"], shape["interleave"]
+        self.name = "torch.topk over the D x k concatenated candidates + gather + position map"
+
+    def make_set(self):
+        t, m, D, k = self.t, self.m, self.D, self.k
+        local = self.s["context"] // D
+        score = t.sort(t.randn(D, m, k, generator=self.g, device=self.dev), dim=-1, descending=True).values
+        cand = t.sort(self.randint(0, max(local, 1), D, m, k), dim=-1).values.to(t.int32)
+        return {"score": score, "cand": cand, "idx": t.empty((m, k), dtype=t.int32, device=self.dev),
+                "v": t.empty((m, k), dtype=t.float32, device=self.dev)}
+
+    def call(self, st):
+        t, m, D, k, I = self.t, self.m, self.D, self.k, self.I
+        v, j = t.topk(st["score"].permute(1, 0, 2).reshape(m, D * k), k, dim=1, largest=True, sorted=True)
+        lidx = st["cand"].permute(1, 0, 2).reshape(m, D * k).gather(1, j).long()
+        owner = t.div(j, k, rounding_mode="floor")
+        st["idx"].copy_(t.div(lidx, I, rounding_mode="floor") * (I * D) + owner * I + lidx % I)
+        st["v"].copy_(v)
+
+    def touched_bytes(self):
+        return (self.D + 1) * self.m * self.k * 8
+
+
+class ConvertPeer(IndexerPeer):
+    """convert: the conversion's integer formula in torch ops (prefill or decode, the shape's "path")."""
+
+    def __init__(self, torch, dev, shape, gen):
+        super().__init__(torch, dev, shape, gen)
+        self.decode = shape["path"] == "decode"
+        self.m, self.k, self.D, self.I = shape["rows"], shape["k"], shape["dcp"], shape["interleave"]
+        self.ctx = shape["context"]
+        self.B = shape.get("block_size", 1)
+        local = (self.ctx // self.I // self.D) * self.I + min(max(self.ctx % (self.I * self.D), 0), self.I)
+        self.shard_rows = local
+        self.max_blocks = -(-local // self.B)
+        self.name = f"torch integer ops ({'decode: block-table gather' if self.decode else 'prefill'}), int32"
+
+    def make_set(self):
+        t, m, k = self.t, self.m, self.k
+        ctx = t.full((m, 1), self.ctx, device=self.dev) if self.decode else (
+            self.ctx - m + 1 + t.arange(m, device=self.dev)[:, None])
+        tok = (self.rand(m, k) * ctx).long()
+        tok = t.where(t.arange(k, device=self.dev)[None, :] < ctx, tok, t.full_like(tok, -1)).to(t.int32)
+        st = {"topk": tok, "out": t.empty((m, k), dtype=t.int32, device=self.dev)}
+        if self.decode:
+            st["table"] = self.randint(0, 1 << 20, m, self.max_blocks).to(t.int32)
+        return st
+
+    def call(self, st):
+        t, I, D = self.t, self.I, self.D
+        tok = st["topk"]
+        owner = t.div(tok, I, rounding_mode="floor") % D
+        local = t.div(tok, I * D, rounding_mode="floor") * I + tok % I
+        if not self.decode:
+            out = owner * self.shard_rows + local  # one region at workspace row 0
+            st["out"].copy_(t.where(tok < 0, t.full_like(out, -1), out))
+            return
+        blk = t.div(local, self.B, rounding_mode="floor")
+        ok = (tok >= 0) & (owner == 0) & (blk < self.max_blocks)
+        slot = st["table"].gather(1, blk.clamp(0, self.max_blocks - 1).long()) * self.B + local % self.B
+        st["out"].copy_(t.where(ok, slot, t.full_like(slot, -1)))
+
+    def touched_bytes(self):
+        return self.m * self.k * 8
+
+
+class GatherPeer(IndexerPeer):
+    """gather_upconvert: index_select of the 656-byte entries by slot, dequantised to bf16 rows."""
+
+    def __init__(self, torch, dev, shape, gen):
+        super().__init__(torch, dev, shape, gen)
+        self.n = shape["keys"]
+        self.blocks = -(-self.n // 64)
+        self.lut = None
+        if not hasattr(torch, "float8_e4m3fn"):
+            self.lut = torch.tensor([e4m3_value(b) for b in range(256)], dtype=torch.float32, device=dev)
+        self.name = "torch index_select + e4m3 -> fp32 x tile scale -> bf16"
+
+    def make_set(self):
+        t, n = self.t, self.n
+        perm = t.randperm(self.blocks, generator=self.g, device=self.dev)
+        j = t.arange(n, device=self.dev)
+        slot = perm[t.div(j, 64, rounding_mode="floor")] * 64 + j % 64
+        return {"cache": random_entries(t, self.rand, self.blocks * 64, self.dev), "slot": slot,
+                "out": t.empty((n, 576), dtype=t.bfloat16, device=self.dev)}
+
+    def call(self, st):
+        st["out"].copy_(dequantise(self.t, st["cache"].index_select(0, st["slot"]), self.lut))
+
+    def touched_bytes(self):
+        return self.n * (ENTRY + 8 + 1152)
+
+    def alloc_bytes(self):
+        return self.blocks * 64 * ENTRY + self.n * (8 + 1152)
+
+
+class RestorePeer(IndexerPeer):
+    """restore: index_select of the PCP all-gather's rows by the restore map (DualChunkSwap)."""
+
+    def __init__(self, torch, dev, shape, gen):
+        super().__init__(torch, dev, shape, gen)
+        self.n, self.P, self.E = shape["tokens"], shape["pcp"], shape["row_elems"]
+        self.cs = -(-self.n // (2 * self.P))
+        self.name = "torch index_select of the gathered rows"
+
+    def make_set(self):
+        t, n, P, cs = self.t, self.n, self.P, self.cs
+        g = t.arange(n, device=self.dev)
+        c, off = t.div(g, cs, rounding_mode="floor"), g % cs
+        idx = t.where(c < P, c * 2 * cs + off, (2 * P - 1 - c) * 2 * cs + cs + off)
+        return {"gathered": (self.rand(P * 2 * cs, self.E) * 2 - 1).to(t.bfloat16), "idx": idx,
+                "out": t.empty((n, self.E), dtype=t.bfloat16, device=self.dev)}
+
+    def call(self, st):
+        self.t.index_select(st["gathered"], 0, st["idx"], out=st["out"])
+
+    def touched_bytes(self):
+        return self.n * (4 * self.E + 4)
+
+    def alloc_bytes(self):
+        return (self.P * 2 * self.cs + self.n) * self.E * 2 + self.n * 8
+
+
+# kernel name -> its peer, made from (torch, device, shape, generator)
+PEERS = {
+    "sparse_mla_prefill": lambda torch, dev, shape, gen: Peer(torch, dev, shape, False, gen),
+    "sparse_mla_decode_fp8": lambda torch, dev, shape, gen: Peer(torch, dev, shape, True, gen),
+    "indexer_logits_prefill": LogitsPeer,
+    "indexer_logits_decode": DecodeLogitsPeer,
+    "topk_prefill": TopkPeer,
+    "topk_decode": TopkPeer,
+    "topk_merge": MergePeer,
+    "convert": ConvertPeer,
+    "gather_upconvert": GatherPeer,
+    "restore": RestorePeer,
+}
 
 
 def e4m3_value(b):
@@ -242,15 +563,16 @@ def quantile(v, q):
 
 
 def run_case(torch, dev, c, a, l2, gen):
-    decode = {"sparse_mla_prefill": False, "sparse_mla_decode_fp8": True}.get(c["kernel"])
+    """The peer entry of case c, or None when this script has no peer for its kernel (skipped with a message)."""
+    make = PEERS.get(c["kernel"])
+    if make is None:
+        print(f"{PROG}: {c['case']}: no PyTorch peer for kernel {c['kernel']}: skipped", file=sys.stderr)
+        return None
     entry = {"kernel": c["kernel"], "case": c["case"], "shape": c["shape"]}
-    if decode is None:
-        entry.update(name="none", error=f"no PyTorch peer for kernel {c['kernel']}")
-        return entry
-    peer = Peer(torch, dev, c["shape"], decode, gen)
-    entry["name"] = peer.name
     sets = []
     try:
+        peer = make(torch, dev, c["shape"], gen)
+        entry["name"] = peer.name
         sets.append(peer.make_set())
         want = max(2, min(a.max_sets, math.ceil(4 * l2 / peer.touched_bytes())))
         while want > 2 and want * peer.alloc_bytes() > a.mem_gib * 2 ** 30:
@@ -258,15 +580,16 @@ def run_case(torch, dev, c, a, l2, gen):
         while len(sets) < want:
             sets.append(peer.make_set())
         peer.call(sets[0])
-        check = peer.check(sets[0])
-        if all(math.isfinite(v) for v in check.values()):
+        check = peer.check(sets[0]) if hasattr(peer, "check") else None
+        if check is not None and all(math.isfinite(v) for v in check.values()):
             entry["check"] = check
-        else:
+        elif check is not None:
             print(f"{PROG}: {c['case']}: the peer's own check is not finite ({check}); left out", file=sys.stderr)
         times = time_calls(torch, dev, peer, sets, a.reps, a.warmup)
         entry.update(median_us=statistics.median(times), p10_us=quantile(times, 0.1), p90_us=quantile(times, 0.9),
                      sets=len(sets))
-    except RuntimeError as e:  # out of memory among them
+    except (RuntimeError, TypeError, KeyError) as e:  # out of memory among them; a shape field this peer lacks
+        entry.setdefault("name", f"torch peer of {c['kernel']}")
         entry["error"] = " ".join(str(e).split())[:240]
     finally:
         del sets
@@ -310,6 +633,8 @@ def main(argv):
     for i, c in enumerate(cases):
         t0 = time.time()
         e = run_case(torch, dev, c, a, l2, gen)
+        if e is None:
+            continue
         out["entries"].append(e)
         write(a.out, out)  # after every case: a run cut short keeps what it measured
         if not a.quiet:

@@ -44,9 +44,12 @@ EXTRA_PROGRAMS += bench/cplab-ceilings-bench
 bench_cplab_ceilings_bench_SOURCES = bench/ceilings_bench.c bench/ceilings.c bench/ceilings.h
 bench_cplab_ceilings_bench_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) -I$(top_srcdir)/kernels
 bench_cplab_ceilings_bench_LDADD = $(CPLAB_KERNEL_LIBS) $(CPLAB_CORE_LIBS)
-# cplab-kernel-bench: each kernel alone over its table of shapes, checked
-# against sim/reference.h, timed, against the ceilings (bench/ceilings.c) and
-# the PyTorch peer (bench/kernel_peer.py); bench/run-gpu-kernels.sh runs both.
+# cplab-kernel-bench: each kernel alone over its table of shapes (the
+# attention kernels, bench/kernel_attention.c; the indexer path's logits,
+# top-k, conversion and row movers, bench/kernel_indexer.c, kernel_topk.c,
+# kernel_convert.c), checked against sim/'s and common/'s references, timed,
+# against the ceilings (bench/ceilings.c) and the PyTorch peer
+# (bench/kernel_peer.py); bench/run-gpu-kernels.sh runs both.
 # Built by `make check` too (CI compiles it; its tests run it).
 check_PROGRAMS += bench/cplab-kernel-bench
 KERNEL_BENCH_PROGS = bench/cplab-kernel-bench$(EXEEXT)
@@ -58,8 +61,9 @@ endif
 # The driver, the kernels' case tables, the peer file's reader and the
 # ceilings: also linked against the CPU emulation (tests/emu/local.mk, with
 # -DCPLAB_BENCH_EMU=1), so they are defined whether or not CUDA is found.
-KERNEL_BENCH_SOURCES = bench/kernel_bench.c bench/kernel_bench.h bench/kernel_attention.c bench/kernel_peer.c \
-	bench/kernel_peer.h bench/ceilings.c bench/ceilings.h
+KERNEL_BENCH_SOURCES = bench/kernel_bench.c bench/kernel_bench.h bench/kernel_attention.c bench/kernel_indexer.c \
+	bench/kernel_indexer.h bench/kernel_indexer_decode.c bench/kernel_topk.c bench/kernel_convert.c bench/kernel_peer.c bench/kernel_peer.h \
+	bench/ceilings.c bench/ceilings.h
 EXTRA_DIST += $(KERNEL_BENCH_SOURCES) bench/kernel_peer.py bench/run-gpu-kernels.sh tests/kernel_bench_smoke.sh
 # Its command line, case table and peer-file reader (no GPU needed), and a
 # smoke run of one tiny case per kernel on a GPU.

@@ -2,9 +2,11 @@
 # Usage: bench/run-gpu-kernels.sh [BUILD_DIR [OUT_DIR]] [ARGS...]
 # cplab-kernel-bench (bench/README.md) on GPU 0 with its PyTorch peer, as
 # bench/results/DATE-kernels-h200/ was made: the cases the program selects
-# with ARGS (default: its default set; e.g. --case 'fm-*' or --all) go to
-# bench/kernel_peer.py, which times the peer; then the program checks and
-# times the kernels, measures the ceilings and reads the peer's file. Writes
+# with ARGS (default: its default set, the attention kernels' and the indexer
+# path's; e.g. --case 'fm-*', --kernel indexer_logits_prefill,topk_prefill or
+# --all) go to bench/kernel_peer.py, which times the peer; then the program
+# checks and times the kernels, measures the ceilings and reads the peer's
+# file. Writes
 # OUT_DIR (default bench/results/DATE-kernels-CARD, CARD h200 on an H200):
 #   README.md     card, date, commit, the commands, and the table
 #   kernels.json  the program's results, one entry per case with its peer
@@ -15,7 +17,10 @@
 # ./build (`make -j16 && make -j16 bench` there builds the program). Without
 # PyTorch (or without a GPU for it) the peer is skipped with a message and
 # the program runs without one. The peer gets PEER_TIMEOUT s (default 200),
-# the program KERNEL_TIMEOUT s (default 360). Exit status: the program's
+# the program KERNEL_TIMEOUT s (default 360): enough for the default set
+# (not yet measured with the indexer path's 24 cases; raise them, or run the
+# kernels in two calls with --kernel, if a run is cut short: both files are
+# rewritten after every case, so what was measured stays). Exit status: the program's
 # (0 ok, 1 a check failed, 2 an error; 2 also when it ran out of time).
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)

@@ -1,19 +1,30 @@
 # tests/kernel_bench_smoke.sh: cplab-kernel-bench's smoke run, sourced by
 # tests/gpu/gpu_kernel_bench.sh (on a GPU) and tests/emu/emu_kernel_bench.sh
 # (on the CPU emulation), after tests/lib.sh, with KB the program to run and
-# KB_ARGS its timing options. The tiny case of each kernel (smoke-prefill:
+# KB_ARGS its timing options. The tiny cases of every kernel (smoke-prefill:
 # causal rows, some with fewer valid entries than top-k; smoke-decode: a
 # DCP rank's rows, half the entries -1, 3 rows that the split launcher
-# spreads over more blocks on a GPU of many SMs) is generated, checked against the
-# double-precision reference on poisoned outputs, timed over its rotating
-# sets, and written to kernels.json with its peer (a peer file made here),
-# after small ceilings. Timings are not checked.
+# spreads over more blocks on a GPU of many SMs; the indexer path's:
+# smoke-logits, causal rows over 256 keys with copied keys (exact ties);
+# smoke-topk, causal rows, some shorter than k (-1 padding); smoke-topk-decode;
+# smoke-topk-merge, 2 owners at interleave 2; smoke-convert-prefill and
+# -decode; smoke-gather, a partly used last block; smoke-restore, padded
+# chunks) are generated, checked against their references (double precision
+# or exact) on poisoned outputs, timed over their rotating sets, and written
+# to kernels.json with their peers (a peer file made here), after small
+# ceilings; kernels.json's entries are checked field by field per kernel.
+# Timings are not checked.
 : "${KB:?set KB}"
 PY=${PYTHON:-python3}
 shape_d='{"heads": 16, "s_q": 1, "s_kv": 2048, "topk": 1024, "batch": 3, "dcp": 2, "causal": false, "scale": 0.0625}'
+shape_t='{"queries": 16, "keys": 300, "k": 290, "causal": 1}'
+shape_l='{"heads": 32, "queries": 16, "keys": 256, "causal": 1}'
 cat >"$WORK/peer.json" <<PEER
 {"peer": "pytorch", "version": "test", "entries": [
- {"kernel": "sparse_mla_decode_fp8", "case": "smoke-decode", "name": "a test peer", "median_us": 50, "shape": $shape_d}]}
+ {"kernel": "sparse_mla_decode_fp8", "case": "smoke-decode", "name": "a test peer", "median_us": 50, "shape": $shape_d},
+ {"kernel": "topk_prefill", "case": "smoke-topk", "name": "a test top-k peer", "median_us": 40, "shape": $shape_t},
+ {"kernel": "indexer_logits_prefill", "case": "smoke-logits", "name": "a test logits peer", "median_us": 30,
+  "shape": $shape_l}]}
 PEER
 # shellcheck disable=SC2086 # KB_ARGS is a list of options
 expect_exit 0 "the smoke cases, checked and timed" "$KB" --case 'smoke-*' $KB_ARGS --check-rows 8 \
@@ -25,14 +36,74 @@ expect_grep "$WORK/out" "^ smoke-decode .* 50.0 " "the decode case has its line 
 expect_grep "$WORK/out" "^# ceilings (.*): copy .* GB/s .*bf16 GEMM .* TFLOPS" "the ceilings were measured"
 expect_grep "$WORK/err" "check ok (8 rows x 16 heads" "prefill: 8 rows of all heads checked"
 expect_grep "$WORK/err" "check ok (3 rows x 16 heads" "decode: every row of the batch checked"
-if "$PY" - "$WORK/kernels.json" <<'CHECK'; then pass "kernels.json: 2 entries, checked, timed, with their fields"; else fail "kernels.json is not as expected"; fi
+# The indexer path: one table line and one passed check per case.
+for c in smoke-logits smoke-dlogits smoke-topk smoke-topk-decode smoke-topk-merge smoke-convert-prefill smoke-convert-decode \
+  smoke-gather smoke-restore; do
+  expect_grep "$WORK/out" "^ $c " "$c has its table line"
+done
+expect_grep "$WORK/out" "^ smoke-topk .* exact  *0  *40.0 " "top-k: exact, no mismatch, the peer's time beside it"
+expect_grep "$WORK/err" "smoke-logits .*check ok (8 rows x 256 keys: max error .* (<= 0.002), 0 logits outside \[ks, ke) not -inf, 0 of [1-9][0-9]* copied keys" \
+  "logits: 8 rows within 2e-3 of the double reference, -inf outside, copied keys' ties exact"
+expect_grep "$WORK/err" "smoke-dlogits .*check ok (2 rows x 150 keys: max error .* (<= 0.002), 0 of [0-9]* copied keys" \
+  "decode logits: both rows within 2e-3 of the double reference through the shuffled block table"
+expect_grep "$WORK/err" "smoke-topk .*check ok (8 rows x 290 entries: 0 indices or scores differ" "top-k prefill: 8 rows exact"
+expect_grep "$WORK/err" "smoke-topk-decode .*check ok (2 rows x 1024 entries: 0 " "top-k decode: every row exact"
+expect_grep "$WORK/err" "smoke-topk-merge .*check ok (2 rows x 256 entries: 0 .* all the row's keys" "merge: every row exact"
+expect_grep "$WORK/err" "smoke-convert-prefill .*check ok (8 rows x 128 entries (4 of them -1): 0 differ" \
+  "convert prefill: 8 rows exact, the short rows' -1 kept"
+expect_grep "$WORK/err" "smoke-convert-decode .*check ok (3 rows x 256 entries (.* of them -1): 0 differ" "convert decode: exact"
+expect_grep "$WORK/err" "smoke-gather .*check ok (8 rows x 576 bf16: 0 differ" "gather: 8 rows bit for bit"
+expect_grep "$WORK/err" "smoke-restore .*check ok (8 rows x 576 bf16: 0 differ" "restore: 8 rows bit for bit"
+if "$PY" - "$WORK/kernels.json" <<'CHECK'; then pass "kernels.json: 11 entries, checked, timed, with their fields"; else fail "kernels.json is not as expected"; fi
 import json, sys
 doc = json.load(open(sys.argv[1]))
 assert doc["complete"] is True and doc["card"]["name"] and doc["commit"] and doc["command"] and doc["date"]
-assert doc["ceilings"]["copy_gbps"] > 0 and doc["ceilings"]["bf16_tflops"] > 0
+assert doc["ceilings"]["copy_gbps"] > 0 and doc["ceilings"]["bf16_tflops"] > 0 and doc["ceilings"]["fp8_tflops"] > 0
+attn = ("smoke-decode", "smoke-prefill")
+shapes = {  # the indexer path's kernels: exactly their shape fields, and their rate
+    "smoke-logits": ("indexer_logits_prefill", {"heads", "queries", "keys", "causal"}, "tflops"),
+    "smoke-dlogits": ("indexer_logits_decode", {"heads", "batch", "context", "dcp"}, "gbps"),
+    "smoke-topk": ("topk_prefill", {"queries", "keys", "k", "causal"}, "gbps"),
+    "smoke-topk-decode": ("topk_decode", {"batch", "context", "k"}, "gbps"),
+    "smoke-topk-merge": ("topk_merge", {"batch", "dcp", "context", "k", "interleave"}, "gbps"),
+    "smoke-convert-prefill": ("convert", {"path", "rows", "k", "context", "dcp", "interleave"}, "gbps"),
+    "smoke-convert-decode": ("convert", {"path", "rows", "k", "context", "dcp", "interleave", "block_size"}, "gbps"),
+    "smoke-gather": ("gather_upconvert", {"keys"}, "gbps"),
+    "smoke-restore": ("restore", {"tokens", "pcp", "row_elems"}, "gbps"),
+}
 e = {x["case"]: x for x in doc["entries"]}
-assert sorted(e) == ["smoke-decode", "smoke-prefill"], sorted(e)
-for x in e.values():
+assert sorted(e) == sorted(attn + tuple(shapes)), sorted(e)
+common = {"kernel", "case", "median_us", "p10_us", "p90_us", "min_us", "max_us", "reps", "warmup", "sets",
+          "rotation_bytes", "gpu_busy_fraction", "launcher", "check", "peer"}
+for name, (kernel, fields, rate) in shapes.items():
+    x = e[name]
+    assert x["kernel"] == kernel, (name, x["kernel"])
+    rates = {"tflops", "flop", "of_fp8_gemm"} if rate == "tflops" else {"gbps", "bytes", "of_copy"}
+    assert set(x) == common | fields | rates, (name, sorted(set(x) ^ (common | fields | rates)))
+    assert all(isinstance(x[f], int) and not isinstance(x[f], bool) for f in fields - {"path"}), name
+    assert x[rate] > 0 and x["p10_us"] <= x["median_us"] <= x["p90_us"] and x["sets"] >= 2, name
+    c = x["check"]
+    assert c["ok"] is True and c["mismatches"] == 0 and c["compared"] > 0 and c["rows"] > 0 and c["reference"], name
+    if kernel.startswith("indexer_logits"):
+        assert c["tol_rel_err"] == 2e-3 and 0 <= c["max_rel_err"] <= 2e-3, c
+    else:
+        assert set(c) == {"ok", "rows", "compared", "mismatches", "reference"}, c
+assert e["smoke-convert-prefill"]["path"] == "prefill" and e["smoke-convert-decode"]["path"] == "decode"
+assert e["smoke-convert-decode"]["launcher"] == "cplab_convert_decode_topk"
+assert e["smoke-topk-merge"]["launcher"] == "cplab_topk_merge"
+# the issue's entry: kernel, shape fields, median_us, tflops or gbps, peer {name, median_us}
+p = e["smoke-topk"]["peer"]
+assert p["name"] == "a test top-k peer" and p["median_us"] == 40 and p["gbps"] > 0 and "tflops" not in p, p
+p = e["smoke-logits"]["peer"]
+assert p["name"] == "a test logits peer" and p["median_us"] == 30 and p["tflops"] > 0 and "gbps" not in p, p
+assert e["smoke-restore"]["peer"] is None
+# flop counts the (query, key) pairs in range: causal rows of 256 keys, 16 queries, 32 heads
+assert e["smoke-logits"]["flop"] == 2 * sum(256 - 16 + i + 1 for i in range(16)) * 32 * 128
+# top-k's bytes are its in-range logits: 16 causal rows over 300 keys
+assert e["smoke-topk"]["bytes"] == 4 * sum(300 - 16 + i + 1 for i in range(16))
+per_kernel = doc["conventions"]["per_kernel"]
+assert set(per_kernel) >= {k for k, _, _ in shapes.values()}, sorted(per_kernel)
+for x in (e[n] for n in attn):
     for k in ("kernel", "heads", "s_q", "s_kv", "topk", "batch", "dcp", "median_us", "p10_us", "p90_us", "tflops",
               "tflops_valid", "gbps", "sets", "of_bf16_gemm", "of_copy", "launcher"):
         assert k in x, k

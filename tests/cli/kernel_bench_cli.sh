@@ -32,6 +32,35 @@ if [ "$default" -gt 0 ] && [ "$default" -lt "$all" ]; then pass "the default set
 else fail "the default set is '$default' of $all cases"; fi
 expect_exit 0 "--list --kernel sparse_mla_decode_fp8" "$KB" --list --kernel sparse_mla_decode_fp8
 if grep -q prefill-h64 "$WORK/out"; then fail "--kernel keeps the other kernel's cases"; else pass "--kernel lists one kernel"; fi
+
+# The indexer path's kernels: listed with their default shapes and their smoke cases.
+expect_exit 0 "--list (the indexer path)" "$KB" --list
+for k in indexer_logits_prefill indexer_logits_decode topk_prefill topk_decode topk_merge convert gather_upconvert restore; do
+  expect_grep "$WORK/out" "^# kernel $k: " "--list names kernel $k"
+done
+expect_grep "$WORK/out" "^>\* logits-h32-2k-32k .* h32 queries 2048 keys 32768 " "the issue's logits shape at 32 heads is a default case"
+expect_grep "$WORK/out" "^>\* logits-h64-2k-32k .* h64 queries 2048 keys 32768 " "the issue's logits shape at 64 heads is a default case"
+expect_grep "$WORK/out" "^>\* logits-h32-4k-causal-32k .* queries 4096 keys 32768 causal " "a causal logits chunk is a default case"
+expect_grep "$WORK/out" "^>\* dlogits-h64-b16-32k .* h64 b16 context 32768 " "decode logits of 16 rows of 32k is a default case"
+expect_grep "$WORK/out" "^>\* dlogits-h64-b16-128k-dcp4 .* context 131072 dcp 4 " "a DCP rank's decode logits is a default case"
+expect_grep "$WORK/out" "^>\* topk-8k-32k .* queries 8192 keys 32768 k 2048 " "top-k of 8192 x 32768 is a default case"
+expect_grep "$WORK/out" "^>\* topk-decode-b64-128k .* b64 context 131072 k 2048 " "decode top-k of 64 x 128k is a default case"
+expect_grep "$WORK/out" "^>\* topk-merge-dcp8-b64-128k .* dcp 8 " "the merge of 8 owners is a default case"
+expect_grep "$WORK/out" "^>\* convert-decode-b64-dcp4 .* decode rows 64 k 2048 " "a decode conversion is a default case"
+expect_grep "$WORK/out" "^>\* gather-32k .* keys 32768 " "a gather of 32k rows is a default case"
+expect_grep "$WORK/out" "^>\* restore-32k-pcp4 .* tokens 32768 pcp 4 " "a restore is a default case"
+for c in smoke-logits smoke-dlogits smoke-topk smoke-topk-decode smoke-topk-merge smoke-convert-prefill \
+  smoke-convert-decode smoke-gather smoke-restore; do
+  expect_grep "$WORK/out" "^   $c " "the smoke case $c is listed but not run by default"
+done
+expect_exit 0 "--list --kernel topk_merge" "$KB" --list --kernel topk_merge
+expect_grep "$WORK/out" "^# 4 of the cases selected" "--kernel topk_merge selects its 4 default cases"
+if grep -q "^# kernel topk_prefill" "$WORK/out"; then fail "--kernel topk_merge lists topk_prefill"
+else pass "--kernel topk_merge lists only that kernel"; fi
+expect_exit 0 "--list --kernel with two names" "$KB" --list --kernel convert,restore --all
+expect_grep "$WORK/out" "^# 10 of the cases selected" "--kernel convert,restore --all selects their 10 cases"
+expect_exit 0 "--list --case over kernels" "$KB" --list --case 'smoke-topk*,logits-h64-*'
+expect_grep "$WORK/out" "^# 6 of the cases selected" "'smoke-topk*' and 'logits-h64-*' select 6 cases of 4 kernels"
 expect_exit 0 "--list --case with a pattern" "$KB" --list --case 'dcp4-*,fm-prefill-h128'
 expect_grep "$WORK/out" "^# 9 of the cases selected" "'dcp4-*' and one name select 9 cases"
 expect_grep "$WORK/out" "^>  dcp4-h128-b16-32k" "a pattern selects non-default cases"
@@ -42,6 +71,40 @@ expect_grep "$WORK/cases.json" '"case": "smoke-decode"' "the case list holds the
 expect_grep "$WORK/cases.json" '"dcp": 2' "the case list holds the shape fields"
 if grep -q '"fm-prefill-h64"' "$WORK/cases.json"; then fail "--list-json wrote unselected cases"
 else pass "--list-json writes only the selected cases"; fi
+# Each kernel's shape fields: exactly those that apply, integers (convert's "path" a string).
+PY=${PYTHON:-python3}
+if command -v "$PY" >/dev/null 2>&1; then
+  if "$PY" - "$WORK/cases.json" <<'SHAPES'; then pass "--list-json: each kernel's shape fields, integers"; else fail "--list-json: shape fields"; fi
+import json, sys
+want = {
+    "indexer_logits_prefill": {"heads", "queries", "keys", "causal"},
+    "indexer_logits_decode": {"heads", "batch", "context", "dcp"},
+    "topk_prefill": {"queries", "keys", "k", "causal"},
+    "topk_decode": {"batch", "context", "k"},
+    "topk_merge": {"batch", "dcp", "context", "k", "interleave"},
+    "convert": {"path", "rows", "k", "context", "dcp", "interleave"},
+    "gather_upconvert": {"keys"},
+    "restore": {"tokens", "pcp", "row_elems"},
+}
+cases = {c["case"]: c for c in json.load(open(sys.argv[1]))["cases"]}
+seen = set()
+for name, c in cases.items():
+    k, shape = c["kernel"], c["shape"]
+    if k not in want:
+        continue
+    seen.add(k)
+    keys = set(shape)
+    if name == "smoke-convert-decode":
+        assert keys == want[k] | {"block_size"}, (name, keys)
+        assert shape["path"] == "decode"
+    else:
+        assert keys == want[k], (name, keys)
+    for f, v in shape.items():
+        assert isinstance(v, str) if f == "path" else (isinstance(v, int) and not isinstance(v, bool)), (name, f, v)
+assert cases["smoke-convert-prefill"]["shape"]["path"] == "prefill"
+assert seen == set(want), seen
+SHAPES
+fi
 
 # Refusals: exit 2, the problem named.
 refuse() { # refuse DESCRIPTION PATTERN ARGS...
@@ -50,8 +113,11 @@ refuse() { # refuse DESCRIPTION PATTERN ARGS...
   expect_exit 2 "$what" "$KB" "$@"
   expect_grep "$WORK/err" "$pattern" "$what: the message says so"
 }
-refuse "an unknown kernel" "\-\-kernel: unknown kernel 'attn' (kernels: sparse_mla_prefill, sparse_mla_decode_fp8)" \
-  --kernel attn
+refuse "an unknown kernel" "\-\-kernel: unknown kernel 'attn' (kernels: sparse_mla_prefill, sparse_mla_decode_fp8, \
+indexer_logits_prefill, indexer_logits_decode, topk_prefill, topk_decode, topk_merge, convert, gather_upconvert, \
+restore)" --kernel attn
+refuse "a case of another kernel (indexer path)" "'smoke-topk' matches no case of the kernels --kernel selects" \
+  --case smoke-topk --kernel topk_decode
 refuse "an unknown case" "\-\-case: no case matches 'fm-prefill-h256'" --case fm-prefill-h256
 refuse "a case of another kernel" "'fm-prefill-h64' matches no case of the kernels --kernel selects" \
   --case fm-prefill-h64 --kernel sparse_mla_decode_fp8
@@ -80,11 +146,18 @@ cat >"$WORK/good.json" <<EOF
  "entries": [
   {"kernel": "sparse_mla_decode_fp8", "case": "smoke-decode", "name": "torch gather", "median_us": 123.5,
    "p10_us": 120, "p90_us": 130, "sets": 4, "shape": $shape, "check": {"max_rel_l2": 0.003, "max_lse_abs": 1e-4}},
-  {"kernel": "sparse_mla_prefill", "case": "smoke-prefill", "name": "torch gather", "error": "CUDA out of memory"}]}
+  {"kernel": "sparse_mla_prefill", "case": "smoke-prefill", "name": "torch gather", "error": "CUDA out of memory"},
+  {"kernel": "topk_merge", "case": "smoke-topk-merge", "name": "torch.topk", "median_us": 77.5,
+   "shape": {"batch": 2, "dcp": 2, "context": 1023, "k": 256, "interleave": 2}},
+  {"kernel": "convert", "case": "smoke-convert-decode", "name": "torch integer ops", "median_us": 8.25,
+   "shape": {"path": "decode", "rows": 3, "k": 256, "context": 4096, "dcp": 2, "interleave": 1, "block_size": 64}}]}
 EOF
 expect_exit 0 "a good peer file" "$KB" --list --case 'smoke-*' --peer "$WORK/good.json"
 expect_grep "$WORK/out" "^>  smoke-decode .* 123.5 " "the peer's median sits beside its case"
 expect_grep "$WORK/out" "^>  smoke-prefill .* error " "a case the peer could not run says so"
+expect_grep "$WORK/out" "^>  smoke-topk-merge .* 77.5 " "an indexer-path kernel's peer sits beside its case"
+expect_grep "$WORK/out" "^>  smoke-convert-decode .* 8.2" "convert's peer (a string field in its shape) is matched"
+expect_grep "$WORK/out" "^>  smoke-topk .* - " "an indexer-path case without a peer entry shows -"
 expect_grep "$WORK/out" "^ \* fm-prefill-h64 .* - " "cases without a peer entry show -" # --case selects, --list shows all
 bad() { # bad DESCRIPTION PATTERN JSON
   printf '%s\n' "$3" >"$WORK/bad.json"
@@ -113,6 +186,12 @@ bad "quantiles out of order" "p10_us 9, median_us 5 and p90_us 6 are not in orde
   "{\"peer\": \"p\", \"entries\": [{$entry, \"median_us\": 5, \"p10_us\": 9, \"p90_us\": 6}]}"
 bad "another table's shape" "entries\[0\].shape: differs from case smoke-decode's shape" \
   "{\"peer\": \"p\", \"entries\": [{$entry, \"median_us\": 5, \"shape\": {\"heads\": 8}}]}"
+bad "another table's convert path" "entries\[0\].shape: differs from case smoke-convert-decode's shape" \
+  '{"peer": "p", "entries": [{"kernel": "convert", "case": "smoke-convert-decode", "name": "t", "median_us": 5,
+    "shape": {"path": "prefill", "rows": 3, "k": 256, "context": 4096, "dcp": 2, "interleave": 1, "block_size": 64}}]}'
+bad "a case under another kernel" "entries\[0\].case: kernel topk_prefill has no case 'smoke-topk-decode'" \
+  '{"peer": "p", "entries": [{"kernel": "topk_prefill", "case": "smoke-topk-decode", "name": "t", "median_us": 1}]}'
+
 bad "a misspelt entry key" "entries\[0\].median: unknown key 'median'" \
   "{\"peer\": \"p\", \"entries\": [{$entry, \"median\": 5}]}"
 bad "a check without its fields" "entries\[0\].check: missing required key 'max_lse_abs'" \
