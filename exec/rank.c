@@ -119,7 +119,17 @@ int exec_indexer_topk(exec_rank *c, const cplab_row *row, int64_t pos, const uin
   if (!rc) rc = exec_arena_alloc(a, &diw, sizeof(float) * (size_t)IH, d);
   if (!rc) rc = exec_arena_alloc(a, &dlogits, sizeof(float) * (size_t)(n ? n : 1), d);
   if (!rc) rc = cplab_gen_indexer_query(c->in->seed, (uint32_t)c->layer, did, dpos, 1, IH, diq, dis, diw, NULL, d);
-  if (!rc && n) rc = cplab_indexer_logits(diq, diw, 1, IH, dkeys, n, dks, dke, dlogits, NULL, d);
+  /* Decode rows through the decode kernel (over the gathered keys as one
+   * block of a one-row table), as cplab-bench reads them from the paged
+   * cache: both kernels meet the double reference, but only the same kernel
+   * gives the same bits, and cplab-bench checks its decode rows against
+   * these bit for bit. */
+  int32_t zero = 0, bsize = (int32_t)(n > 0 ? n : 1);
+  void *dtab = NULL;
+  if (!rc && !row->is_prefill) rc = exec_arena_put(a, &dtab, &zero, sizeof zero, d);
+  if (!rc && n && row->is_prefill) rc = cplab_indexer_logits(diq, diw, 1, IH, dkeys, n, dks, dke, dlogits, NULL, d);
+  if (!rc && n && !row->is_prefill)
+    rc = cplab_indexer_logits_decode(diq, diw, 1, IH, dkeys, n, dtab, 1, 1, bsize, dtab, dke, n, dlogits, NULL, d);
   if (!rc) rc = cplab_topk(dlogits, 1, n, dks, dke, c->k, dtopk, dscore, NULL, d);
   return rc;
 }

@@ -7,13 +7,14 @@
  *              gathers, the decode query gather): device copies
  *   PROJ_PRE   the q_a/kv_a, q_b, W_UK absorption and indexer projections
  *   KEY_SHARD  this rank's blocks of the gathered indexer keys, from its own
- *              cache (prefill chunks; decode rows' local keys under DCP)
+ *              cache (prefill chunks)
  *   WS_SHARD   its blocks of the plan's prefill workspaces (or, without a
  *              gathered plan, each prefill row's context from its cache)
  *   SHARD_COMM the all-gathers of those blocks over DCP: real copies of the
  *              peers' blocks (ncclAllGather in place on several GPUs)
  *   INDEXER    the keys in logical order, indexer logits, top-k (decode
- *              rows under DCP: over this rank's own keys, its candidates)
+ *              rows: logits straight from the cache through the block
+ *              table, under DCP over this rank's own keys, its candidates)
  *   TOPK_COMM  the all-gather of the decode rows' candidates over DCP
  *   TOPK_MERGE their exact merge into each decode row's top-k
  *   ATTN       conversion and sparse MLA (prefill rows; the decode rows'
@@ -120,7 +121,7 @@ typedef struct engine_rank {
   /* indexer */
   uint8_t *iq;                 /* e4m3 [T][IH][128] */
   float *iscale, *iw;          /* [T][IH] */
-  int32_t *ks, *ke;            /* [T]: prefill rows relative to their row's keys, decode rows to the joint keys */
+  int32_t *ks, *ke;            /* [T]: key bounds, relative to the row's keys (decode: own keys under DCP) */
   uint8_t *keys;               /* gathered keys, the largest row's */
   float *logits;               /* [logit_rows][largest keys] */
   int64_t logit_rows;          /* query rows per logits launch (the plan's logits budget) */
@@ -135,16 +136,16 @@ typedef struct engine_rank {
   /* attention */
   uint16_t *mla_q;             /* [T][Hl][576] */
   float *attn_out, *attn_lse;  /* [T][Hl][512], [T][Hl] */
-  /* decode rows: without DCP their joint keys (slots in this rank's cache);
-   * with DCP this rank's own keys of them (dec_local: block entries, no
-   * peers' blocks), every DCP peer's local top-k candidates, group queries
-   * and every peer's partials */
-  int64_t dec_keys;
-  int64_t *dec_key_slots;
-  engine_gathered dec_local;
+  /* decode rows: their keys read from this rank's cache through the block
+   * table (own keys under DCP); every DCP peer's local top-k candidates,
+   * group queries and every peer's partials */
   int32_t *cand;               /* [D][Tdec][K]: peer o's local top-k at o, as local indices */
   float *cand_score;           /* [D][Tdec][K] */
   int32_t *dec_req, *block_table;
+  int32_t *dec_zero, *dec_n;    /* [Tdec]: 0, and the keys (own keys under DCP) each decode token sees */
+  int64_t dec_max_n;            /* the largest of dec_n: the decode logits' row length */
+  void *topk_scratch;           /* the decode top-k's split (cplab_topk_scratch) */
+  size_t topk_scratch_bytes;
   uint16_t *qg;                /* [Tdec][Hg][576] */
   float *gout, *glse, *fin;    /* [D][Tdec][Hg][512], [D][Tdec][Hg], [Tdec][Hg][512] */
   void *dec_scratch;           /* the split decode's partial results (cplab_sparse_mla_decode_scratch) */

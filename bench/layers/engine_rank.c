@@ -145,68 +145,36 @@ static int own_key_slots(const engine_rank *k, const cplab_row *row, int64_t n, 
 }
 
 /* Under DCP a decode row's top-k is vLLM's exact DCP top-k: each rank scores
- * only its own keys of the row (dec_local: its local keys of every decode
- * row, row after row), keeps its local top-k, the ranks all-gather those
- * candidates (TOPK_COMM) and merge them exactly (TOPK_MERGE). */
+ * only its own keys of the row (its local keys, read from its own cache),
+ * keeps its local top-k, the ranks all-gather those candidates (TOPK_COMM)
+ * and merge them exactly (TOPK_MERGE). */
 static int64_t decode_local_len(const engine_rank *k, int64_t len) {
   return cplab_kv_local_len(len, k->o, k->in->par->interleave, k->D);
 }
 
-/* dec_local: this rank's local key l of each decode row, from its own cache. */
-static int decode_own_keys(engine_rank *k, cplab_diag *d) {
-  const cplab_split *sp = &k->rp->split;
-  const cplab_parallel *par = k->in->par;
-  const cplab_schedule *sc = &k->rp->sched;
-  int64_t *slots = malloc(sizeof *slots * (size_t)(k->dec_local.block + 1)), off = 0;
-  if (!slots) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
-  for (int i = 0; i < sp->num_rows; i++) {
-    const cplab_row *row = &sp->rows[i];
-    if (row->len <= 0 || row->is_prefill) continue;
-    const int32_t *brow = sc->block_table + (int64_t)row->req * sc->max_blocks;
-    int64_t mine = decode_local_len(k, row->seq_len);
-    for (int64_t l = 0; l < mine; l++)
-      slots[off + l] = cplab_kv_slot_global(par, k->o, brow, sc->max_blocks,
-                                            cplab_kv_position(l, k->o, par->interleave, k->D));
-    off += mine;
-  }
-  int rc = engine_mem_put(&k->mem, &k->dec_local.own_slots, slots, sizeof *slots * (size_t)off, d);
-  if (!rc) rc = engine_mem_alloc(&k->mem, &k->dec_local.buf, (size_t)off * CPLAB_IDX_ENTRY_BYTES, d);
+/* Every DCP peer's local top-k candidates of the decode rows. */
+static int decode_candidates(engine_rank *k, cplab_diag *d) {
   size_t cands = (size_t)k->D * (size_t)k->Tdec * (size_t)k->K;
-  if (!rc) rc = engine_mem_alloc(&k->mem, &k->cand, sizeof(int32_t) * cands, d);
+  int rc = engine_mem_alloc(&k->mem, &k->cand, sizeof(int32_t) * cands, d);
   if (!rc) rc = engine_mem_alloc(&k->mem, &k->cand_score, sizeof(float) * cands, d);
-  free(slots);
   return rc;
 }
 
-/* Per token: request id and position (generation), key bounds. Without DCP
- * the decode rows' keys are joined, one request after another
- * (dec_key_slots: slots in this rank's cache); with it, bounds are in this
- * rank's own keys, dec_local. */
-static int token_lists(engine_rank *k, int32_t *id, int32_t *pos, int32_t *ks, int32_t *ke,
-                       int32_t *dec_req, int64_t **dec_slots, cplab_diag *d) {
+/* Per token: request id and position (generation), key bounds. A decode
+ * token sees keys [0, its visible keys) of its request, counted in this
+ * rank's own keys under DCP; the decode logits read them through the block
+ * table (decode_topk). */
+static int token_lists(engine_rank *k, int32_t *id, int32_t *pos, int32_t *ks, int32_t *ke, int32_t *dec_req) {
   const cplab_split *sp = &k->rp->split;
-  int64_t off = 0, loff = 0;
   for (int i = 0; i < sp->num_rows; i++) {
     const cplab_row *row = &sp->rows[i];
     if (row->len <= 0 || row->is_prefill) continue;
     for (int64_t t = 0; t < row->len; t++) {
       int64_t tok = row->token_offset + t, visible = row->start_pos + t + 1;
       dec_req[tok] = row->req;
-      if (k->D == 1) ks[tok] = (int32_t)off, ke[tok] = (int32_t)(off + visible);
-      else ks[tok] = (int32_t)loff, ke[tok] = (int32_t)(loff + decode_local_len(k, visible));
+      ks[tok] = 0, ke[tok] = (int32_t)(k->D == 1 ? visible : decode_local_len(k, visible));
     }
-    if (k->D > 1) {
-      loff += decode_local_len(k, row->seq_len);
-      continue;
-    }
-    int64_t *grown = realloc(*dec_slots, sizeof **dec_slots * (size_t)(off + row->seq_len));
-    if (!grown) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
-    *dec_slots = grown;
-    int rc = own_key_slots(k, row, row->seq_len, grown + off, d);
-    if (rc) return rc;
-    off += row->seq_len;
   }
-  k->dec_keys = off, k->dec_local.block = loff;
   for (int i = 0; i < sp->num_rows; i++) {
     const cplab_row *row = &sp->rows[i];
     for (int64_t t = 0; t < row->len; t++) {
@@ -343,6 +311,24 @@ static int setup_moe(engine_step *s, engine_rank *k, cplab_moe *moe, cplab_diag 
   return rc;
 }
 
+/* Decode tokens read their keys straight from this rank's cache through the
+ * block table (cplab_indexer_logits_decode): token t sees dec_n[t] keys (its
+ * request's visible keys, this rank's own under DCP), its top-k over
+ * columns [0, dec_n[t]) of its logits row. */
+static int setup_decode_indexer(engine_rank *k, const int32_t *ks, const int32_t *ke, cplab_diag *d) {
+  int32_t *n = malloc(sizeof *n * (size_t)k->Tdec), *zero = calloc((size_t)k->Tdec, sizeof *zero);
+  int rc = n && zero ? 0 : cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
+  k->dec_max_n = 0;
+  for (int64_t t = 0; !rc && t < k->Tdec; t++) {
+    n[t] = ke[t] - ks[t];
+    k->dec_max_n = n[t] > k->dec_max_n ? n[t] : k->dec_max_n;
+  }
+  if (!rc) rc = engine_mem_put(&k->mem, &k->dec_n, n, sizeof *n * (size_t)k->Tdec, d);
+  if (!rc) rc = engine_mem_put(&k->mem, &k->dec_zero, zero, sizeof *zero * (size_t)k->Tdec, d);
+  free(n), free(zero);
+  return rc;
+}
+
 static int setup_attention(engine_step *s, engine_rank *k, cplab_diag *d) {
   const cplab_model *m = k->in->model;
   const cplab_rank_plan *rp = k->rp;
@@ -350,24 +336,22 @@ static int setup_attention(engine_step *s, engine_rank *k, cplab_diag *d) {
   int32_t *id = calloc((size_t)T + 1, sizeof *id), *pos = calloc((size_t)T + 1, sizeof *pos);
   int32_t *ks = calloc((size_t)T + 1, sizeof *ks), *ke = calloc((size_t)T + 1, sizeof *ke);
   int32_t *dec_req = calloc((size_t)k->Tdec + 1, sizeof *dec_req);
-  int64_t *dec_slots = NULL;
   int32_t *did, *dpos;
   engine_mem *mm = &k->mem;
   int rc = id && pos && ks && ke && dec_req ? 0 : cplab_diag_set(d, CPLAB_ENOMEM, "out of memory"), tmin = 0;
   if (!rc) rc = group_heads(s, k, &tmin, d);
-  if (!rc) rc = token_lists(k, id, pos, ks, ke, dec_req, &dec_slots, d);
+  if (!rc) rc = token_lists(k, id, pos, ks, ke, dec_req);
+  if (!rc && k->Tdec > 0) rc = setup_decode_indexer(k, ks, ke, d);
   if (!rc) rc = setup_gathered(k, d);
   if (!rc) rc = setup_prefill_rows(k, &max_keys, &max_len, d);
-  if (!rc && k->D > 1 && k->Tdec > 0) rc = decode_own_keys(k, d);
-  max_keys = k->dec_keys > max_keys ? k->dec_keys : max_keys;
-  max_keys = k->dec_local.block > max_keys ? k->dec_local.block : max_keys;
+  if (!rc && k->D > 1 && k->Tdec > 0) rc = decode_candidates(k, d);
+  max_keys = k->dec_max_n > max_keys ? k->dec_max_n : max_keys;
   max_len = k->Tdec > max_len ? k->Tdec : max_len;
   if (!rc) rc = engine_mem_put(mm, &did, id, sizeof *id * (size_t)T, d);
   if (!rc) rc = engine_mem_put(mm, &dpos, pos, sizeof *pos * (size_t)T, d);
   if (!rc) rc = engine_mem_put(mm, &k->ks, ks, sizeof *ks * (size_t)T, d);
   if (!rc) rc = engine_mem_put(mm, &k->ke, ke, sizeof *ke * (size_t)T, d);
   if (!rc) rc = engine_mem_put(mm, &k->dec_req, dec_req, sizeof *dec_req * (size_t)k->Tdec, d);
-  if (!rc) rc = engine_mem_put(mm, &k->dec_key_slots, dec_slots, sizeof *dec_slots * (size_t)k->dec_keys, d);
   if (!rc)
     rc = engine_mem_put(mm, &k->block_table, rp->sched.block_table,
                         sizeof(int32_t) * (size_t)rp->sched.num_requests * (size_t)rp->sched.max_blocks, d);
@@ -376,6 +360,11 @@ static int setup_attention(engine_step *s, engine_rank *k, cplab_diag *d) {
   k->logit_rows = max_keys > 0 ? budget / (4 * max_keys) : 1;
   k->logit_rows = k->logit_rows < 1 ? 1 : k->logit_rows > max_len ? (max_len > 0 ? max_len : 1) : k->logit_rows;
   size_t tk = (size_t)T * (size_t)k->K;
+  if (!rc && k->Tdec > 0) {
+    int64_t rows = k->Tdec < k->logit_rows ? k->Tdec : k->logit_rows;
+    rc = cplab_topk_scratch(rows, k->dec_max_n, k->K, &k->topk_scratch_bytes, d);
+    if (!rc && k->topk_scratch_bytes) rc = engine_mem_alloc(mm, &k->topk_scratch, k->topk_scratch_bytes, d);
+  }
   if (!rc) rc = engine_mem_alloc(mm, &k->keys, (size_t)max_keys * CPLAB_IDX_ENTRY_BYTES, d);
   if (!rc) rc = engine_mem_alloc(mm, &k->logits, sizeof(float) * (size_t)k->logit_rows * (size_t)max_keys, d);
   if (!rc) rc = engine_mem_alloc(mm, &k->topk, sizeof(int32_t) * tk, d);
@@ -404,7 +393,7 @@ static int setup_attention(engine_step *s, engine_rank *k, cplab_diag *d) {
   if (!rc && k->Tdec > 0)
     rc = cplab_sparse_mla_decode_scratch(k->Tdec, k->D == 1 ? k->Hl : k->Hg, k->K, &k->dec_scratch_bytes, d);
   if (!rc && k->dec_scratch_bytes) rc = engine_mem_alloc(mm, &k->dec_scratch, k->dec_scratch_bytes, d);
-  free(id), free(pos), free(ks), free(ke), free(dec_req), free(dec_slots);
+  free(id), free(pos), free(ks), free(ke), free(dec_req);
   return rc;
 }
 
@@ -463,8 +452,6 @@ static int piece_key_shard(engine_step *s, const engine_rank *k, cplab_diag *d) 
       rc = cplab_gather_idx(k->idx_own, k->num_slots, g->own_slots, g->block,
                             (uint8_t *)g->buf + (size_t)k->o * (size_t)g->block * CPLAB_IDX_ENTRY_BYTES, s->stream, d);
   }
-  const engine_gathered *g = &k->dec_local;
-  if (!rc && g->buf) rc = cplab_gather_idx(k->idx_own, k->num_slots, g->own_slots, g->block, g->buf, s->stream, d);
   return rc;
 }
 
@@ -509,14 +496,31 @@ static int piece_shard_comm(engine_step *s, const engine_rank *k, cplab_diag *d)
   return rc;
 }
 
+/* Decode tokens (tokens 0 .. Tdec - 1): logits straight from this rank's
+ * cache, then the top-k, split over the GPU when the rows are few and long;
+ * under DCP over its own keys, this rank's candidates. */
+static int decode_topk(engine_step *s, const engine_rank *k, int32_t *idx, float *score, cplab_diag *d) {
+  int IH = (int)k->in->model->index_n_heads, rc = 0;
+  const cplab_schedule *sc = &k->rp->sched;
+  for (int64_t t = 0; t < k->Tdec && !rc; t += k->logit_rows) {
+    int64_t m = k->Tdec - t < k->logit_rows ? k->Tdec - t : k->logit_rows;
+    rc = cplab_indexer_logits_decode(k->iq + (size_t)(t * IH) * CPLAB_IDX_DIM, k->iw + t * IH, m, IH, k->idx_own,
+                                     k->num_slots, k->block_table, sc->num_requests, sc->max_blocks,
+                                     k->in->par->block_size, k->dec_req + t, k->dec_n + t, k->dec_max_n, k->logits,
+                                     s->stream, d);
+    if (!rc)
+      rc = cplab_topk_split(k->logits, m, k->dec_max_n, k->dec_zero + t, k->dec_n + t, k->K, idx + t * k->K,
+                            score + t * k->K, k->topk_scratch, k->topk_scratch_bytes, s->stream, d);
+  }
+  return rc;
+}
+
 static int piece_indexer(engine_step *s, const engine_rank *k, cplab_diag *d) {
   int rc = 0;
-  if (k->Tdec > 0 && k->D == 1) { /* decode rows: every key from this rank's cache */
-    rc = cplab_gather_idx(k->idx_own, k->num_slots, k->dec_key_slots, k->dec_keys, k->keys, s->stream, d);
-    if (!rc) rc = topk_rows(s, k, k->keys, 0, k->Tdec, k->dec_keys, k->topk, k->score, d);
-  } else if (k->Tdec > 0) { /* under DCP: the local top-k over its own keys, this rank's candidates */
+  if (k->Tdec > 0 && k->D == 1) rc = decode_topk(s, k, k->topk, k->score, d);
+  else if (k->Tdec > 0) {
     size_t at = (size_t)k->o * (size_t)k->Tdec * (size_t)k->K;
-    rc = topk_rows(s, k, k->dec_local.buf, 0, k->Tdec, k->dec_local.block, k->cand + at, k->cand_score + at, d);
+    rc = decode_topk(s, k, k->cand + at, k->cand_score + at, d);
   }
   for (int i = 0; i < k->num_prefill && !rc; i++) {
     const engine_prefill_row *pr = &k->prefill[i];
