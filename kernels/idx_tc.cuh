@@ -6,12 +6,13 @@
 //
 // The product is S = K · Q^T with the keys as the M side (64 a tile: warp w
 // of the group holds keys 16w..16w+15) and the query heads as the N side
-// (column c = query q's head h at c = q·HP + h, HP a power of two >= 8, the
+// (column c = query q's head h at c = q·HP + h, HP a power of two >= 8 (16
+// for the decode kernel's mma.sync pairs of n8 tiles), the
 // heads past `heads` zero rows): a thread then holds, for its two keys, a
 // few heads of every query (the n8 tiles' columns 2t, 2t+1), so the head
 // reduction sum_h w[h]·ReLU(S) is done in its registers and finished across
-// the four threads of a quad by two shuffles; nothing per head leaves the
-// registers. K = 128 = one 128-byte row per key or head: both operands are
+// the four threads of a quad by two rounds of shuffles (it_head_sums);
+// nothing per head leaves the registers. K = 128 = one 128-byte row per key or head: both operands are
 // K-major in wgmma's 128-byte swizzle (row r at r·128, 16-byte chunk c at
 // chunk c ^ (r % 8), 1024-byte atoms of 8 rows), which also puts the 8 rows
 // an ldmatrix reads in distinct banks.
@@ -20,10 +21,11 @@
 // m64n256k32 e4m3; elsewhere (sm_100, the CPU emulation), and for the
 // decode kernel's narrower tiles everywhere, mma.sync m16n8k32 over ldmatrix
 // fragments fills the same registers, so all but the wgmma products runs in
-// the emulation. fp8 products are exact; the tensor cores accumulate them
-// in fp32 in an order they choose, so a logit differs from the exact sum by
-// a few fp32 roundings of the dot products (tests/gpu/test_gpu_indexer.c
-// states the bound). A key's logit is the same instruction sequence
+// the emulation. fp8 products are exact; the tensor cores add them in an
+// order and with an internal precision of their own (Hopper's fp8 path
+// keeps fewer bits than fp32: an H200 showed errors up to 5e-4 of the row's
+// max |logit|, the emulation's double model 1e-7; tests/gpu/
+// test_gpu_indexer.c states the bound, 2e-3). A key's logit is the same instruction sequence
 // wherever the key sits, so identical keys still give identical logits.
 #ifndef CPLAB_KERNELS_IDX_TC_CUH
 #define CPLAB_KERNELS_IDX_TC_CUH
