@@ -73,10 +73,21 @@ static inline double mma_b_elem(const uint64_t *lanes, int k, int n) {
   return k % 2 ? mma_bf16_hi(w) : mma_bf16_lo(w);
 }
 
+// e4m3 byte -> double through a table made once from the conversion itself
+// (the models decode every fragment byte they read: a table keeps the
+// emulated fp8 kernels' tests fast, under the sanitizers too).
 static inline double mma_e4m3(uint32_t w, int byte) {
-  __nv_fp8_e4m3 e;
-  e.__x = (__nv_fp8_storage_t)((w >> (8 * byte)) & 0xFFu);
-  return (double)static_cast<float>(e);
+  static const struct table {
+    double v[256];
+    table() {
+      for (int b = 0; b < 256; b++) {
+        __nv_fp8_e4m3 e;
+        e.__x = (__nv_fp8_storage_t)b;
+        v[b] = (double)static_cast<float>(e);
+      }
+    }
+  } t;
+  return t.v[(w >> (8 * byte)) & 0xFFu];
 }
 
 static inline double mma_a8_elem(const uint64_t *lanes, int row, int col) {
@@ -103,11 +114,14 @@ static inline void mma_tile(float d[4], const uint32_t a[4], const uint32_t b[2]
     lb[l] = all[l] + sizeof(mma_a_frag);
   }
   int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  // this lane's two rows of A and two columns of B, each element read once
+  double ar[2][32], bc[2][32];
+  for (int i = 0; i < 2; i++)
+    for (int k = 0; k < K; k++) ar[i][k] = ae(la, g + 8 * i, k), bc[i][k] = be(lb, k, 2 * t + i);
   float r[4];
   for (int e = 0; e < 4; e++) {
-    int row = g + 8 * (e / 2), col = 2 * t + e % 2;
     double s = d[e];
-    for (int k = 0; k < K; k++) s += ae(la, row, k) * be(lb, k, col);
+    for (int k = 0; k < K; k++) s += ar[e / 2][k] * bc[e % 2][k];
     r[e] = (float)s;
   }
   __syncwarp(); // every lane has read every fragment
