@@ -1,6 +1,8 @@
-// Per-row top-k (reference §6.3) by exact radix select in shared memory, then
-// a bitonic sort of the k winners. Contracts in cplab_kernels.h (cplab_topk,
-// cplab_topk_scratch, cplab_topk_split, cplab_topk_merge).
+// Per-row top-k (reference §6.3): a linear-bin select with the winners
+// placed in order (the bin path), or, for the rows it declines, an exact
+// radix select and a bitonic sort of the k winners (the radix path).
+// Contracts in cplab_kernels.h (cplab_topk, cplab_topk_scratch,
+// cplab_topk_split, cplab_topk_merge).
 //
 // Keys. Each candidate is one 64-bit key: the high word is the logit's bits
 // made order-preserving as an unsigned integer (-0 first made +0), the low
@@ -11,18 +13,23 @@
 // decides them, lowest indices first), and every path below selects the
 // same set and sorts it into the same order.
 //
-// Selection (topk_select): MSB-first radix select over the 64-bit key with
-// 11/11/10-bit digits over the value word, then, only where the take-th
-// value is tied beyond what is needed, 11/11/10 over the index word. A pass
-// is a histogram (2048 bins in shared memory) of the keys that match the
-// digits chosen so far, then a block-wide scan for the bin holding the
+// The bin path (its own section below): a pass for a floor under which no
+// key can win and the row's maximum, a histogram of the keys above the floor
+// over 2048 equal slices of [floor, max] (compacted first where the row is
+// staged), a pass dropping the winners into their bins' slots, the order
+// inside a bin by counting. Real logits leave a few dozen candidates in the
+// threshold's bin and no sort.
+//
+// The radix path (topk_select): MSB-first radix select over the 64-bit key
+// with 11/11/10-bit digits over the value word, then, only where the
+// take-th value is tied beyond what is needed, 11/11/10 over the index word.
+// A pass is a histogram (2048 bins in shared memory) of the keys that match
+// the digits chosen so far, then a block-wide scan for the bin holding the
 // take-th largest; it stops once that bin holds exactly the keys still
 // needed. As soon as that bin fits the shared candidate list, one pass
 // splits the source: keys above the bin go straight to the winners, keys in
 // it to the list, and every later pass reads the short list instead of the
-// row. For the indexer's logits the first pass leaves a few thousand
-// candidates, so a staged row is read from shared memory twice (the first
-// histogram, the split) and the list passes are small.
+// row. Then the bitonic sort (topk_sort).
 //
 // Sources. A row range (floats, the key computed on the fly) or a list of
 // 64-bit keys (the split path's candidates), each either staged in shared
@@ -30,11 +37,12 @@
 // the same passes, one global read each). Reads are 16-byte vectors where
 // the data is 16-byte aligned (ks is arbitrary: a scalar head and tail).
 //
-// Blocks (1024 threads, one per SM, up to 227 KiB of shared memory) are
+// Blocks (512 threads, one per SM, up to 227 KiB of shared memory) are
 // persistent: a block loops over work items (rows, or (row, chunk) pairs)
 // and stages the next item's data by cp.async into the row buffer as soon as
-// the current item no longer reads it (after the split pass, usually), so
-// the next row's global read overlaps this row's list passes and sort.
+// the current item no longer reads it (after the placing or split pass), so
+// the next row's global read overlaps this row's ranking or sort. 512, not
+// 1024: at 64 registers a thread the passes spilled.
 //
 // Paths (the launchers):
 //   - cplab_topk: one item per row (TOPK_ROWS). Rows whose range fits the
@@ -47,36 +55,30 @@
 //     from its chunks' candidates (a row's top-k is a subset of the union of
 //     its chunks' top-k) and sorting it. Same keys, same set, same order.
 //
-// Sort (topk_sort): bitonic over the winners padded to a power of two (key 0
-// is below every real key: ~index >= 1), strides below 128 in registers with
-// shuffles, larger ones in shared memory two levels a round. For k = 2048 it
-// moves the 2048 keys about 50 times (~3.5 µs on an H200 SM): with the first
-// histogram (~2 µs: 32768 shared atomics, a few same-bank lanes each) the
-// largest part of a staged row's time, which is why the next row's load
-// overlaps it.
-//
-// Expected H200 costs (1.98 GHz, ~4 TB/s; not measured here): prefill rows of
-// 32768 columns, k = 2048: per SM and row ~3.5 µs until the row buffer is
-// free (histogram, scan, split) plus max(~4.5 µs list passes and sort, the
-// next row's 128 KiB load), so 4096 rows (31 a SM) in ~250 µs against the
-// 512 MiB read's ~130 µs. Decode rows of 131072 columns through the split:
-// chunk items ~3 µs each (64 KiB staged, 16384 keys), the merge of 16384
-// candidates ~7 µs (the sort most of it), so 1 row in ~10 µs plus two
-// launches, 64 rows in ~25 µs (512 chunk items over 132 SMs, then 64 merges).
+// Measured on an H200 (bench/NOTES.md, per-phase clocks of a staged row of
+// 32768 real logits, k = 2048, in SM cycles): floor pass ~8100, compaction
+// and histogram ~12400, scan ~1700, placing ~7500, issuing the next row's
+// stage ~4400, ranking ~5100: ~41000 a row, 4096 rows in ~650 µs (the
+// radix path: ~75000 a row, the sort ~23500 of them). The passes are bound
+// by instruction issue and latency, not by the 512 MiB read (~130 µs).
 #include <cuda_runtime.h>
 
 #include <math.h>
+
+#include <type_traits>
 
 #include "check.cuh"
 #include "cplab_kernels.h"
 #include "mma.cuh" // cp_async_*: the only place of that inline PTX (modelled in the emulation)
 
-#define TOPK_THREADS 1024 // the bin scan below gives every thread 2 of the 2048 bins
+#define TOPK_THREADS 512 // 128 registers a thread (see Blocks above)
 #define TOPK_WARPS (TOPK_THREADS / 32)
 #define TOPK_BINS 2048
+#define TOPK_BPT (TOPK_BINS / TOPK_THREADS) // bins a thread owns in the scans, from the top
 // Groups of 16 bytes a thread loads before using them (loads in flight for
-// the passes over global memory). sm_100's code for 4 spills (64 registers a
-// thread at 1024 threads); sm_90's does not.
+// the passes over global memory). sm_100's code for 4 spills; sm_90's does
+// not. (sm_100's kernels still spill some 500 bytes a thread in the modes
+// with a staged float row: not measured, no sm_100 card at hand.)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
 #define TOPK_UNROLL 2
 #else
@@ -210,12 +212,23 @@ template <class S, class F> static __device__ __forceinline__ void topk_visit(co
 
 // ---- block-wide pieces ----------------------------------------------------
 
+struct topk_item {
+  int64_t r;
+  const void *src;  // global memory
+  uint64_t *out;    // TOPK_CHUNKS: where the chunk's keys go
+  unsigned len, rel0, take, words;
+};
+
 struct __align__(16) topk_ctl {
   unsigned hist[TOPK_BINS];
+  unsigned beg[TOPK_BINS]; // the bin path: where each bin's winners start
   unsigned wsum[TOPK_WARPS];
+  uint32_t wfloor[TOPK_WARPS];
+  unsigned ncand; // the bin path's compacted keys
   unsigned long long prefix, mask; // the digits chosen so far, and where they are
   unsigned need, cnt;              // keys still to take among those matching; keys in the chosen bin
   unsigned ctr;                    // appends: winners in the low half, list entries in the high half
+  unsigned bstar, above, maxb;     // the bin path's threshold bin, the keys above it, its largest bin above
 };
 
 static __device__ __forceinline__ unsigned topk_warp_incl(unsigned v, unsigned lane) {
@@ -227,10 +240,43 @@ static __device__ __forceinline__ unsigned topk_warp_incl(unsigned v, unsigned l
   return v;
 }
 
+// The keys in the bins above each of thread t's bins nb-1-BPT·t-i (i <
+// TOPK_BPT, counting from the top; h: their counts, 0 for bins >= nb):
+// one barrier.
+static __device__ __forceinline__ void topk_scan_bins(topk_ctl *c, const unsigned (&h)[TOPK_BPT],
+                                                      unsigned (&excl)[TOPK_BPT]) {
+  unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5, s = 0;
+#pragma unroll
+  for (unsigned i = 0; i < TOPK_BPT; i++) s += h[i];
+  unsigned incl = topk_warp_incl(s, lane);
+  if (lane == 31) c->wsum[warp] = incl;
+  __syncthreads();
+  unsigned wv = lane < TOPK_WARPS ? c->wsum[lane] : 0u, winc = topk_warp_incl(wv, lane);
+  unsigned e = __shfl_sync(TOPK_FULL, winc - wv, warp) + incl - s;
+#pragma unroll
+  for (unsigned i = 0; i < TOPK_BPT; i++) excl[i] = e, e += h[i];
+}
+
 // Histogram of the digit (bits at shift) of the keys matching prefix on mask.
 // Bins are atomics in shared memory; a warp whose 128 (or 64) keys all fall
 // in one bin (ties, runs of -inf) adds them with one atomic instead of
 // serialising 32 same-address atomics 4 times.
+// One group's bins d[W] (TOPK_NOBIN: not counted) into hist; same: all of
+// them equal. Called by every lane of the warp.
+template <unsigned W>
+static __device__ __forceinline__ void topk_hist_add(unsigned *hist, const unsigned (&d)[W], bool same, unsigned lane) {
+  unsigned lead = __shfl_sync(TOPK_FULL, d[0], 0);
+  if (__all_sync(TOPK_FULL, same && d[0] == lead)) {
+    if (lane == 0 && lead != TOPK_NOBIN) atomicAdd(&hist[lead], 32u * W);
+  } else if (same) {
+    if (d[0] != TOPK_NOBIN) atomicAdd(&hist[d[0]], W);
+  } else {
+#pragma unroll
+    for (unsigned q = 0; q < W; q++)
+      if (d[q] != TOPK_NOBIN) atomicAdd(&hist[d[q]], 1u);
+  }
+}
+
 template <class S>
 static __device__ void topk_hist(const S &src, unsigned *hist, int shift, unsigned bmask, uint64_t prefix,
                                  uint64_t mask) {
@@ -238,23 +284,14 @@ static __device__ void topk_hist(const S &src, unsigned *hist, int shift, unsign
   unsigned lane = threadIdx.x & 31;
   topk_visit(src, [&](const uint4 &raw, uint32_t j0, unsigned cnt) {
     unsigned d[W];
-    bool same = cnt == W;
+    bool same = true;
 #pragma unroll
     for (unsigned q = 0; q < W; q++) {
       uint64_t key = src.key(raw, j0, q);
       d[q] = q < cnt && (key & mask) == prefix ? (unsigned)(key >> shift) & bmask : TOPK_NOBIN;
       same = same && d[q] == d[0];
     }
-    unsigned lead = __shfl_sync(TOPK_FULL, d[0], 0);
-    if (__all_sync(TOPK_FULL, same && d[0] == lead)) {
-      if (lane == 0 && lead != TOPK_NOBIN) atomicAdd(&hist[lead], 32u * W);
-    } else if (same) {
-      if (d[0] != TOPK_NOBIN) atomicAdd(&hist[d[0]], W);
-    } else {
-#pragma unroll
-      for (unsigned q = 0; q < W; q++)
-        if (d[q] != TOPK_NOBIN) atomicAdd(&hist[d[q]], 1u);
-    }
+    topk_hist_add<W>(hist, d, same, lane);
   });
 }
 
@@ -315,34 +352,27 @@ template <class S> static __device__ void topk_collect(const S &src, topk_ctl *c
 
 // After a histogram pass (and a barrier): the bin holding the need-th
 // largest matching key, scanning from the top. Thread t owns bins
-// nb-1-2t and nb-2-2t and clears them (the next pass starts from zero).
+// nb-1-BPT·t-i and clears them (the next pass starts from zero).
 // Updates prefix, mask, need (keys still needed inside the bin) and cnt
 // (the bin's keys), the same in every thread.
 static __device__ void topk_find(topk_ctl *c, int shift, unsigned bits, uint64_t &prefix, uint64_t &mask,
                                  unsigned &need, unsigned &cnt) {
-  unsigned t = threadIdx.x, lane = t & 31, warp = t >> 5, nb = 1u << bits;
-  bool own = 2 * t < nb;
-  unsigned bh = nb - 1 - 2 * t, bl = nb - 2 - 2 * t, h1 = 0, h2 = 0;
-  if (own) {
-    h1 = c->hist[bh];
-    h2 = c->hist[bl];
-    c->hist[bh] = 0;
-    c->hist[bl] = 0;
+  unsigned t = threadIdx.x, nb = 1u << bits, h[TOPK_BPT], excl[TOPK_BPT];
+#pragma unroll
+  for (unsigned i = 0; i < TOPK_BPT; i++) {
+    unsigned b = nb - 1 - TOPK_BPT * t - i; // wraps past 0: not a bin
+    h[i] = b < nb ? c->hist[b] : 0u;
+    if (b < nb) c->hist[b] = 0;
   }
-  unsigned s = h1 + h2, incl = topk_warp_incl(s, lane);
-  if (lane == 31) c->wsum[warp] = incl;
-  __syncthreads();
-  unsigned wv = c->wsum[lane], winc = topk_warp_incl(wv, lane);
-  unsigned excl = __shfl_sync(TOPK_FULL, winc - wv, warp) + incl - s; // keys in the bins above bh
-  if (own) {
-    unsigned b = TOPK_NOBIN, above = 0, in = 0;
-    if (excl < need && need <= excl + h1) b = bh, above = excl, in = h1;
-    else if (excl + h1 < need && need <= excl + s) b = bl, above = excl + h1, in = h2;
-    if (b != TOPK_NOBIN) { // exactly one thread: the matching keys number at least need
+  topk_scan_bins(c, h, excl);
+#pragma unroll
+  for (unsigned i = 0; i < TOPK_BPT; i++) {
+    unsigned b = nb - 1 - TOPK_BPT * t - i;
+    if (b < nb && excl[i] < need && need <= excl[i] + h[i]) { // exactly one bin: the matching keys number >= need
       c->prefix = prefix | (uint64_t)b << shift;
       c->mask = mask | (uint64_t)(nb - 1) << shift;
-      c->need = need - above;
-      c->cnt = in;
+      c->need = need - excl[i];
+      c->cnt = h[i];
     }
   }
   __syncthreads();
@@ -505,12 +535,6 @@ struct topk_args {
   unsigned win_cap, list_cap, row_words; // the shared-memory layout (topk_layout_make)
 };
 
-struct topk_item {
-  int64_t r;
-  const void *src;  // global memory
-  uint64_t *out;    // TOPK_CHUNKS: where the chunk's keys go
-  unsigned len, rel0, take, words;
-};
 
 template <int MODE> static __device__ topk_item topk_decode(const topk_args &a, int64_t w) {
   topk_item it;
@@ -550,6 +574,458 @@ static __device__ bool topk_stageable(const topk_args &a, const topk_item &it) {
   return it.len > 0 && it.words + 3 <= a.row_words;
 }
 
+// ---- the bin path: one linear histogram, winners placed by bin -----------------
+//
+// Most rows take this path; the radix path above stays for the rows it
+// declines. The radix path's first digit is the top 11 bits of the ordered
+// value: the logits of a row share a few exponents, so its 32768 keys fall
+// into a dozen bins (same-address atomics) and the threshold's bin keeps
+// thousands of candidates. Here:
+//
+//  1. A pass over the row: its largest value word and a floor below which
+//     no key can win: thread t's g-th largest value word, g = ceil(take /
+//     threads), has g keys of t's share at or above it, so the smallest of
+//     those over the threads (0 where a thread has fewer than g keys) has at
+//     least g · threads >= take keys at or above it. For a row of 32768
+//     logits the floor is near the 75th percentile.
+//  2. The keys at or above the floor, binned over 2048 equal slices of
+//     [floor, max]:
+//       bin(f) = min(round((f - floor) · 2048 / (max - floor)), 2047),
+//     every operation rounded to nearest as written (round: adding 2^23).
+//     Rounding is monotone, so bin() never decreases along the keys' order:
+//     every key of a higher bin is above every key of a lower one, the
+//     take-th largest key lies in one bin b*, the keys of the bins above it
+//     all win and b*'s keys (a few dozen for real logits) are the only
+//     candidates. A staged row's binned keys are first compacted (index and
+//     bin, 4 bytes) so that the histogram and the next pass run dense.
+//  3. A pass that drops each key of a bin above b* into its bin's slot
+//     range of the winners (bins counted from the top: the slots follow the
+//     order) and b*'s keys into the list. The row buffer is then free: the
+//     next item's stage starts.
+//  4. The order inside a bin by counting: a key's place is its bin's start
+//     plus the keys of its bin above it; b*'s keys likewise among b*'s, the
+//     first need of them winning. No sort of the k winners.
+//
+// The path declines, before anything is written, a row whose floor or
+// maximum is not finite (infinities, NaNs, a row too short for a floor),
+// whose range overflows, or whose b* is too full to rank by counting (ties
+// far beyond the threshold, a constant row): the radix path takes it. A row
+// whose bins above b* are too full ends with the bitonic sort. Same keys,
+// same order either way.
+
+#define TOPK_RANK_MAX 512   // b*'s keys ranked by counting (its keys each read all of them)
+#define TOPK_BUCKET_MAX 256 // bins above b* ranked by counting, else the bitonic sort
+#define TOPK_FLOOR_G (CPLAB_TOPK_MAX / TOPK_THREADS) // the floor's g at most
+#define TOPK_CAND_NONE 0xFFFFFFFFu
+// Shared-memory groups a thread loads before using them in the bin path's
+// staged passes (sm_100's code for 4 spills).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
+#define TOPK_SROW_UNROLL 2
+#else
+#define TOPK_SROW_UNROLL 4
+#endif
+
+struct topk_bins {
+  uint32_t floor; // keys whose value word is below it take no part
+  float lo, scale;
+  bool ok; // the path applies
+};
+
+// The bin of a value f >= lo (a key at or above the floor).
+static __device__ __forceinline__ unsigned topk_bin(float f, const topk_bins &bn) {
+  float x = __fadd_rn(__fmul_rn(__fsub_rn(f, bn.lo), bn.scale), 8388608.0f); // 2^23 + round(...)
+  return min(__float_as_uint(x) - 0x4B000000u, (unsigned)TOPK_BINS - 1);
+}
+
+static __device__ __forceinline__ unsigned topk_bin_key(uint64_t key, const topk_bins &bn) {
+  uint32_t o = (uint32_t)(key >> 32);
+  return o < bn.floor ? TOPK_NOBIN : topk_bin(topk_unord(o), bn);
+}
+
+// The bins from every thread's G largest value words (top[0] the largest;
+// 0, below everything, where it has fewer): block-wide, one barrier.
+template <unsigned G> static __device__ __forceinline__ topk_bins topk_bins_make(const uint32_t (&top)[G], topk_ctl *c) {
+  unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  uint32_t fl = top[G - 1], hi = top[0];
+#pragma unroll
+  for (int o = 16; o >= 1; o >>= 1) {
+    fl = min(fl, __shfl_xor_sync(TOPK_FULL, fl, o));
+    hi = max(hi, __shfl_xor_sync(TOPK_FULL, hi, o));
+  }
+  if (lane == 0) c->wfloor[warp] = fl, c->wsum[warp] = hi;
+  __syncthreads();
+  fl = lane < TOPK_WARPS ? c->wfloor[lane] : 0xFFFFFFFFu, hi = lane < TOPK_WARPS ? c->wsum[lane] : 0u;
+#pragma unroll
+  for (int o = 16; o >= 1; o >>= 1) {
+    fl = min(fl, __shfl_xor_sync(TOPK_FULL, fl, o));
+    hi = max(hi, __shfl_xor_sync(TOPK_FULL, hi, o));
+  }
+  float lo = topk_unord(fl), range = __fsub_rn(topk_unord(hi), lo), s = __fdiv_rn((float)TOPK_BINS, range);
+  topk_bins bn;
+  bn.floor = fl, bn.lo = lo;
+  bn.ok = isfinite(lo) && isfinite(topk_unord(hi)) && isfinite(range);
+  bn.scale = range > 0.0f && isfinite(s) ? s : 0.0f; // 0: every key in bin 0
+  return bn;
+}
+
+struct topk_cut {
+  unsigned bstar, above, cnt, need; // b*, the keys above it, its keys, how many of them win
+};
+
+// After the histogram (and a barrier): b*, the bin of the take-th largest
+// key counting from the top. Every bin's count is replaced by the number of
+// keys in the bins above it (where its winners go: the placing pass's
+// cursor), and beg keeps a copy (its winners' start). c->maxb: the largest
+// bin above b* (reset to 0 by the caller).
+static __device__ topk_cut topk_bin_find(topk_ctl *c, unsigned take) {
+  unsigned t = threadIdx.x, lane = t & 31, h[TOPK_BPT], excl[TOPK_BPT];
+#pragma unroll
+  for (unsigned i = 0; i < TOPK_BPT; i++) h[i] = c->hist[TOPK_BINS - 1 - TOPK_BPT * t - i];
+  topk_scan_bins(c, h, excl);
+#pragma unroll
+  for (unsigned i = 0; i < TOPK_BPT; i++) {
+    unsigned b = TOPK_BINS - 1 - TOPK_BPT * t - i;
+    c->hist[b] = c->beg[b] = excl[i];
+    if (excl[i] < take && take <= excl[i] + h[i]) c->bstar = b, c->above = excl[i], c->cnt = h[i];
+  }
+  __syncthreads();
+  topk_cut cut;
+  cut.bstar = c->bstar, cut.above = c->above, cut.cnt = c->cnt, cut.need = take - cut.above;
+  unsigned m = 0;
+#pragma unroll
+  for (unsigned i = 0; i < TOPK_BPT; i++)
+    if (TOPK_BINS - 1 - TOPK_BPT * t - i > cut.bstar) m = max(m, h[i]);
+#pragma unroll
+  for (int o = 16; o >= 1; o >>= 1) m = max(m, __shfl_xor_sync(TOPK_FULL, m, o));
+  if (lane == 0 && m) atomicMax(&c->maxb, m);
+  return cut;
+}
+
+static __device__ __forceinline__ void topk_hist_clear(topk_ctl *c) {
+  for (unsigned b = threadIdx.x; b < TOPK_BINS; b += TOPK_THREADS) c->hist[b] = 0;
+}
+
+// Pass 1 with G keys a thread: visit(f) calls f(o) on every key's value
+// word. G is a template parameter so that a thread's G largest stay in
+// registers (a compare-exchange chain per key).
+template <unsigned G, class V> static __device__ __forceinline__ topk_bins topk_floor_pass(const V &visit, topk_ctl *c) {
+  uint32_t top[G];
+#pragma unroll
+  for (unsigned i = 0; i < G; i++) top[i] = 0;
+  visit([&](uint32_t o) {
+#pragma unroll
+    for (unsigned i = 0; i + 1 < G; i++) {
+      uint32_t m = max(top[i], o);
+      o = min(top[i], o), top[i] = m;
+    }
+    top[G - 1] = max(top[G - 1], o);
+  });
+  return topk_bins_make<G>(top, c);
+}
+
+// Pass 1: G the power of two at or above ceil(take / threads) (a looser
+// floor than the least such g gives, and still one: G · threads >= take).
+template <class V> static __device__ __forceinline__ topk_bins topk_floor(unsigned take, const V &visit, topk_ctl *c) {
+  unsigned g = (take + TOPK_THREADS - 1) / TOPK_THREADS;
+  static_assert(TOPK_FLOOR_G == 8, "the cases below");
+  if (g <= 1) return topk_floor_pass<1>(visit, c);
+  if (g <= 2) return topk_floor_pass<2>(visit, c);
+  if (g <= 4) return topk_floor_pass<4>(visit, c);
+  return topk_floor_pass<8>(visit, c);
+}
+
+// Every key of a bin above b* to dst at its bin's cursor, b*'s to list.
+static __device__ __forceinline__ void topk_place_one(topk_ctl *c, unsigned d, unsigned bstar, uint64_t key,
+                                                      uint64_t *dst, uint64_t *list) {
+  if (d > bstar) dst[atomicAdd(&c->hist[d], 1u)] = key;
+  else list[atomicAdd(&c->ctr, 1u)] = key;
+}
+
+// A source read where it lies (shared or global memory), in groups of
+// S::W: the merge's keys, rows not staged.
+template <class S> struct topk_brow {
+  static constexpr unsigned W = S::W;
+  S src;
+  topk_bins bn;
+  __device__ topk_brow(const S &s_) : src(s_), bn() {}
+  __device__ void set_bins(unsigned take, topk_ctl *c) {
+    bn = topk_floor(take, [&](auto f) {
+      topk_visit(src, [&](const uint4 &raw, uint32_t j0, unsigned cnt) {
+#pragma unroll
+        for (unsigned q = 0; q < W; q++)
+          if (q < cnt) f((uint32_t)(src.key(raw, j0, q) >> 32));
+      });
+    }, c);
+  }
+  // f(key, d) for every key, d its bin (TOPK_NOBIN below the floor); the
+  // same calls in every thread
+  template <class F> __device__ __forceinline__ void each(F f) const {
+    topk_visit(src, [&](const uint4 &raw, uint32_t j0, unsigned cnt) {
+      uint64_t key[W];
+      unsigned d[W];
+#pragma unroll
+      for (unsigned q = 0; q < W; q++) {
+        key[q] = src.key(raw, j0, q);
+        d[q] = q < cnt ? topk_bin_key(key[q], bn) : TOPK_NOBIN;
+      }
+      f(key, d);
+    });
+  }
+  __device__ void hist(topk_ctl *c) {
+    unsigned lane = threadIdx.x & 31;
+    each([&](const uint64_t (&)[W], const unsigned (&d)[W]) {
+      bool same = true;
+#pragma unroll
+      for (unsigned q = 0; q < W; q++) same = same && d[q] == d[0];
+      topk_hist_add<W>(c->hist, d, same, lane);
+    });
+  }
+  __device__ void place(topk_ctl *c, unsigned bstar, uint64_t *dst, uint64_t *list) const {
+    each([&](const uint64_t (&key)[W], const unsigned (&d)[W]) {
+#pragma unroll
+      for (unsigned q = 0; q < W; q++)
+        if (d[q] != TOPK_NOBIN && d[q] >= bstar) topk_place_one(c, d[q], bstar, key[q], dst, list);
+    });
+  }
+};
+
+// A staged float row, the common case: the row buffer's 16-byte groups
+// [0, groups), element j at word ph + j (< 65536: a staged row). Its binned
+// keys are compacted into per-thread columns of cand (entry i of thread t
+// at cand[i · threads + t]: j | bin << 16, up to rows entries a thread), no
+// atomics or collectives; the histogram and the placing pass then read
+// those, dense (or the row again, where a thread had more).
+struct topk_srow {
+  const uint32_t *buf;
+  uint32_t ph, len, rel0, groups;
+  uint32_t *cand;
+  unsigned rows, n; // cand's entries a thread; this thread's (> rows: every thread reads the row)
+  bool spill;       // some thread had more than rows
+  topk_bins bn;
+  __device__ topk_srow(const uint32_t *rowbuf, uint32_t ph_, uint32_t len_, uint32_t rel0_, uint32_t *cand_,
+                       unsigned cap)
+      : buf(rowbuf), ph(ph_), len(len_), rel0(rel0_), groups((ph_ + len_ + 3) / 4), cand(cand_),
+        rows(cap / TOPK_THREADS - 1), n(0), spill(false), bn() {} // (row `rows` takes the surplus)
+  // f(x, j0) on every group, x its words, j0 the element of its first word
+  // (a word is the item's if j0 + q < len); the same calls in every thread
+  template <class F> __device__ __forceinline__ void each_group(F f) const {
+    const uint4 *v = (const uint4 *)buf;
+    for (uint32_t g0 = 0; g0 < groups; g0 += TOPK_THREADS * TOPK_SROW_UNROLL) {
+      uint4 x[TOPK_SROW_UNROLL];
+#pragma unroll
+      for (unsigned u = 0; u < TOPK_SROW_UNROLL; u++) {
+        uint32_t g = g0 + u * TOPK_THREADS + threadIdx.x;
+        x[u] = g < groups ? v[g] : make_uint4(0, 0, 0, 0);
+      }
+#pragma unroll
+      for (unsigned u = 0; u < TOPK_SROW_UNROLL; u++) f(x[u], 4 * (g0 + u * TOPK_THREADS + threadIdx.x) - ph);
+    }
+  }
+  static __device__ __forceinline__ uint32_t word(const uint4 &x, unsigned q) {
+    return q == 0 ? x.x : q == 1 ? x.y : q == 2 ? x.z : x.w;
+  }
+  __device__ __forceinline__ uint64_t key(uint32_t j) const {
+    return (uint64_t)topk_ord_bits(buf[ph + j]) << 32 | (uint64_t)(0xFFFFFFFFu - (rel0 + j));
+  }
+  // element j0 + q's bin, TOPK_NOBIN if not the item's or below the floor
+  // (computed either way: no branch)
+  __device__ __forceinline__ unsigned bin_of(const uint4 &x, uint32_t j0, unsigned q) const {
+    uint32_t b = word(x, q);
+    bool ok = (j0 + q < len) & (topk_ord_bits(b) >= bn.floor);
+    unsigned d = topk_bin(__uint_as_float(b), bn);
+    return ok ? d : TOPK_NOBIN;
+  }
+  __device__ void set_bins(unsigned take, topk_ctl *c) {
+    bn = topk_floor(take, [&](auto f) {
+      each_group([&](const uint4 &x, uint32_t j0) {
+#pragma unroll
+        for (unsigned q = 0; q < 4; q++) f(j0 + q < len ? topk_ord_bits(word(x, q)) : 0u); // (0 changes no top)
+      });
+    }, c);
+  }
+  __device__ void hist(topk_ctl *c) {
+    unsigned t = threadIdx.x, k = 0;
+    each_group([&](const uint4 &x, uint32_t j0) {
+#pragma unroll
+      for (unsigned q = 0; q < 4; q++) {
+        unsigned d = bin_of(x, j0, q), slot = min(k, rows); // past rows: overwritten, and counted
+        if (d != TOPK_NOBIN) cand[slot * TOPK_THREADS + t] = (j0 + q) | d << 16;
+        k += d != TOPK_NOBIN ? 1u : 0u;
+      }
+    });
+    n = k;
+    if (k > rows) c->ncand = 1; // (any thread: the same value)
+    __syncthreads();
+    spill = c->ncand != 0;
+    if (!spill) {
+      for (unsigned i = 0; i < k; i++) atomicAdd(&c->hist[cand[i * TOPK_THREADS + t] >> 16], 1u);
+      return;
+    }
+    unsigned lane = t & 31;
+    each_group([&](const uint4 &x, uint32_t j0) { // a thread had too many for cand: count them where they lie
+      unsigned d[4];
+      bool same = true;
+#pragma unroll
+      for (unsigned q = 0; q < 4; q++) d[q] = bin_of(x, j0, q), same = same && d[q] == d[0];
+      topk_hist_add<4>(c->hist, d, same, lane);
+    });
+  }
+  __device__ void place(topk_ctl *c, unsigned bstar, uint64_t *dst, uint64_t *list) const {
+    if (!spill) {
+      uint32_t e = n ? cand[threadIdx.x] : 0u;
+      for (unsigned i = 0; i < n; i++) { // (the next entry loaded before this one is placed)
+        uint32_t nx = i + 1 < n ? cand[(i + 1) * TOPK_THREADS + threadIdx.x] : 0u, d = e >> 16;
+        if (d >= bstar) topk_place_one(c, d, bstar, key(e & 0xFFFFu), dst, list);
+        e = nx;
+      }
+      return;
+    }
+    each_group([&](const uint4 &x, uint32_t j0) {
+#pragma unroll
+      for (unsigned q = 0; q < 4; q++) {
+        unsigned d = bin_of(x, j0, q);
+        if (d != TOPK_NOBIN && d >= bstar) topk_place_one(c, d, bstar, key(j0 + q), dst, list);
+      }
+    });
+  }
+};
+
+// The keys of a[s, e) above x.
+static __device__ __forceinline__ unsigned topk_rank(const uint64_t *a, unsigned s, unsigned e, uint64_t x) {
+  unsigned r = 0;
+  for (unsigned i = s; i < e; i++) r += a[i] > x ? 1u : 0u;
+  return r;
+}
+
+static __device__ __forceinline__ void topk_put(int32_t *idx, float *score, unsigned p, uint64_t key) {
+  idx[p] = (int32_t)(0xFFFFFFFFu - (uint32_t)key);
+  if (score) score[p] = topk_unord((uint32_t)(key >> 32));
+}
+
+// A row's winners win[0, take) sorted and written, -1 after them.
+static __device__ void topk_sorted_out(const topk_args &a, const topk_item &it, uint64_t *win) {
+  unsigned P = TOPK_SORT_MIN;
+  while (P < it.take) P <<= 1;
+  for (unsigned j = it.take + threadIdx.x; j < P; j += TOPK_THREADS) win[j] = 0; // below every real key
+  __syncthreads();
+  if (it.take > 1) topk_sort(win, P);
+  int32_t *idx = a.idx + it.r * a.k;
+  float *score = a.score ? a.score + it.r * a.k : nullptr;
+  for (int j = (int)threadIdx.x; j < a.k; j += TOPK_THREADS) {
+    if ((unsigned)j < it.take) {
+      topk_put(idx, score, (unsigned)j, win[j]);
+    } else {
+      idx[j] = -1;
+      if (score) score[j] = -INFINITY;
+    }
+  }
+}
+
+// The radix path's item: the selection, then a chunk's keys out unsorted or
+// a row's sorted and written.
+template <int MODE, class S, class PF>
+static __device__ void topk_radix_item(const S &src, const topk_item &it, const topk_args &a, bool staged,
+                                       unsigned cap, topk_ctl *c, uint64_t *win, uint64_t *list, PF &prefetch) {
+  topk_select(src, it.take, staged, c, win, list, cap, prefetch);
+  prefetch(); // (select ended with a barrier, or read nothing)
+  if (MODE == TOPK_CHUNKS) {
+    for (unsigned j = threadIdx.x; j < it.take; j += TOPK_THREADS) it.out[j] = win[j];
+  } else {
+    topk_sorted_out(a, it, win);
+  }
+}
+
+// The bin path's item (take >= 1), its bins set (pass 1). Returns false,
+// having written nothing and left the histogram clear, where the path
+// declines: the caller then takes the radix path over the same source.
+template <int MODE, class R, class PF>
+static __device__ bool topk_bin_item(R &row, unsigned take, int64_t w, const topk_args &a, topk_ctl *c,
+                                     uint64_t *win, uint64_t *list, PF &prefetch) {
+  unsigned t = threadIdx.x;
+  if (!row.bn.ok) return false;
+  const topk_bins &bn = row.bn;
+  row.hist(c);
+  __syncthreads();
+  topk_cut cut = topk_bin_find(c, take);
+  if (cut.cnt > TOPK_RANK_MAX) {
+    topk_hist_clear(c);
+    __syncthreads();
+    return false;
+  }
+  uint64_t *out = a.scratch + w * a.k, *dst = MODE == TOPK_CHUNKS ? out : win; // (topk_decode's out)
+  row.place(c, cut.bstar, dst, list);
+  __syncthreads();
+  topk_hist_clear(c); // the next item's histogram starts from zero (after its first barrier)
+  prefetch();                        // this item reads only the winners and the list from here on
+  bool rank_all = MODE != TOPK_CHUNKS && c->maxb <= TOPK_BUCKET_MAX;
+  int32_t *idx = a.idx + w * a.k; // rows, merge: the item is the row
+  float *score = a.score ? a.score + w * a.k : nullptr;
+  for (unsigned i = t; i < cut.cnt; i += TOPK_THREADS) { // b*'s winners: their place among its keys
+    uint64_t x = list[i];
+    unsigned r = topk_rank(list, 0, cut.cnt, x);
+    if (r >= cut.need) continue;
+    if (MODE == TOPK_CHUNKS) out[cut.above + r] = x;
+    else if (rank_all) topk_put(idx, score, cut.above + r, x);
+    else win[cut.above + r] = x;
+  }
+  if (MODE == TOPK_CHUNKS) return true;
+  if (!rank_all) {
+    topk_sorted_out(a, topk_decode<MODE>(a, w), win);
+    return true;
+  }
+  for (unsigned p = t; p < cut.above; p += TOPK_THREADS) { // the bins above b*: a key's place in its bin
+    uint64_t x = win[p];
+    unsigned b = topk_bin_key(x, bn), s0 = c->beg[b];
+    topk_put(idx, score, s0 + topk_rank(win, s0, c->beg[b - 1], x), x);
+  }
+  for (unsigned j = take + t; j < (unsigned)a.k; j += TOPK_THREADS) {
+    idx[j] = -1;
+    if (score) score[j] = -INFINITY;
+  }
+  return true;
+}
+
+// Item w (take >= 1) through the bin path on row, or the radix path on src
+// where the bin path declines.
+template <int MODE, class R, class S, class PF>
+static __device__ void topk_bin_or_radix(R &row, const S &src, unsigned take, int64_t w, const topk_args &a,
+                                         bool staged, unsigned cap, topk_ctl *c, uint64_t *win, uint64_t *list,
+                                         PF &prefetch) {
+  row.set_bins(take, c);
+  if (!topk_bin_item<MODE>(row, take, w, a, c, win, list, prefetch))
+    topk_radix_item<MODE>(src, topk_decode<MODE>(a, w), a, staged, cap, c, win, list, prefetch);
+}
+
+// Item w. (Its fields are decoded again where they are needed, so that few
+// stay live across the passes.)
+template <int MODE, class PF>
+static __device__ void topk_run_item(int64_t w, const topk_args &a, const void *staged, unsigned cap, topk_ctl *c,
+                                     uint64_t *win, uint64_t *list, const uint32_t *rowbuf, PF &prefetch) {
+  topk_item it = topk_decode<MODE>(a, w);
+  if (it.take == 0) {
+    topk_radix_item<MODE>(topk_ksrc((const uint64_t *)it.src, 0), it, a, false, cap, c, win, list, prefetch);
+    return;
+  }
+  if constexpr (MODE != TOPK_MERGE) {
+    if (staged) { // the list's first TOPK_RANK_MAX entries are b*'s, the rest cand's
+      // (rowbuf rather than staged: the compiler then knows that it is shared memory)
+      topk_srow row(rowbuf, (uint32_t)((const uint32_t *)staged - rowbuf), it.len, it.rel0,
+                    (uint32_t *)(list + TOPK_RANK_MAX), 2 * (a.list_cap - TOPK_RANK_MAX));
+      topk_bin_or_radix<MODE>(row, topk_fsrc((const float *)staged, it.len, it.rel0), it.take, w, a, true, cap, c,
+                              win, list, prefetch);
+    } else {
+      topk_fsrc src((const float *)it.src, it.len, it.rel0);
+      topk_brow<topk_fsrc> row(src);
+      topk_bin_or_radix<MODE>(row, src, it.take, w, a, false, cap, c, win, list, prefetch);
+    }
+  } else {
+    const void *from = staged ? (const void *)(rowbuf + ((const uint32_t *)staged - rowbuf)) : it.src; // (shared)
+    topk_ksrc src((const uint64_t *)from, it.len);
+    topk_brow<topk_ksrc> row(src);
+    topk_bin_or_radix<MODE>(row, src, it.take, w, a, staged != nullptr, cap, c, win, list, prefetch);
+  }
+}
+
 template <int MODE> __global__ void __launch_bounds__(TOPK_THREADS, 1) topk_kernel(topk_args a) {
   extern __shared__ uint4 topk_raw[];
   topk_ctl *c = (topk_ctl *)topk_raw;
@@ -565,10 +1041,9 @@ template <int MODE> __global__ void __launch_bounds__(TOPK_THREADS, 1) topk_kern
     if (topk_stageable(a, first)) staged = topk_stage(rowbuf, first.src, first.words);
   }
   for (; w < a.items; w += gridDim.x) {
-    topk_item it = topk_decode<MODE>(a, w);
     cp_async_wait<0>();
-    if (threadIdx.x == 0) c->ctr = 0;
-    __syncthreads(); // the staged item is visible; the previous item's reads of win are over
+    if (threadIdx.x == 0) c->ctr = 0, c->maxb = 0, c->ncand = 0;
+    __syncthreads(); // the staged item is visible; the previous item's reads of win and list are over
     const void *nstaged = nullptr;
     bool fetched = false;
     auto prefetch = [&]() { // block-wide: the next item's stage, once
@@ -579,33 +1054,9 @@ template <int MODE> __global__ void __launch_bounds__(TOPK_THREADS, 1) topk_kern
       topk_item nx = topk_decode<MODE>(a, wn);
       if (topk_stageable(a, nx)) nstaged = topk_stage(rowbuf, nx.src, nx.words);
     };
-    // an unstaged item's list may use the row buffer too
+    // an unstaged item's list may use the row buffer too (the radix path)
     unsigned cap = staged ? a.list_cap : a.list_cap + a.row_words / 2;
-    if (MODE == TOPK_MERGE) {
-      topk_ksrc src((const uint64_t *)(staged ? staged : it.src), it.len);
-      topk_select(src, it.take, staged != nullptr, c, win, list, cap, prefetch);
-    } else {
-      topk_fsrc src((const float *)(staged ? staged : it.src), it.len, it.rel0);
-      topk_select(src, it.take, staged != nullptr, c, win, list, cap, prefetch);
-    }
-    prefetch(); // (select ended with a barrier, or read nothing)
-    if (MODE == TOPK_CHUNKS) {
-      for (unsigned j = threadIdx.x; j < it.take; j += TOPK_THREADS) it.out[j] = win[j];
-    } else {
-      unsigned P = TOPK_SORT_MIN;
-      while (P < it.take) P <<= 1;
-      for (unsigned j = it.take + threadIdx.x; j < P; j += TOPK_THREADS) win[j] = 0; // below every real key
-      __syncthreads();
-      if (it.take > 1) topk_sort(win, P);
-      int32_t *idx = a.idx + it.r * a.k;
-      float *score = a.score ? a.score + it.r * a.k : nullptr;
-      for (int j = (int)threadIdx.x; j < a.k; j += TOPK_THREADS) {
-        bool real = (unsigned)j < it.take;
-        uint64_t key = real ? win[j] : 0;
-        idx[j] = real ? (int32_t)(0xFFFFFFFFu - (uint32_t)key) : -1;
-        if (score) score[j] = real ? topk_unord((uint32_t)(key >> 32)) : -INFINITY;
-      }
-    }
+    topk_run_item<MODE>(w, a, staged, cap, c, win, list, rowbuf, prefetch);
     staged = nstaged;
   }
 }
@@ -633,7 +1084,7 @@ static inline int64_t topk_max64(int64_t a, int64_t b) { return a > b ? a : b; }
 // list and the row buffer. The row buffer gets what an item needs (n
 // columns, a chunk, a row's candidates) as long as the list keeps
 // TOPK_LIST_MIN entries; the list gets the rest (up to what an item can
-// have). Since one 1024-thread block runs per SM anyway, the layout takes
+// have). Since one block runs per SM anyway, the layout takes
 // all it can use. 0 when even the minimum does not fit.
 
 static int topk_layout_make(int mode, int64_t n, int k, int64_t chunk, int64_t chunks, int optin, topk_layout *L) {

@@ -409,6 +409,12 @@ static inline void __threadfence(void) {}
 static inline void __threadfence_block(void) {}
 
 // ---- math: the host's (see the limits above) --------------------------------------------
+// The _rn intrinsics: one IEEE operation rounded to nearest even, never
+// contracted with another (a call each; the host's default rounding mode).
+static inline float __fadd_rn(float a, float b) { return a + b; }
+static inline float __fsub_rn(float a, float b) { return a - b; }
+static inline float __fmul_rn(float a, float b) { return a * b; }
+static inline float __fdiv_rn(float a, float b) { return a / b; }
 using std::isinf;
 using std::isnan;
 using std::isfinite;
