@@ -68,11 +68,13 @@ static int push(coll_list *l, cplab_coll_kind kind, cplab_group_kind group, cpla
   return 0;
 }
 
-/* Decode attention under DCP (§1.4, §7): query heads gathered where needed,
- * LSE all-gathered, partial outputs combined. */
+/* Attention over the local shard under DCP (§1.4, §7): query heads gathered
+ * where needed, LSE all-gathered, partial outputs combined. Decode rows; under
+ * DCP without PCP every row (the mixed-batch path returns the LSE of every
+ * token, and DeepseekV32Attention._sparse_indexer_and_attn combines them all). */
 static int decode_collectives(coll_list *l, const cplab_rank_plan *rp, const cplab_model *m) {
   const cplab_parallel *par = &rp->env.par;
-  int64_t T = rp->split.num_decode_tokens, heads = m->num_heads / par->tp;
+  int64_t T = cplab_split_shard_tokens(&rp->split, par), heads = m->num_heads / par->tp;
   if (T == 0 || par->dcp == 1) return 0;
   int rc = 0;
   switch (cplab_q_gather_group(par)) {

@@ -45,6 +45,40 @@ int cplab_graph_mode_admitted(const cplab_parallel *p, const char **why) {
   return 1;
 }
 
+int cplab_parallel_gathers_prefill(const cplab_parallel *p) { return p->pcp > 1 && p->dcp > 1; }
+
+/* The fp8 sparse decode kernel runs 64 or 128 query heads
+ * (FlashMLASparseImpl._compute_fp8_decode_padded_heads). */
+static int64_t fp8_decode_padded_heads(int64_t heads) { return heads <= 64 ? 64 : 128; }
+
+/* vLLM's FlashMLA-sparse prefill kernel is only used from this many heads
+ * per rank (MIN_HEADS_FOR_BF16_PREFILL); below it every token, prefill rows
+ * included, goes through the fp8 decode kernel (the mixed-batch path). */
+#define VLLM_MIN_HEADS_FOR_BF16_PREFILL 32
+
+int cplab_parallel_check_dcp_heads(const cplab_parallel *p, int64_t num_heads, cplab_diag *d) {
+  if (p->dcp <= 1 || cplab_parallel_gathers_prefill(p) || num_heads <= 0) return 0;
+  /* FlashMLASparseMetadataBuilder.__init__ lists these violations for DCP > 1
+   * without the PCP gather: the separate prefill/decode path returns the LSE
+   * of decode rows only, while the DCP merge needs it for every row, so only
+   * the mixed-batch path may run; and the query heads, all-gathered over the
+   * DCP group, must pad to the same fp8 kernel envelope as the local ones. */
+  int64_t local = num_heads / p->tp, gathered = local * p->dcp;
+  if (local >= VLLM_MIN_HEADS_FOR_BF16_PREFILL)
+    CPLAB_FAIL(d, CPLAB_EUNSUPPORTED,
+               "dcp: with pcp = 1, vLLM runs DCP on FlashMLA-sparse only on the mixed-batch fp8 path, which needs "
+               "fewer than %d attention heads per rank; the model's %lld heads over tp = %d give %lld "
+               "(FlashMLASparseMetadataBuilder: mixed-batch rule)",
+               VLLM_MIN_HEADS_FOR_BF16_PREFILL, (long long)num_heads, p->tp, (long long)local);
+  if (fp8_decode_padded_heads(local) != fp8_decode_padded_heads(gathered))
+    CPLAB_FAIL(d, CPLAB_EUNSUPPORTED,
+               "dcp: %lld local heads pad to %lld for the fp8 decode kernel but the %lld heads gathered over dcp = %d "
+               "pad to %lld; vLLM requires the same envelope (FlashMLASparseMetadataBuilder: padded-head rule)",
+               (long long)local, (long long)fp8_decode_padded_heads(local), (long long)gathered, p->dcp,
+               (long long)fp8_decode_padded_heads(gathered));
+  return 0;
+}
+
 static int check_range(cplab_diag *d, const char *name, int64_t v, int64_t lo, int64_t hi) {
   if (v < lo || v > hi)
     CPLAB_FAIL(d, CPLAB_ERANGE, "%s: must be in [%lld, %lld], got %lld", name, (long long)lo, (long long)hi,
@@ -66,6 +100,9 @@ int cplab_parallel_check(const cplab_parallel *p, int64_t num_heads, cplab_diag 
   if ((int64_t)p->tp * p->pcp * p->pp > CPLAB_MAX_WORLD)
     CPLAB_FAIL(d, CPLAB_ERANGE, "tp: world size pp·pcp·tp = %lld exceeds %d",
                (long long)p->tp * p->pcp * p->pp, CPLAB_MAX_WORLD);
+  /* vLLM's ParallelConfig._validate_parallel_config: without PCP, DCP reuses
+   * the TP ranks (dcp divides tp); with PCP it is off, the PCP axis or the
+   * whole TP x PCP block. */
   if (p->pcp > 1) {
     if (p->dcp != 1 && p->dcp != p->pcp && p->dcp != p->tp * p->pcp)
       CPLAB_FAIL(d, CPLAB_EUNSUPPORTED,
@@ -84,6 +121,8 @@ int cplab_parallel_check(const cplab_parallel *p, int64_t num_heads, cplab_diag 
   if (num_heads > 0 && num_heads % p->tp != 0)
     CPLAB_FAIL(d, CPLAB_EUNSUPPORTED, "tp: the model's %lld attention heads cannot be split over tp = %d",
                (long long)num_heads, p->tp);
+  int rc_heads = cplab_parallel_check_dcp_heads(p, num_heads, d);
+  if (rc_heads) return rc_heads;
   const char *why = NULL;
   if (!cplab_graph_mode_admitted(p, &why)) CPLAB_FAIL(d, CPLAB_EUNSUPPORTED, "cudagraph_mode: %s", why);
   return 0;

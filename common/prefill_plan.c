@@ -56,7 +56,11 @@ int cplab_prefill_plan_derive(const cplab_rank_plan *rp, cplab_prefill_plan *p, 
   const cplab_layout_env *env = &rp->env;
   memset(p, 0, sizeof *p);
   int prefill_rows = sp->num_rows - sp->num_decode_rows;
-  if (env->par.dcp <= 1 || prefill_rows <= 0 || (prefill_rows == 1 && sp->rows[sp->num_decode_rows].dummy)) return 0;
+  /* Only PCP + DCP gathers (cplab_parallel_gathers_prefill); under DCP
+   * alone prefill rows stay on the local shard like decodes. */
+  if (!cplab_parallel_gathers_prefill(&env->par) || prefill_rows <= 0 ||
+      (prefill_rows == 1 && sp->rows[sp->num_decode_rows].dummy))
+    return 0;
   if (!alloc_regions(p, prefill_rows)) {
     cplab_prefill_plan_free(p);
     CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory for the prefill plan");

@@ -221,9 +221,12 @@ static int parse_request(cplab_json_reader *r, const json_t *v, const char *path
     return cplab_json_fail(r, child, 0, CPLAB_ERANGE,
                            "num_computed + new_tokens = %lld exceeds parallel.max_model_len (%lld)",
                            (long long)(q->num_computed + q->new_tokens), (long long)mml);
-  if (q->phase == CPLAB_PHASE_DECODE && q->new_tokens != 1 + p->num_spec_tokens)
+  /* A speculative decode row holds the sampled token and up to num_spec_tokens
+   * drafts: vLLM's scheduler schedules fewer drafts where they would not fit
+   * (near max_model_len, or the draft proposed fewer), never more. */
+  if (q->phase == CPLAB_PHASE_DECODE && q->new_tokens > 1 + p->num_spec_tokens)
     return cplab_json_fail(r, child, 0, CPLAB_EUNSUPPORTED,
-                           "a decode row schedules 1 + speculative.num_spec_tokens = %d new tokens, got %lld",
+                           "a decode row schedules at most 1 + speculative.num_spec_tokens = %d new tokens, got %lld",
                            1 + p->num_spec_tokens, (long long)q->new_tokens);
   cplab_json_child(child, path, "num_computed");
   if (q->phase == CPLAB_PHASE_DECODE && q->num_computed < 1)

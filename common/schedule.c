@@ -158,6 +158,18 @@ static void add_row(cplab_split *sp, const cplab_schedule *s, const cplab_reques
   sp->num_tokens += len;
 }
 
+/* A rank without rows still runs the step (its collectives must match the
+ * others'): PCPManager.partition_batch gives it an empty slice of request 0,
+ * which the batch then places at request 0's computed position (start_pos =
+ * seq_len = num_computed) and marks prefilling when request 0 is. */
+static void add_placeholder(cplab_split *sp, const cplab_schedule *s, const cplab_step *step, int dcp_rank,
+                            const cplab_parallel *par) {
+  const cplab_request *q = &step->requests[0];
+  add_row(sp, s, q, 0, 0, 0, dcp_rank, par);
+  sp->rows[0].dummy = 1;
+  if (!sp->rows[0].is_prefill) sp->num_decode_rows = 1; /* decodes lead */
+}
+
 int cplab_split_derive(const cplab_schedule *s, const cplab_step *step, const cplab_layout_env *env, int pcp_rank,
                        int dcp_rank, cplab_split *sp, cplab_diag *d) {
   int P = env->par.pcp;
@@ -185,11 +197,16 @@ int cplab_split_derive(const cplab_schedule *s, const cplab_step *step, const cp
       sp->num_decode_tokens = sp->num_tokens;
     }
   }
-  if (sp->num_rows == 0) { /* a rank without rows runs a dummy 0-token segment of request 0 */
-    sp->rows[0] = (cplab_row){.req = 0, .dummy = 1};
-    sp->num_rows = 1;
-  }
+  if (sp->num_rows == 0) add_placeholder(sp, s, step, dcp_rank, &env->par);
   return 0;
+}
+
+int cplab_row_on_local_shard(const cplab_parallel *par, const cplab_row *row) {
+  return !row->is_prefill || (par->dcp > 1 && !cplab_parallel_gathers_prefill(par));
+}
+
+int64_t cplab_split_shard_tokens(const cplab_split *s, const cplab_parallel *par) {
+  return par->dcp > 1 && !cplab_parallel_gathers_prefill(par) ? s->num_tokens : s->num_decode_tokens;
 }
 
 const cplab_row *cplab_split_row_of(const cplab_split *s, int64_t t) {

@@ -74,9 +74,11 @@ int cplab_workload_generate(const cplab_generator *g, const cplab_parallel *p, u
       int64_t dq = 1 + p->num_spec_tokens;
       int decode = mml >= 1 + dq && gsl_rng_uniform(r) < g->decode_fraction;
       if (decode) {
+        /* Near max_model_len the scheduler drops the drafts that would not
+         * fit: a context past mml - dq keeps only mml - num_computed tokens. */
         q->phase = CPLAB_PHASE_DECODE;
-        q->new_tokens = dq;
-        q->num_computed = max64(1, min64(draw(r, &g->context), mml - dq));
+        q->num_computed = max64(1, min64(draw(r, &g->context), mml - 1));
+        q->new_tokens = min64(dq, mml - q->num_computed);
       } else {
         q->phase = CPLAB_PHASE_PREFILL;
         q->new_tokens = max64(1, min64(draw(r, &g->prefill_tokens), mml));

@@ -119,16 +119,17 @@ int exec_indexer_topk(exec_rank *c, const cplab_row *row, int64_t pos, const uin
   if (!rc) rc = exec_arena_alloc(a, &diw, sizeof(float) * (size_t)IH, d);
   if (!rc) rc = exec_arena_alloc(a, &dlogits, sizeof(float) * (size_t)(n ? n : 1), d);
   if (!rc) rc = cplab_gen_indexer_query(c->in->seed, (uint32_t)c->layer, did, dpos, 1, IH, diq, dis, diw, NULL, d);
-  /* Decode rows through the decode kernel (over the gathered keys as one
-   * block of a one-row table), as cplab-bench reads them from the paged
-   * cache: both kernels meet the double reference, but only the same kernel
-   * gives the same bits, and cplab-bench checks its decode rows against
-   * these bit for bit. */
+  /* Rows on the local shard (decodes; every row under DCP without PCP)
+   * through the decode kernel (over the gathered keys as one block of a
+   * one-row table), as cplab-bench reads them from the paged cache: both
+   * kernels meet the double reference, but only the same kernel gives the
+   * same bits, and cplab-bench checks those rows against these bit for bit. */
   int32_t zero = 0, bsize = (int32_t)(n > 0 ? n : 1);
+  int shard = cplab_row_on_local_shard(c->in->par, row);
   void *dtab = NULL;
-  if (!rc && !row->is_prefill) rc = exec_arena_put(a, &dtab, &zero, sizeof zero, d);
-  if (!rc && n && row->is_prefill) rc = cplab_indexer_logits(diq, diw, 1, IH, dkeys, n, dks, dke, dlogits, NULL, d);
-  if (!rc && n && !row->is_prefill)
+  if (!rc && shard) rc = exec_arena_put(a, &dtab, &zero, sizeof zero, d);
+  if (!rc && n && !shard) rc = cplab_indexer_logits(diq, diw, 1, IH, dkeys, n, dks, dke, dlogits, NULL, d);
+  if (!rc && n && shard)
     rc = cplab_indexer_logits_decode(diq, diw, 1, IH, dkeys, n, dtab, 1, 1, bsize, dtab, dke, n, dlogits, NULL, d);
   if (!rc) rc = cplab_topk(dlogits, 1, n, dks, dke, c->k, dtopk, dscore, NULL, d);
   return rc;
@@ -142,11 +143,15 @@ int exec_row_convert(exec_rank *c, const cplab_row *row, const int32_t *topk, co
   size_t kb = sizeof(int32_t) * (size_t)c->k;
   int32_t *conv = malloc(kb);
   if (!conv) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
-  int rc = 0, k = row->is_prefill ? cplab_prefill_region_of(&rp->prefill, row->req) : -1;
+  /* Rows on the local shard convert like decodes (vLLM's
+   * triton_filter_and_convert_dcp_index); the others into the gathered
+   * workspace, or (DCP 1) not at all. */
+  int on_shard = cplab_row_on_local_shard(par, row), rc = 0;
+  int k = on_shard ? -1 : cplab_prefill_region_of(&rp->prefill, row->req);
   const int32_t *brow = rp->sched.block_table + (int64_t)row->req * rp->sched.max_blocks;
-  if (row->is_prefill && !rp->prefill.active) {
+  if (!on_shard && !rp->prefill.active) {
     rc = cplab_dev_upload(dconv, topk, kb, d);
-  } else if (row->is_prefill && !l->convert_prefill) {
+  } else if (!on_shard && !l->convert_prefill) {
     const cplab_prefill_plan *pl = &rp->prefill;
     int32_t region = 0;
     int64_t start = pl->workspace_start[k], shard = pl->chunks[pl->region_chunk[k]].shard_rows;
@@ -157,7 +162,7 @@ int exec_row_convert(exec_rank *c, const cplab_row *row, const int32_t *topk, co
     if (!rc)
       rc = cplab_convert_prefill_topk(dtopk, 1, c->k, dreg, dstart, dshard, NULL, 1, par->dcp, par->interleave, dconv,
                                       NULL, d);
-  } else if (!row->is_prefill && !l->convert_decode) {
+  } else if (on_shard && !l->convert_decode) {
     int32_t zero = 0;
     void *dreq, *dbt;
     rc = exec_arena_put(a, &dreq, &zero, sizeof zero, d);
@@ -167,8 +172,8 @@ int exec_row_convert(exec_rank *c, const cplab_row *row, const int32_t *topk, co
                                      par->interleave, dconv, NULL, d);
   } else { /* the layout's own rule, on the host */
     for (int j = 0; j < c->k; j++)
-      conv[j] = row->is_prefill ? cplab_layout_convert_prefill(l, &rp->env, &rp->prefill, k, topk[j], o)
-                                : cplab_layout_convert_decode(l, &rp->env, brow, rp->sched.max_blocks, topk[j], o);
+      conv[j] = !on_shard ? cplab_layout_convert_prefill(l, &rp->env, &rp->prefill, k, topk[j], o)
+                       : cplab_layout_convert_decode(l, &rp->env, brow, rp->sched.max_blocks, topk[j], o);
     rc = cplab_dev_upload(dconv, conv, kb, d);
   }
   free(conv);
@@ -234,7 +239,7 @@ static int row_run(exec_rank *c, const cplab_row *row, int64_t pos, int64_t i, e
   if (!rc) rc = exec_row_convert(c, row, topk, dtopk, c->rp->ids.dcp_rank, dconv, &a, d);
   if (!rc) rc = cplab_dev_download(out->converted + i * K, dconv, sizeof(int32_t) * (size_t)K, d);
   if (!rc) rc = cplab_gen_mla_query(in->seed, (uint32_t)c->layer, did, dpos, 1, c->rp->ids.tp * H, H, dq, NULL, d);
-  if (!rc && row->is_prefill) {
+  if (!rc && !cplab_row_on_local_shard(in->par, row)) {
     if (c->rp->prefill.active) {
       int ch = c->rp->prefill.region_chunk[cplab_prefill_region_of(&c->rp->prefill, row->req)];
       rc = cplab_sparse_mla_prefill(dq, 1, H, c->ws[ch], c->ws_rows[ch], dconv, K, scale, dfin, dl, NULL, d);
@@ -243,7 +248,7 @@ static int row_run(exec_rank *c, const cplab_row *row, int64_t pos, int64_t i, e
     }
     if (!rc) rc = cplab_dev_download(flse, dl, sizeof(float) * (size_t)H, d);
     for (int h = 0; !rc && h < H; h++) out->lse[i * H + h] = flse[h];
-  } else if (!rc) { /* decode: every DCP peer's partial, then the combine */
+  } else if (!rc) { /* on the local shard: every DCP peer's partial, then the combine */
     rc = c->ops->partials(c, row, pos, topk, dtopk, dq, dout, dl, &a, d);
     if (!rc) rc = cplab_lse_combine(dl, dout, D, 1, H, dfin, NULL, d);
     if (!rc) rc = cplab_dev_download(flse, dl, sizeof(float) * (size_t)D * H, d);

@@ -248,9 +248,28 @@ static void check_schedule_identity(ctx *x, int r) {
   SAME_ARRAY(x, SIM_RULE_SCHEDULE, r, s->block_table, s0->block_table, (size_t)R * s0->max_blocks, "block table");
 }
 
+/* vLLM gathers prefill KV only under PCP + DCP (pcp_dcp_kv_gather in
+ * FlashMLASparseMetadataBuilder.__init__, the same condition in the indexer's
+ * builder): with DCP and no PCP neither gathered plan may exist. */
+static void check_gather_rule(ctx *x, int r) {
+  const cplab_rank_plan *p = x->plans[r];
+  /* Checked where the rule decides something: DCP without PCP. Under PCP +
+   * DCP the workspace and indexer checks below use the plan, and with DCP 1
+   * there is nothing to gather (the check counts of those runs stay as they
+   * were). */
+  if (x->par->pcp != 1 || x->par->dcp <= 1) return;
+  int prefill = 0;
+  for (int i = 0; i < p->split.num_rows; i++) prefill |= p->split.rows[i].is_prefill && !p->split.rows[i].dummy;
+  CHECK(x->c, !p->prefill.active && !p->indexer.active, SIM_RULE_PLAN,
+        "rank %d: a gathered prefill plan (%d) or indexer plan (%d) with pcp = 1 and dcp = %d (%s prefill rows); vLLM "
+        "gathers prefill KV only when pcp > 1 and dcp > 1",
+        r, p->prefill.active, p->indexer.active, x->par->dcp, prefill ? "with" : "without");
+}
+
 static void check_plan_identity(ctx *x, int r) {
   const cplab_rank_plan *p = x->plans[r], *p0 = x->plans[0];
   const cplab_prefill_plan *a = &p->prefill, *b = &p0->prefill;
+  check_gather_rule(x, r);
   SAME_FIELD(x, SIM_RULE_PLAN, r, a->active, b->active, "gathered-prefill activity");
   SAME_FIELD(x, SIM_RULE_PLAN, r, a->num_regions, b->num_regions, "region count");
   SAME_FIELD(x, SIM_RULE_PLAN, r, a->num_chunks, b->num_chunks, "prefill chunk count");
@@ -370,13 +389,15 @@ static int check_workspace_and_conversion(ctx *x, int r, gsl_rng *rng) {
   return 0;
 }
 
-/* Decode rows: -1 for -1, remote owners and blocks past the table, else the
- * slot of the token in this rank's cache. */
+/* Rows on the local shard (decodes; every row under DCP without PCP): -1 for
+ * -1, remote owners and blocks past the table, else the slot of the token in
+ * this rank's cache. */
 static void check_decode_conversion(ctx *x, int r, gsl_rng *rng) {
   const cplab_rank_plan *p = x->plans[r];
   const cplab_schedule *s = &p->sched;
-  for (int i = 0; i < p->split.num_decode_rows; i++) {
+  for (int i = 0; i < p->split.num_rows; i++) {
     const cplab_row *row = &p->split.rows[i];
+    if (row->dummy || !cplab_row_on_local_shard(x->par, row)) continue;
     const int32_t *bt = s->block_table + (size_t)row->req * s->max_blocks;
     int64_t beyond = (int64_t)s->max_blocks * x->par->block_size * x->par->dcp;
     for (int e = 0; e < 24; e++) {
@@ -522,7 +543,7 @@ int sim_check_step(const cplab_step_input *in, cplab_rank_plan *const *plans, in
 
 int sim_check_empty_context(const cplab_layout *layout, const cplab_parallel *par, const cplab_model *model,
                             sim_check *out, cplab_diag *d) {
-  if (par->dcp <= 1) return 0; /* no gathered prefill plan to build */
+  if (!cplab_parallel_gathers_prefill(par)) return 0; /* no gathered prefill plan to build */
   cplab_request req = {.id = 0, .num_computed = 0, .new_tokens = 0, .phase = CPLAB_PHASE_PREFILL};
   cplab_step step = {1, &req};
   cplab_step_input in = {&step, 0, 1, par, model, layout};

@@ -126,10 +126,12 @@ static void entry_to_double(const uint8_t *e, double *out) {
   bf16_row_to_double(bf, out);
 }
 
-/* Convert the row's top-k as this rank's kernel does. */
+/* Convert the row's top-k as this rank's kernel does: rows on the local
+ * shard (decodes; every row under DCP without PCP) through the block table,
+ * keeping only this rank's tokens. */
 static int row_convert(const row_ctx *c, const int32_t *topk, int32_t *conv, int dcp_rank, cplab_diag *d) {
   const cplab_rank_plan *rp = c->mem->rp;
-  if (!c->row->is_prefill) {
+  if (cplab_row_on_local_shard(&rp->env.par, c->row)) {
     const int32_t *brow = rp->sched.block_table + (int64_t)c->row->req * rp->sched.max_blocks;
     for (int j = 0; j < c->k; j++)
       conv[j] = cplab_layout_convert_decode(rp->layout, &rp->env, brow, rp->sched.max_blocks, topk[j], dcp_rank);
@@ -184,13 +186,14 @@ static size_t shard_rows(row_ctx *c, int o, const int32_t *conv) {
   return n;
 }
 
-/* Attention of the row: prefill over the workspace; decode per DCP shard,
- * each peer converting the same top-k for itself, then the LSE combine. */
+/* Attention of the row: a prefill row over the workspace (or, without DCP,
+ * the whole context); a row on the local shard per DCP shard, each peer
+ * converting the same top-k for itself, then the LSE combine. */
 static int row_attention(row_ctx *c, const int32_t *topk, const int32_t *conv, double *out, double *lse,
                          cplab_diag *d) {
   const cplab_step_input *in = c->mem->in;
   const cplab_rank_plan *rp = c->mem->rp;
-  int H = c->heads, D = in->par->dcp, rc = 0;
+  int H = c->heads, D = in->par->dcp, rc = 0, shard = cplab_row_on_local_shard(in->par, c->row);
   double scale = cplab_model_softmax_scale(in->model);
   double *q = malloc(sizeof(double) * (size_t)H * CPLAB_MLA_ROW_DIM);
   double *part = malloc(sizeof(double) * (size_t)(D * H) * SIM_MLA_V);
@@ -206,7 +209,7 @@ static int row_attention(row_ctx *c, const int32_t *topk, const int32_t *conv, d
                              (uint32_t)(rp->ids.tp * H + h), bf);
     bf16_row_to_double(bf, q + (size_t)h * CPLAB_MLA_ROW_DIM);
   }
-  if (c->row->is_prefill) {
+  if (!shard) {
     size_t n;
     if ((rc = prefill_rows(c, conv, &n, d)) != 0) goto done;
     sim_attention(q, H, c->scratch, n, scale, fin, plse);
@@ -221,7 +224,7 @@ static int row_attention(row_ctx *c, const int32_t *topk, const int32_t *conv, d
     else memcpy(fin, part, sizeof(double) * (size_t)H * SIM_MLA_V);
   }
   memcpy(out, fin, sizeof(double) * (size_t)H * SIM_MLA_V);
-  for (int h = 0; h < H; h++) lse[h] = c->row->is_prefill || D == 1 ? plse[h] : sim_lse_merge(D, plse + h, (size_t)H);
+  for (int h = 0; h < H; h++) lse[h] = !shard || D == 1 ? plse[h] : sim_lse_merge(D, plse + h, (size_t)H);
 done:
   free(q), free(part), free(plse), free(fin), free(peer);
   return rc;

@@ -74,5 +74,11 @@ tests_unit_test_plan_LDADD = $(TEST_UNIT_LIBS)
 tests_unit_test_invariants_SOURCES = tests/unit/test_invariants.c tests/unit/sweep.h tests/unit/testutil.h
 tests_unit_test_invariants_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
 tests_unit_test_invariants_LDADD = libcplab_sim.la $(TEST_UNIT_LIBS)
+# Issue 19: DCP without PCP, the placeholder row and short MTP rows, against vLLM's rules.
+check_PROGRAMS += tests/unit/test_vllm_paths
+TESTS += tests/unit/test_vllm_paths
+tests_unit_test_vllm_paths_SOURCES = tests/unit/test_vllm_paths.c tests/unit/testutil.h
+tests_unit_test_vllm_paths_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
+tests_unit_test_vllm_paths_LDADD = libcplab_sim.la $(TEST_UNIT_LIBS)
 include tests/emu/local.mk
 include tests/portability/local.mk

@@ -4,7 +4,8 @@
 # (sim vs exec): each a different seed, parallel layout (TP, PCP, DCP,
 # interleave among the valid combinations below) and correct layout plugin,
 # with 3 generated steps of 1..4 requests (decodes, prefills, chunked
-# prefills) on GLM-5 or DeepSeek-V3.2 shapes.
+# prefills) on GLM-5 or DeepSeek-V3.2 shapes (16 heads per rank where DCP
+# runs without PCP).
 set -eu
 n=${1:?count}; dir=${2:?directory}
 mkdir -p "$dir"
@@ -17,13 +18,18 @@ while [ $i -lt "$n" ]; do
   tp=$(echo $c | cut -d, -f1); pcp=$(echo $c | cut -d, -f2); dcp=$(echo $c | cut -d, -f3); il=$(echo $c | cut -d, -f4)
   if [ $((i / ncombo % 2)) -eq 0 ]; then layout=vllm; else layout=block-aligned; fi
   if [ $((i % 3)) -eq 2 ]; then model=deepseek-v3.2; else model=glm-5; fi
+  # DCP without PCP runs vLLM's mixed-batch path, which needs fewer than 32
+  # heads per rank (FlashMLASparseMetadataBuilder): give those layouts the
+  # preset's shapes with 16 heads per rank.
+  model_json="\"$model\""
+  if [ "$pcp" -eq 1 ] && [ "$dcp" -gt 1 ]; then model_json="{ \"preset\": \"$model\", \"num_heads\": $((16 * tp)) }"; fi
   name=$(printf 'gen-%03d' $i)
   cat >"$dir/$name.json" <<JSON
 {
   "cplab_scenario": 1,
   "name": "$name",
   "description": "generated for sim/exec agreement: TP$tp/PCP$pcp/DCP$dcp, interleave $il, $layout, $model",
-  "model": "$model",
+  "model": $model_json,
   "parallel": { "tp": $tp, "pcp": $pcp, "dcp": $dcp, "interleave": $il, "block_size": 64,
                 "max_model_len": 8192, "cudagraph_mode": "FULL_AND_PIECEWISE" },
   "layout": "$layout",

@@ -168,7 +168,7 @@ static int token_lists(engine_rank *k, int32_t *id, int32_t *pos, int32_t *ks, i
   const cplab_split *sp = &k->rp->split;
   for (int i = 0; i < sp->num_rows; i++) {
     const cplab_row *row = &sp->rows[i];
-    if (row->len <= 0 || row->is_prefill) continue;
+    if (row->len <= 0 || !cplab_row_on_local_shard(k->in->par, row)) continue;
     for (int64_t t = 0; t < row->len; t++) {
       int64_t tok = row->token_offset + t, visible = row->start_pos + t + 1;
       dec_req[tok] = row->req;
@@ -180,7 +180,7 @@ static int token_lists(engine_rank *k, int32_t *id, int32_t *pos, int32_t *ks, i
     for (int64_t t = 0; t < row->len; t++) {
       int64_t tok = row->token_offset + t;
       id[tok] = (int32_t)k->in->step->requests[row->req].id, pos[tok] = (int32_t)(row->start_pos + t);
-      if (row->is_prefill) ks[tok] = 0, ke[tok] = (int32_t)(row->start_pos + t + 1);
+      if (!cplab_row_on_local_shard(k->in->par, row)) ks[tok] = 0, ke[tok] = (int32_t)(row->start_pos + t + 1);
     }
   }
   return 0;
@@ -263,7 +263,7 @@ static int setup_prefill_rows(engine_rank *k, int64_t *max_keys, int64_t *max_le
   if (!k->prefill) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
   for (int i = 0; i < sp->num_rows && !rc; i++) {
     const cplab_row *row = &sp->rows[i];
-    if (row->len <= 0 || !row->is_prefill) continue;
+    if (row->len <= 0 || cplab_row_on_local_shard(k->in->par, row)) continue;
     engine_prefill_row *pr = &k->prefill[k->num_prefill++];
     pr->tok0 = row->token_offset, pr->len = row->len, pr->nkeys = row->seq_len;
     *max_keys = pr->nkeys > *max_keys ? pr->nkeys : *max_keys;
@@ -403,7 +403,8 @@ int engine_rank_setup(engine_step *s, int r, const cplab_step_input *in, const c
   memset(k, 0, sizeof *k);
   const cplab_model *m = in->model;
   k->r = r, k->rp = rp, k->in = in;
-  k->T = rp->split.num_tokens, k->Tdec = rp->split.num_decode_tokens;
+  /* "Decode" tokens here are those on the local shard: every token under DCP without PCP (the plan's rule). */
+  k->T = rp->split.num_tokens, k->Tdec = cplab_split_shard_tokens(&rp->split, in->par);
   k->K = (int)m->index_topk, k->Hl = (int)(m->num_heads / in->par->tp), k->D = in->par->dcp, k->o = rp->ids.dcp_rank;
   k->scale = (float)cplab_model_softmax_scale(m);
   k->num_slots = s->num_slots;

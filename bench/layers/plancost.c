@@ -50,9 +50,15 @@ int cplab_bench_work_of(const cplab_step_input *in, const cplab_rank_plan *p, cp
   for (int i = 0; i < p->split.num_rows; i++) {
     const cplab_row *r = &p->split.rows[i];
     if (r->len <= 0) continue;
-    if (r->is_prefill) {
+    if (r->is_prefill && !cplab_row_on_local_shard(par, r)) {
       out->prefill_tokens += r->len;
       prefill_row(r, K, &pairs, &attn_prefill);
+    } else if (r->is_prefill) { /* DCP without PCP: this rank's share of the causal context, the DCP group's heads */
+      double own_pairs = 0, own_attn = 0;
+      out->prefill_tokens += r->len;
+      prefill_row(r, K, &own_pairs, &own_attn);
+      pairs += own_pairs / D;
+      attn_decode += own_attn / D;
     } else {
       out->decode_tokens += r->len;
       pairs += (double)r->len * (double)r->dcp_local_seq_len;

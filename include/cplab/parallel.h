@@ -48,8 +48,23 @@ int cplab_parallel_world(const cplab_parallel *p);
 
 /* Check every rule. On failure the diag message starts with the offending
  * field ("dcp: ...", "interleave: ..."). num_heads (0 = unknown) is checked
- * for divisibility by tp. */
+ * for divisibility by tp and, for DCP without PCP, against the head rules of
+ * vLLM's sparse-MLA backend (cplab_parallel_check_dcp_heads). */
 int cplab_parallel_check(const cplab_parallel *p, int64_t num_heads, cplab_diag *d);
+
+/* DCP without PCP on vLLM's FlashMLA-sparse backend: the rules of
+ * FlashMLASparseMetadataBuilder.__init__ for a DCP group that does not
+ * gather prefill KV (num_heads = the model's attention heads, > 0). 0 or
+ * CPLAB_EUNSUPPORTED with a "dcp: ..." message naming the rule. */
+int cplab_parallel_check_dcp_heads(const cplab_parallel *p, int64_t num_heads, cplab_diag *d);
+
+/* 1 when prefill rows attend over a DCP-gathered workspace: vLLM gathers a
+ * prefill's KV shards only under PCP + DCP (FlashMLASparseMetadataBuilder:
+ * pcp_dcp_kv_gather = use_pcp and dcp_world_size > 1; the indexer builder
+ * plans its PCP chunks on the same condition). With PCP = 1 and DCP > 1
+ * every row takes the classic DCP path: this rank's own shard, then the LSE
+ * combine. */
+int cplab_parallel_gathers_prefill(const cplab_parallel *p);
 
 const char *cplab_graph_mode_name(cplab_graph_mode m);
 int cplab_graph_mode_parse(const char *name, cplab_graph_mode *out); /* 0 or CPLAB_ENOTFOUND */

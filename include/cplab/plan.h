@@ -28,7 +28,7 @@ typedef struct cplab_row {
   int32_t req;         /* global request index g (position in the step) */
   uint8_t is_prefill;  /* 0: decode row */
   uint8_t replicated;  /* the whole request on every PCP rank */
-  uint8_t dummy;       /* the 0-token placeholder of a rank without rows */
+  uint8_t dummy;       /* the placeholder of a rank without rows: request 0, no tokens, at its computed position */
   int64_t start;       /* offset in the request's new tokens */
   int64_t len;         /* query tokens */
   int64_t start_pos;   /* absolute position of the first token (num_computed + start) */
@@ -71,7 +71,7 @@ typedef struct cplab_prefill_chunk {
 } cplab_prefill_chunk;
 
 typedef struct cplab_prefill_plan {
-  int active;             /* 0: no gathered prefill this step (dcp == 1 or no prefill rows) */
+  int active;             /* 0: no gathered prefill this step (no PCP + DCP, or no prefill rows) */
   int W;                  /* dcp size */
   int64_t budget;         /* per-rank rows per chunk: max_gathered_rows / W */
   int num_regions;
@@ -192,6 +192,16 @@ void cplab_rank_plan_free(cplab_rank_plan *p);
 int cplab_split_derive(const cplab_schedule *s, const cplab_step *step, const cplab_layout_env *env, int pcp_rank,
                        int dcp_rank, cplab_split *out, cplab_diag *d);
 void cplab_split_free(cplab_split *s);
+/* 1 when row attends over this rank's own DCP shard with the fp8 decode
+ * kernel, its top-k filtered to the tokens this rank owns (the others -1) and
+ * its partial result merged over DCP by LSE: decode rows always, and every
+ * row under DCP without PCP (vLLM's mixed-batch path,
+ * FlashMLASparseImpl._forward_fp8_kv_mixed_batch). 0 for a prefill row over
+ * the gathered workspace (PCP + DCP) or over the whole context (DCP 1). */
+int cplab_row_on_local_shard(const cplab_parallel *par, const cplab_row *row);
+/* Local tokens of rows on the local shard: they lead (decodes first), so
+ * they are tokens [0, this). */
+int64_t cplab_split_shard_tokens(const cplab_split *s, const cplab_parallel *par);
 /* The region of global request req in a prefill / indexer plan (-1: none). */
 int cplab_prefill_region_of(const cplab_prefill_plan *pl, int req);
 int cplab_indexer_region_of(const cplab_indexer_plan *pl, int req);

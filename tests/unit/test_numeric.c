@@ -3,8 +3,8 @@
  * I in {1,64}, every correct layout. Each sampled row's top-k and scores must equal the
  * single-rank indexer's exactly, prefill rows' attention must equal
  * single-rank attention bit for bit (the gathered rows are the same rows in
- * the same order), decode rows' combined attention within 1e-12 relative
- * error. Mutant layouts that misplace rows must be caught by the same
+ * the same order), rows on the local shard (decodes; every row under DCP
+ * without PCP) their combined attention within 1e-12 relative error. Mutant layouts that misplace rows must be caught by the same
  * comparison. */
 #include <math.h>
 
@@ -113,11 +113,11 @@ static void compare_step(const cplab_step_input *in, tally *t) {
       t->rows++;
       t->spec_rows += !row->is_prefill && pos > row->start_pos;
       t->topk_differ += !topk_same;
-      if (row->is_prefill) {
+      if (!cplab_row_on_local_shard(in->par, row)) { /* over the gathered workspace or the whole context: the same rows */
         t->prefill_rows++;
         t->prefill_differ += memcmp(out, truth.out, sizeof(double) * (size_t)H * SIM_MLA_V) != 0 ||
                              memcmp(lse, truth.lse, sizeof(double) * (size_t)H) != 0;
-      } else {
+      } else { /* partials over the DCP shards, combined by LSE (decodes; every row under DCP without PCP) */
         double e = rel_err(out, truth.out, (size_t)H * SIM_MLA_V);
         t->decode_rows++;
         if (!(e <= 1e-12)) t->decode_over++;
