@@ -21,6 +21,10 @@ typedef struct pair_ctx {
   diff_report *r;
   const int64_t *sampled; /* A's sampled_tokens of the layer, or NULL */
   int layouts_differ;     /* A and B ran different layouts */
+  /* rows whose top-k sets differ by ties (compare_topk): their attention
+   * read other keys, so it is not compared (counted as tie-swaps) */
+  unsigned char *swapped;
+  int64_t swapped_rows;
 } pair_ctx;
 
 /* "token 5 (request 2, position 37)" for row m of a layer: the local token
@@ -54,6 +58,66 @@ static size_t elem_size(cplab_trace_tensor t) {
   }
 }
 
+static int tensor_of(const char *name) {
+  for (int t = 0; t < CPLAB_TT_COUNT; t++)
+    if (strcmp(cplab_trace_tensor_name((cplab_trace_tensor)t), name) == 0) return t;
+  return -1;
+}
+
+/* The JUnit classname of a dataset: what part of the computation it is. */
+static const char *group_of(const char *name) {
+  switch (tensor_of(name)) {
+    case CPLAB_TT_TOPK:
+    case CPLAB_TT_TOPK_CONVERTED:
+    case CPLAB_TT_TOPK_SCORES:
+    case CPLAB_TT_KTH_SCORE: return "indexer";
+    case CPLAB_TT_SAMPLED_TOKENS: return "rows";
+    case CPLAB_TT_ATTN_OUT:
+    case CPLAB_TT_ATTN_LSE: return "attention";
+    case -1: return strcmp(name, "plans") == 0 ? "plans" : "layout";
+    default: return "caches";
+  }
+}
+
+/* What passing means for a dataset, with the policy's numbers, so that a CI
+ * report's failure says which tolerance the values broke. */
+static void criterion(const diff_policy *pol, const char *name, char *out, size_t cap) {
+  int t = tensor_of(name);
+  if (t == CPLAB_TT_TOPK) {
+    snprintf(out, cap,
+             "the same sets modulo ties: an index only one side picked scores within %g + %g (the row's largest |score|) "
+             "of A's k-th", pol->t[t].tie_eps, pol->t[t].row_rtol);
+    return;
+  }
+  if (t < 0 || is_exact((cplab_trace_tensor)t) || t == CPLAB_TT_TOPK_CONVERTED) {
+    snprintf(out, cap, "exact");
+    return;
+  }
+  const diff_tolerance *tol = &pol->t[t];
+  char ulp[40] = "", cosine[48] = "";
+  if (tol->ulp > 0) snprintf(ulp, sizeof ulp, " or within %lld ulp", (long long)tol->ulp);
+  if (tol->cosine > 0) snprintf(cosine, sizeof cosine, "; cosine of each row >= %g", tol->cosine);
+  char row[64] = "";
+  if (tol->row_rtol > 0) snprintf(row, sizeof row, " + %g (the row's largest |score|)", tol->row_rtol);
+  snprintf(out, cap, "|a - b| <= %g + %g |a|%s%s%s; NaN and Inf positions exact", tol->atol, tol->rtol, row, ulp,
+           cosine);
+}
+
+/* A row of the summary with its case: in agreement, one case per dataset. */
+static diff_dataset *dataset(diff_report *r, const diff_policy *pol, const char *name) {
+  diff_dataset *ds = diff_report_dataset(r, name);
+  if (ds->c) return ds;
+  diff_case *c = ds->c = diff_report_case(r, group_of(name), name);
+  c->dataset = (int)(ds - r->datasets);
+  if (strcmp(name, "layout-specific") == 0) {
+    c->skip = "decided by each layout: counted, not compared";
+    return ds;
+  }
+  c->evaluated = 1;
+  criterion(pol, name, c->criterion, sizeof c->criterion);
+  return ds;
+}
+
 static void compare_exact(pair_ctx *x, cplab_trace_tensor t, const uint64_t *dims, int rank, const void *a,
                           const void *b, diff_dataset *ds) {
   size_t es = elem_size(t), n = 1;
@@ -69,7 +133,7 @@ static void compare_exact(pair_ctx *x, cplab_trace_tensor t, const uint64_t *dim
       if (first == n) first = i;
     }
   ds->differences += diffs;
-  diff_report_add(x->r, "%s: rank %d step %zu layer %d: %lld elements differ, first at row %zu column %zu",
+  diff_report_add(x->r, ds->c, "%s: rank %d step %zu layer %d: %lld elements differ, first at row %zu column %zu",
                   cplab_trace_tensor_name(t), x->rank, x->step, x->layer, (long long)diffs, first / cols, first % cols);
 }
 
@@ -95,15 +159,38 @@ static void element_meaning(const pair_ctx *x, cplab_trace_tensor t, const uint6
   else snprintf(out, cap, "%s column %zu", tok, c);
 }
 
-/* Floats: elementwise tolerance, NaN/Inf positions exact, cosine per row. */
+/* The largest finite |score| of each of A's top-k rows (dims [rows][k];
+ * -1 entries skipped): the scale of the policy's row_rtol. NULL when out of
+ * memory (row_rtol then counts as 0). */
+static double *row_scales(const uint64_t *dims, const int32_t *idx, const float *scores) {
+  int64_t t = (int64_t)dims[0], k = (int64_t)dims[1];
+  double *s = calloc(t > 0 ? (size_t)t : 1, sizeof *s);
+  for (int64_t m = 0; s && m < t; m++)
+    for (int64_t j = 0; j < k; j++) {
+      double v = fabs((double)scores[m * k + j]);
+      if (idx[m * k + j] >= 0 && isfinite(v) && v > s[m]) s[m] = v;
+    }
+  return s;
+}
+
+/* Floats: elementwise tolerance, NaN/Inf positions exact, cosine per row.
+ * row_scale (may be NULL): per row, what the policy's row_rtol multiplies. */
 static void compare_float(pair_ctx *x, cplab_trace_tensor t, const uint64_t *dims, int rank, const float *a,
-                          const float *b, diff_dataset *ds) {
+                          const float *b, const double *row_scale, diff_dataset *ds) {
   const diff_tolerance *tol = &x->pol->t[t];
   size_t cols = rank > 1 ? (size_t)dims[rank - 1] : 1, n = 1;
   for (int i = 0; i < rank; i++) n *= (size_t)dims[i];
   ds->compared += (int64_t)n;
   x->r->compared_bytes += (int64_t)(8 * n);
+  /* attention: rows (of heads) of a token whose top-k sets differ by ties are skipped */
+  int attn = t == CPLAB_TT_ATTN_OUT || t == CPLAB_TT_ATTN_LSE;
+  size_t per_token = t == CPLAB_TT_ATTN_OUT ? (size_t)dims[1] : 1;
   for (size_t row = 0; row * cols < n; row++) {
+    size_t tok = row / per_token;
+    if (attn && x->swapped && (int64_t)tok < x->swapped_rows && (int64_t)tok < (int64_t)dims[0] && x->swapped[tok]) {
+      if (row % per_token == 0) ds->tie_swaps++;
+      continue;
+    }
     double dot = 0, na = 0, nb = 0;
     for (size_t c = 0; c < cols; c++) {
       size_t i = row * cols + c;
@@ -115,7 +202,7 @@ static void compare_float(pair_ctx *x, cplab_trace_tensor t, const uint64_t *dim
           char where[160];
           element_meaning(x, t, dims, row, c, where, sizeof where);
           ds->differences++;
-          diff_report_add(x->r, "%s: rank %d step %zu layer %d %s: %g vs %g (NaN/Inf must match)",
+          diff_report_add(x->r, ds->c, "%s: rank %d step %zu layer %d %s: %g vs %g (NaN/Inf must match)",
                           cplab_trace_tensor_name(t), x->rank, x->step, x->layer, where, (double)u, (double)v);
         }
         continue;
@@ -125,12 +212,13 @@ static void compare_float(pair_ctx *x, cplab_trace_tensor t, const uint64_t *dim
       if (abs_err > ds->max_abs) ds->max_abs = abs_err;
       if (rel > ds->max_rel && isfinite(rel)) ds->max_rel = rel;
       if (ulps > ds->max_ulp) ds->max_ulp = ulps;
-      int ok = abs_err <= tol->atol + tol->rtol * fabs((double)u) || (tol->ulp > 0 && ulps <= tol->ulp);
+      double allowed = tol->atol + tol->rtol * fabs((double)u) + (row_scale ? tol->row_rtol * row_scale[row] : 0);
+      int ok = abs_err <= allowed || (tol->ulp > 0 && ulps <= tol->ulp);
       if (!ok) {
         char where[160];
         element_meaning(x, t, dims, row, c, where, sizeof where);
         ds->differences++;
-        diff_report_add(x->r, "%s: rank %d step %zu layer %d %s: %.9g vs %.9g (abs %.3g, rel %.3g, %lld ulp)",
+        diff_report_add(x->r, ds->c, "%s: rank %d step %zu layer %d %s: %.9g vs %.9g (abs %.3g, rel %.3g, %lld ulp)",
                         cplab_trace_tensor_name(t), x->rank, x->step, x->layer, where, (double)u, (double)v, abs_err,
                         rel, (long long)ulps);
       }
@@ -140,7 +228,7 @@ static void compare_float(pair_ctx *x, cplab_trace_tensor t, const uint64_t *dim
     if (cosine < ds->min_cosine) ds->min_cosine = cosine;
     if (tol->cosine > 0 && cosine < tol->cosine) {
       ds->differences++;
-      diff_report_add(x->r, "%s: rank %d step %zu layer %d row %zu: cosine %.6f below %.6f", cplab_trace_tensor_name(t),
+      diff_report_add(x->r, ds->c, "%s: rank %d step %zu layer %d row %zu: cosine %.6f below %.6f", cplab_trace_tensor_name(t),
                       x->rank, x->step, x->layer, row, cosine, tol->cosine);
     }
   }
@@ -157,17 +245,19 @@ static int64_t find_in_row(const int32_t *row, int64_t k, int32_t idx) {
  * entries must agree exactly and the scores within the topk_scores policy
  * (scores are compared by index, not by column: columns move with ties). */
 static void compare_topk(pair_ctx *x, const uint64_t *dims, const int32_t *a, const int32_t *b, const int32_t *ca,
-                         const int32_t *cb, const float *sa, const float *sb, const float *kth, diff_dataset *ds) {
+                         const int32_t *cb, const float *sa, const float *sb, const float *kth, const double *scale,
+                         diff_dataset *ds) {
   int64_t t = (int64_t)dims[0], k = (int64_t)dims[1];
-  double eps = x->pol->t[CPLAB_TT_TOPK].tie_eps;
-  diff_dataset *ds_scores = sa && sb ? diff_report_dataset(x->r, "topk_scores") : NULL;
-  diff_dataset *ds_conv = ca && cb ? diff_report_dataset(x->r, "topk_converted") : NULL;
+  double tie_eps = x->pol->t[CPLAB_TT_TOPK].tie_eps, tie_row = x->pol->t[CPLAB_TT_TOPK].row_rtol;
+  diff_dataset *ds_scores = sa && sb ? dataset(x->r, x->pol, "topk_scores") : NULL;
+  diff_dataset *ds_conv = ca && cb ? dataset(x->r, x->pol, "topk_converted") : NULL;
   ds->compared += t * k;
   x->r->compared_bytes += 8 * t * k;
   if (ds_scores) ds_scores->compared += t * k, x->r->compared_bytes += 8 * t * k;
   if (ds_conv) ds_conv->compared += t * k, x->r->compared_bytes += 8 * t * k;
   for (int64_t m = 0; m < t; m++) {
     const int32_t *ra = a + m * k, *rb = b + m * k;
+    double eps = tie_eps + (scale ? tie_row * scale[m] : 0);
     int bad = 0;
     for (int side = 0; side < 2 && !bad; side++) {
       const int32_t *mine = side ? rb : ra, *other = side ? ra : rb;
@@ -178,11 +268,12 @@ static void compare_topk(pair_ctx *x, const uint64_t *dims, const int32_t *a, co
         /* Only this side picked idx: a tie iff it scores like the k-th. */
         int tie = my_scores && kth && fabs((double)my_scores[m * k + j] - (double)kth[m]) <= eps;
         if (tie) ds->tie_swaps++;
+        if (tie && x->swapped && m < x->swapped_rows) x->swapped[m] = 1;
         else bad = 1;
         if (!tie) {
           char what[96];
           token_meaning(x->plan, x->sampled, m, what, sizeof what);
-          diff_report_add(x->r, "topk: rank %d step %zu layer %d %s: index %d picked only by %s and not a tie%s",
+          diff_report_add(x->r, ds->c, "topk: rank %d step %zu layer %d %s: index %d picked only by %s and not a tie%s",
                           x->rank, x->step, x->layer, what, idx, side ? "B" : "A",
                           my_scores ? "" : " (no scores stored to judge ties)");
         }
@@ -197,11 +288,12 @@ static void compare_topk(pair_ctx *x, const uint64_t *dims, const int32_t *a, co
       float u = sa[m * k + j], v = sb[m * k + jb];
       double e = u == v ? 0 : fabs((double)u - (double)v);
       if (ds_scores && e > ds_scores->max_abs && isfinite(e)) ds_scores->max_abs = e;
-      int same = u == v || (isnan(u) && isnan(v)) || e <= st->atol + st->rtol * fabs((double)u);
+      double allowed = st->atol + st->rtol * fabs((double)u) + (scale ? st->row_rtol * scale[m] : 0);
+      int same = u == v || (isnan(u) && isnan(v)) || e <= allowed;
       if (!same) {
         char what[96];
         token_meaning(x->plan, x->sampled, m, what, sizeof what);
-        diff_report_add(x->r, "topk_scores: rank %d step %zu layer %d %s: index %d scored %.9g vs %.9g", x->rank,
+        diff_report_add(x->r, ds_scores->c, "topk_scores: rank %d step %zu layer %d %s: index %d scored %.9g vs %.9g", x->rank,
                         x->step, x->layer, what, ra[j], (double)u, (double)v);
         bad_scores = 1;
       }
@@ -211,7 +303,7 @@ static void compare_topk(pair_ctx *x, const uint64_t *dims, const int32_t *a, co
       if (jb >= 0 && ca[m * k + j] != cb[m * k + jb]) {
         char what[96];
         token_meaning(x->plan, x->sampled, m, what, sizeof what);
-        diff_report_add(x->r, "topk_converted: rank %d step %zu layer %d %s: index %d converted to %d vs %d", x->rank,
+        diff_report_add(x->r, ds_conv->c, "topk_converted: rank %d step %zu layer %d %s: index %d converted to %d vs %d", x->rank,
                         x->step, x->layer, what, ra[j], ca[m * k + j], cb[m * k + jb]);
         bad_conv = 1;
       }
@@ -246,52 +338,61 @@ static void free_pair(tensor_pair *p) {
 
 static int compare_layer(pair_ctx *x, cplab_trace *ta, cplab_trace *tb, cplab_diag *d) {
   tensor_pair p[CPLAB_TT_COUNT];
+  double *scale = NULL; /* A's top-k rows' largest |score| (the top-k comes before the k-th scores) */
   int rc = 0, loaded = 0;
   for (; loaded < CPLAB_TT_COUNT && !rc; loaded++)
     rc = load_pair(ta, tb, x->step, x->layer, (cplab_trace_tensor)loaded, &p[loaded], d);
   if (!rc && p[CPLAB_TT_SAMPLED_TOKENS].present_a) x->sampled = p[CPLAB_TT_SAMPLED_TOKENS].a;
+  x->swapped_rows = !rc && p[CPLAB_TT_TOPK].present_a ? (int64_t)p[CPLAB_TT_TOPK].dims[0] : 0;
+  x->swapped = x->swapped_rows > 0 ? calloc((size_t)x->swapped_rows, 1) : NULL;
   for (int t = 0; !rc && t < CPLAB_TT_COUNT; t++) {
     const char *name = cplab_trace_tensor_name((cplab_trace_tensor)t);
     if (!p[t].present_a && !p[t].present_b) continue;
-    diff_dataset *ds = diff_report_dataset(x->r, name);
+    diff_dataset *ds = dataset(x->r, x->pol, name);
     if (p[t].present_a != p[t].present_b) {
       ds->differences++;
-      diff_report_add(x->r, "%s: rank %d step %zu layer %d: only in %s", name, x->rank, x->step, x->layer,
+      diff_report_add(x->r, ds->c, "%s: rank %d step %zu layer %d: only in %s", name, x->rank, x->step, x->layer,
                       p[t].present_a ? "A" : "B");
       continue;
     }
     if (memcmp(p[t].dims, p[t].dims_b, sizeof p[t].dims) != 0) {
       ds->differences++;
-      diff_report_add(x->r, "%s: rank %d step %zu layer %d: shapes differ", name, x->rank, x->step, x->layer);
+      diff_report_add(x->r, ds->c, "%s: rank %d step %zu layer %d: shapes differ", name, x->rank, x->step, x->layer);
       continue;
     }
     int rank = t == CPLAB_TT_KTH_SCORE || t == CPLAB_TT_SAMPLED_TOKENS || t == CPLAB_TT_DIGESTS ? 1
                : t == CPLAB_TT_ATTN_OUT                                                   ? 3
                                                                                           : 2;
     if (t == CPLAB_TT_DIGESTS && x->layouts_differ && p[t].dims[0] > 2) {
-      diff_report_dataset(x->r, "layout-specific")->compared += (int64_t)p[t].dims[0] - 2;
+      dataset(x->r, x->pol, "layout-specific")->compared += (int64_t)p[t].dims[0] - 2;
       p[t].dims[0] = 2; /* the caches; the workspaces are the layout's */
     }
     if (t == CPLAB_TT_TOPK) {
       const tensor_pair *c = &p[CPLAB_TT_TOPK_CONVERTED], *s = &p[CPLAB_TT_TOPK_SCORES], *k = &p[CPLAB_TT_KTH_SCORE];
       int conv = !x->layouts_differ && c->present_a && c->present_b && memcmp(c->dims, p[t].dims, sizeof c->dims) == 0;
       int scores = s->present_a && s->present_b && memcmp(s->dims, p[t].dims, sizeof s->dims) == 0 && k->present_a;
+      scale = scores ? row_scales(p[t].dims, p[t].a, s->a) : NULL;
       compare_topk(x, p[t].dims, p[t].a, p[t].b, conv ? c->a : NULL, conv ? c->b : NULL, scores ? s->a : NULL,
-                   scores ? s->b : NULL, scores ? k->a : NULL, ds);
+                   scores ? s->b : NULL, scores ? k->a : NULL, scale, ds);
     } else if (t == CPLAB_TT_TOPK_CONVERTED || t == CPLAB_TT_TOPK_SCORES) {
       /* Compared by index with the top-k sets when those are there. */
       if (t == CPLAB_TT_TOPK_CONVERTED && x->layouts_differ)
-        diff_report_dataset(x->r, "layout-specific")->compared += (int64_t)(p[t].dims[0] * p[t].dims[1]);
+        dataset(x->r, x->pol, "layout-specific")->compared += (int64_t)(p[t].dims[0] * p[t].dims[1]);
       else if (!p[CPLAB_TT_TOPK].present_a) {
         if (t == CPLAB_TT_TOPK_CONVERTED) compare_exact(x, (cplab_trace_tensor)t, p[t].dims, rank, p[t].a, p[t].b, ds);
-        else compare_float(x, (cplab_trace_tensor)t, p[t].dims, rank, p[t].a, p[t].b, ds);
+        else compare_float(x, (cplab_trace_tensor)t, p[t].dims, rank, p[t].a, p[t].b, NULL, ds);
       }
     } else if (is_exact((cplab_trace_tensor)t)) {
       compare_exact(x, (cplab_trace_tensor)t, p[t].dims, rank, p[t].a, p[t].b, ds);
     } else {
-      compare_float(x, (cplab_trace_tensor)t, p[t].dims, rank, p[t].a, p[t].b, ds);
+      /* the k-th scores by their rows' scale (the top-k is compared first) */
+      const double *rs = t == CPLAB_TT_KTH_SCORE && scale && p[CPLAB_TT_TOPK].dims[0] == p[t].dims[0] ? scale : NULL;
+      compare_float(x, (cplab_trace_tensor)t, p[t].dims, rank, p[t].a, p[t].b, rs, ds);
     }
   }
+  free(scale);
+  free(x->swapped);
+  x->swapped = NULL, x->swapped_rows = 0;
   for (int t = 0; t < loaded; t++) free_pair(&p[t]);
   return rc;
 }
@@ -330,7 +431,7 @@ int diff_agree(const char *path_a, const char *path_b, const diff_policy *pol, d
     cplab_trace *ra = NULL, *rb = NULL;
     rc = cplab_trace_open_rank(a, k, &ra, d);
     if (!rc) rc = cplab_trace_open_rank(b, k, &rb, d);
-    diff_dataset *plans = rc ? NULL : diff_report_dataset(r, layouts_differ ? "layout-specific" : "plans");
+    diff_dataset *plans = rc ? NULL : dataset(r, pol, layouts_differ ? "layout-specific" : "plans");
     for (size_t step = 0; !rc && step < sa->num_steps; step++) {
       cplab_rank_plan *pa = NULL, *pb = NULL;
       rc = cplab_trace_read_plan(ra, step, &pa, d);
@@ -342,7 +443,7 @@ int diff_agree(const char *path_a, const char *path_b, const diff_policy *pol, d
         r->compared_bytes += 2 * plan_bytes(pa);
         if (!cplab_rank_plan_equal(pa, pb, what, sizeof what)) {
           plans->differences++;
-          diff_report_add(r, "plans: rank %d step %zu: %s differ", k, step, what);
+          diff_report_add(r, plans->c, "plans: rank %d step %zu: %s differ", k, step, what);
         }
       }
       int *la = NULL, *lb = NULL, na = 0, nb = 0;
@@ -355,7 +456,7 @@ int diff_agree(const char *path_a, const char *path_b, const diff_policy *pol, d
           for (int j = 0; j < na; j++) seen |= la[j] == layer;
           if (seen) continue;
         }
-        pair_ctx x = {k, step, layer, pa, pol, r, NULL, layouts_differ};
+        pair_ctx x = {k, step, layer, pa, pol, r, NULL, layouts_differ, NULL, 0};
         rc = compare_layer(&x, ra, rb, d);
       }
       free(la);

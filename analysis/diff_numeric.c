@@ -56,7 +56,7 @@ static int64_t global_token(const cplab_rank_plan *p, const cplab_row *row, int6
 /* Replicated rows: the first rank holding a global token with the same TP
  * rank is the reference for the others. */
 static void replicated_rows(diff_report *r, size_t step, int layer, cplab_rank_plan *const *plans, const rank_layer *L,
-                            int world, diff_dataset *ds) {
+                            int world, diff_dataset *ds, diff_case *verdict) {
   for (int a = 0; a < world; a++)
     for (int64_t i = 0; L[a].present && i < L[a].rows; i++) {
       const cplab_row *ra = cplab_split_row_of(&plans[a]->split, L[a].tokens[i]);
@@ -74,7 +74,7 @@ static void replicated_rows(diff_report *r, size_t step, int layer, cplab_rank_p
           ds->compared++;
           if (!same) {
             ds->differences++;
-            diff_report_add(r, "replicated-rows: step %zu layer %d: global token %lld differs between ranks %d and %d "
+            diff_report_add(r, verdict, "replicated-rows: step %zu layer %d: global token %lld differs between ranks %d and %d "
                                "(top-k or attention)", step, layer, (long long)g, a, b);
           }
         }
@@ -84,22 +84,23 @@ static void replicated_rows(diff_report *r, size_t step, int layer, cplab_rank_p
 
 /* Stored conversion = the layout applied to the stored top-k by this rank. */
 static void conversion(diff_report *r, size_t step, int layer, const cplab_rank_plan *p, const rank_layer *l, int rank,
-                       diff_dataset *ds) {
+                       diff_dataset *ds, diff_case *verdict) {
   const cplab_layout *lay = p->layout;
   for (int64_t i = 0; i < l->rows; i++) {
     const cplab_row *row = cplab_split_row_of(&p->split, l->tokens[i]);
     if (!row) continue;
-    int region = row->is_prefill ? cplab_prefill_region_of(&p->prefill, row->req) : -1;
+    int shard = cplab_row_on_local_shard(&p->env.par, row); /* decodes; every row under DCP without PCP */
+    int region = shard ? -1 : cplab_prefill_region_of(&p->prefill, row->req);
     const int32_t *brow = p->sched.block_table + (int64_t)row->req * p->sched.max_blocks;
     for (int j = 0; j < l->k; j++) {
       int32_t t = l->topk[i * l->k + j], want;
-      if (!row->is_prefill) want = cplab_layout_convert_decode(lay, &p->env, brow, p->sched.max_blocks, t, p->ids.dcp_rank);
+      if (shard) want = cplab_layout_convert_decode(lay, &p->env, brow, p->sched.max_blocks, t, p->ids.dcp_rank);
       else if (!p->prefill.active) want = t;
       else want = cplab_layout_convert_prefill(lay, &p->env, &p->prefill, region, t, p->ids.dcp_rank);
       ds->compared++;
       if (want != l->conv[i * l->k + j]) {
         ds->differences++;
-        diff_report_add(r, "conversion: rank %d step %zu layer %d local token %lld: index %d converted to %d, the "
+        diff_report_add(r, verdict, "conversion: rank %d step %zu layer %d local token %lld: index %d converted to %d, the "
                            "layout says %d", rank, step, layer, (long long)l->tokens[i], t, l->conv[i * l->k + j], want);
         break;
       }
@@ -109,14 +110,15 @@ static void conversion(diff_report *r, size_t step, int layer, const cplab_rank_
 
 /* Decode rows against single-device attention over their selected tokens. */
 static int decode_combine(diff_report *r, const cplab_step_input *in, int layer, const cplab_rank_plan *p,
-                          const rank_layer *l, int rank, const diff_tolerance *tol, diff_dataset *ds, cplab_diag *d) {
+                          const rank_layer *l, int rank, const diff_tolerance *tol, diff_dataset *ds, diff_case *verdict,
+                          cplab_diag *d) {
   int H = l->heads, K = l->k;
   double *q = malloc(sizeof(double) * (size_t)H * SIM_MLA_QK), *rows = malloc(sizeof(double) * (size_t)K * SIM_MLA_QK);
   double *out = malloc(sizeof(double) * (size_t)H * SIM_MLA_V), *lse = malloc(sizeof(double) * (size_t)H);
   int rc = q && rows && out && lse ? 0 : cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
   for (int64_t i = 0; !rc && i < l->rows; i++) {
     const cplab_row *row = cplab_split_row_of(&p->split, l->tokens[i]);
-    if (!row || row->is_prefill) continue;
+    if (!row || !cplab_row_on_local_shard(&p->env.par, row)) continue;
     uint32_t id = (uint32_t)in->step->requests[row->req].id, pos = (uint32_t)(row->start_pos + l->tokens[i] - row->token_offset);
     size_t n = 0;
     for (int j = 0; j < K; j++) {
@@ -146,7 +148,7 @@ static int decode_combine(diff_report *r, const cplab_step_input *in, int layer,
     if (worst > ds->max_abs || worst != worst) ds->max_abs = worst;
     if (bad) {
       ds->differences++;
-      diff_report_add(r, "decode-combine: rank %d step %zu layer %d local token %lld: combined attention is %.3g "
+      diff_report_add(r, verdict, "decode-combine: rank %d step %zu layer %d local token %lld: combined attention is %.3g "
                          "away from single-device attention over its %zu selected tokens",
                       rank, in->step_index, layer, (long long)l->tokens[i], worst, n);
     }
@@ -155,20 +157,31 @@ static int decode_combine(diff_report *r, const cplab_step_input *in, int layer,
   return rc;
 }
 
+/* The step's numeric checks ran when any rank stored a layer of it. */
+static void mark_evaluated(const diff_numeric_cases *cases, const rank_layer *L, int world) {
+  for (int k = 0; k < world; k++)
+    if (L[k].present) cases->replicated->evaluated = cases->conversion->evaluated = cases->combine->evaluated = 1;
+}
+
 int diff_ranks_numeric(diff_report *r, cplab_trace *const *ranks, cplab_rank_plan *const *plans,
-                       const cplab_step_input *in, int world, const diff_policy *pol, cplab_diag *d) {
+                       const cplab_step_input *in, int world, const diff_policy *pol, const diff_numeric_cases *cases,
+                       cplab_diag *d) {
   int *layers = NULL, nl = 0;
   int rc = cplab_trace_list_layers(ranks[0], in->step_index, &layers, &nl, d);
   rank_layer *L = calloc((size_t)world, sizeof *L);
   if (!rc && !L) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
   for (int li = 0; !rc && li < nl; li++) {
     for (int k = 0; !rc && k < world; k++) rc = read_layer(ranks[k], in->step_index, layers[li], &L[k], d);
-    if (!rc) replicated_rows(r, in->step_index, layers[li], plans, L, world, diff_report_dataset(r, "replicated rows"));
+    if (!rc) mark_evaluated(cases, L, world);
+    if (!rc)
+      replicated_rows(r, in->step_index, layers[li], plans, L, world, diff_report_dataset(r, "replicated rows"),
+                      cases->replicated);
     for (int k = 0; !rc && k < world; k++)
       if (L[k].present) {
-        conversion(r, in->step_index, layers[li], plans[k], &L[k], k, diff_report_dataset(r, "converted indices"));
+        conversion(r, in->step_index, layers[li], plans[k], &L[k], k, diff_report_dataset(r, "converted indices"),
+                   cases->conversion);
         rc = decode_combine(r, in, layers[li], plans[k], &L[k], k, &pol->t[CPLAB_TT_ATTN_OUT],
-                            diff_report_dataset(r, "decode combine"), d);
+                            diff_report_dataset(r, "decode combine"), cases->combine, d);
       }
     for (int k = 0; k < world; k++) rank_layer_free(&L[k]);
   }

@@ -29,8 +29,9 @@ static int apply(const json_t *root, const char *origin, diff_policy *p, cplab_d
       else if (strcmp(f, "rtol") == 0) t->rtol = val;
       else if (strcmp(f, "cosine") == 0) t->cosine = val;
       else if (strcmp(f, "tie_eps") == 0) t->tie_eps = val;
+      else if (strcmp(f, "row_rtol") == 0) t->row_rtol = val;
       else if (strcmp(f, "ulp") == 0) t->ulp = (int64_t)val;
-      else CPLAB_FAIL(d, CPLAB_ESCHEMA, "%s: unknown field %s.%s (atol, rtol, ulp, cosine, tie_eps)", origin, key, f);
+      else CPLAB_FAIL(d, CPLAB_ESCHEMA, "%s: unknown field %s.%s (atol, rtol, ulp, cosine, tie_eps, row_rtol)", origin, key, f);
     }
   }
   return 0;

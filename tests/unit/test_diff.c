@@ -182,10 +182,61 @@ static void test_topk_ties(void **state) {
   diff_report_free(&r);
 }
 
+/* The indexer's scores are held to a share of their row's largest |score|
+ * (row_rtol: 2e-3 for scores and k-th scores, 4e-3 for ties; the rows' largest
+ * is 10 here, so 0.02 and 0.04 beyond atol + rtol |a|), not of their own. */
+static void test_row_scale(void **state) {
+  (void)state;
+  static run_data a, b;
+  base_data(&a);
+  b = a;
+  b.scores[0 * K + 3] += 0.015f; /* 7 + 0.015: beyond 1e-3 + 1e-4 * 7, within the row's 0.02 */
+  b.kth[1] += 0.015f;
+  b.topk[2 * K + 3] = 9; /* B picked 9 instead of 3, scoring 0.035 above the k-th: a tie at 0.04 */
+  b.scores[2 * K + 3] = a.kth[2] + 0.035f;
+  diff_report r;
+  compare(&a, &b, &r);
+  assert_int_equal(r.differences, 0);
+  assert_int_equal(dataset(&r, "topk")->tie_swaps, 2);
+  diff_report_free(&r);
+  b = a;
+  b.scores[0 * K + 3] += 0.03f; /* beyond the row's share */
+  b.kth[1] += 0.03f;
+  b.topk[2 * K + 3] = 9;
+  b.scores[2 * K + 3] = a.kth[2] + 0.06f;
+  compare(&a, &b, &r);
+  assert_int_equal(dataset(&r, "topk_scores")->differences, 1);
+  assert_int_equal(dataset(&r, "kth_score")->differences, 1);
+  assert_int_equal(dataset(&r, "topk")->differences, 1);
+  diff_report_free(&r);
+}
+
+/* A row whose top-k sets differ by a tie read other keys: its attention is
+ * not compared (counted among attn_lse's tie-swaps); a row without one is. */
+static void test_tie_swapped_attention(void **state) {
+  (void)state;
+  static run_data a, b;
+  base_data(&a);
+  b = a;
+  b.topk[0 * K + 3] = 9; /* a tie, as in test_topk_ties */
+  b.scores[0 * K + 3] = a.kth[0];
+  b.lse[0 * HEADS + 5] += 30.0f; /* a key of its own dominates */
+  diff_report r;
+  compare(&a, &b, &r);
+  assert_int_equal(r.differences, 0);
+  assert_int_equal(dataset(&r, "attn_lse")->tie_swaps, 1);
+  diff_report_free(&r);
+  b.lse[1 * HEADS + 5] += 30.0f; /* row 1 picked the same keys */
+  compare(&a, &b, &r);
+  assert_int_equal(dataset(&r, "attn_lse")->differences, 1);
+  assert_non_null(strstr(r.first[0], "attn_lse: rank 0 step 0 layer 0 token 1"));
+  diff_report_free(&r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_identical), cmocka_unit_test(test_quantised_byte), cmocka_unit_test(test_float_policy),
-      cmocka_unit_test(test_topk_ties),
+      cmocka_unit_test(test_topk_ties), cmocka_unit_test(test_row_scale), cmocka_unit_test(test_tie_swapped_attention),
   };
   return cmocka_run_group_tests_name("diff", tests, setup, teardown);
 }
