@@ -384,6 +384,12 @@ static int run_step(engine_run *x, size_t st, cplab_diag *d) {
   if (!rc && x->o->check_rows > 0) rc = check_step(&s, x->xs, &in, plans, x->o->check_rows, &x->out->checked_rows, d);
   if (s.nccl) rc = engine_nccl_status(rc, d);
   if (rc) cplab_diag_prefix(d, "step %zu: ", st);
+  if (rc == CPLAB_ENOMEM && x->xs && W > 1) { /* say why one GPU was not enough, and what to do */
+    char m[CPLAB_DIAG_MSG_MAX];
+    snprintf(m, sizeof m, "%s", d->msg);
+    cplab_diag_set(d, rc, "%s (the single-device backend holds all %d ranks' buffers and caches on one GPU: fewer "
+                   "tokens a step, or --backend nccl with a GPU a rank)", m, W);
+  }
   cplab_diag ignore = {0};
   cplab_dev_sync(s.stream, &ignore);
   units_free(&us);
