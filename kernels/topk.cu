@@ -805,7 +805,8 @@ struct topk_srow {
   __device__ topk_srow(const uint32_t *rowbuf, uint32_t ph_, uint32_t len_, uint32_t rel0_, uint32_t *cand_,
                        unsigned cap)
       : buf(rowbuf), ph(ph_), len(len_), rel0(rel0_), groups((ph_ + len_ + 3) / 4), cand(cand_),
-        rows(cap / TOPK_THREADS - 1), n(0), spill(false), bn() {} // (row `rows` takes the surplus)
+        rows(cap / TOPK_THREADS >= 2 ? cap / TOPK_THREADS - 1 : 0), n(0), spill(false), bn() {}
+  // (row `rows` takes the surplus; rows 0: no room, the row is read again)
   // f(x, j0) on every group, x its words, j0 the element of its first word
   // (a word is the item's if j0 + q < len); the same calls in every thread
   template <class F> __device__ __forceinline__ void each_group(F f) const {
@@ -845,7 +846,7 @@ struct topk_srow {
   }
   __device__ void hist(topk_ctl *c) {
     unsigned t = threadIdx.x, k = 0;
-    each_group([&](const uint4 &x, uint32_t j0) {
+    if (rows) each_group([&](const uint4 &x, uint32_t j0) {
 #pragma unroll
       for (unsigned q = 0; q < 4; q++) {
         unsigned d = bin_of(x, j0, q), slot = min(k, rows); // past rows: overwritten, and counted
@@ -854,7 +855,7 @@ struct topk_srow {
       }
     });
     n = k;
-    if (k > rows) c->ncand = 1; // (any thread: the same value)
+    if (k > rows || !rows) c->ncand = 1; // (any thread: the same value)
     __syncthreads();
     spill = c->ncand != 0;
     if (!spill) {
@@ -1009,8 +1010,9 @@ static __device__ void topk_run_item(int64_t w, const topk_args &a, const void *
   if constexpr (MODE != TOPK_MERGE) {
     if (staged) { // the list's first TOPK_RANK_MAX entries are b*'s, the rest cand's
       // (rowbuf rather than staged: the compiler then knows that it is shared memory)
+      unsigned room = a.list_cap > TOPK_RANK_MAX ? 2 * (a.list_cap - TOPK_RANK_MAX) : 0u; // (in 4-byte entries)
       topk_srow row(rowbuf, (uint32_t)((const uint32_t *)staged - rowbuf), it.len, it.rel0,
-                    (uint32_t *)(list + TOPK_RANK_MAX), 2 * (a.list_cap - TOPK_RANK_MAX));
+                    (uint32_t *)(list + TOPK_RANK_MAX), room);
       topk_bin_or_radix<MODE>(row, topk_fsrc((const float *)staged, it.len, it.rel0), it.take, w, a, true, cap, c,
                               win, list, prefetch);
     } else {

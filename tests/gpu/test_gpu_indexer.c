@@ -729,6 +729,25 @@ static void tk_staged(uint64_t *rng) {
            n_cases, bad);
 }
 
+/* Rows around the bin path's floor: a block's threads each need k / threads
+ * keys of their own (2048 columns for 512 threads of 16-byte groups), so
+ * shorter rows go to the radix path and longer ones take the bin path; both
+ * sides of that edge, k 1..512, nearly distinct and quantised values,
+ * unaligned starts. */
+static void tk_floor_edge(uint64_t *rng) {
+  static const int ks[] = {1, 2, 7, 64, 100, 255, 256, 511, 512};
+  int bad = 0, cases = 0;
+  for (int c = 0; c < 36; c++, cases++) {
+    int k = ks[c % 9];
+    int64_t n = kt_int(rng, 1900, 2300);
+    bad += tk_case(rng, 3, n, k, c % 2 ? 2 : 3, 0, c % 4, NULL, "topk (floor edge)") != 0;
+  }
+  kt_check(bad == 0,
+           "topk: %d cases of 3 rows of 1900..2300 columns at k 1..512 (nearly distinct and quantised values, "
+           "unaligned starts), both sides of the bin path's shortest row: exact (%d cases differ)",
+           cases, bad);
+}
+
 /* More rows than SMs, so that a block takes several rows and stages the
  * next while it sorts this one (on the GPU: cp.async overlap), through both
  * launchers: staged prefill-like rows (causal ranges) and long decode-like
@@ -972,6 +991,7 @@ int main(void) {
   logits_decode_random(&rng);
   tk_random(&rng);
   tk_staged(&rng);
+  tk_floor_edge(&rng);
   tk_many_rows(&rng);
   tk_split(&rng);
   return kt_end();
