@@ -5,7 +5,9 @@
  * reference's k-th score; A is the reference). Two layouts of one scenario
  * compare what the layout does not decide: top-k, scores, attention and the
  * cache digests; plans, converted indices and workspace digests are the
- * layout's own and are skipped (counted under "layout-specific"). */
+ * layout's own and are skipped (counted under "layout-specific"). A tensor
+ * that one file's schema version predates (topk_valid of 1.1 against a 1.0
+ * file) is counted under "newer-schema", not compared. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +46,7 @@ static void token_meaning(const cplab_rank_plan *p, const int64_t *sampled, int6
 
 static int is_exact(cplab_trace_tensor t) {
   return t == CPLAB_TT_KV_CACHE || t == CPLAB_TT_INDEX_K_CACHE || t == CPLAB_TT_WORKSPACE ||
-         t == CPLAB_TT_SAMPLED_TOKENS || t == CPLAB_TT_DIGESTS;
+         t == CPLAB_TT_SAMPLED_TOKENS || t == CPLAB_TT_DIGESTS || t == CPLAB_TT_TOPK_VALID;
 }
 
 static size_t elem_size(cplab_trace_tensor t) {
@@ -70,11 +72,12 @@ static const char *group_of(const char *name) {
     case CPLAB_TT_TOPK:
     case CPLAB_TT_TOPK_CONVERTED:
     case CPLAB_TT_TOPK_SCORES:
-    case CPLAB_TT_KTH_SCORE: return "indexer";
+    case CPLAB_TT_KTH_SCORE:
+    case CPLAB_TT_TOPK_VALID: return "indexer";
     case CPLAB_TT_SAMPLED_TOKENS: return "rows";
     case CPLAB_TT_ATTN_OUT:
     case CPLAB_TT_ATTN_LSE: return "attention";
-    case -1: return strcmp(name, "plans") == 0 ? "plans" : "layout";
+    case -1: return strcmp(name, "plans") == 0 ? "plans" : strcmp(name, "newer-schema") == 0 ? "schema" : "layout";
     default: return "caches";
   }
 }
@@ -111,6 +114,10 @@ static diff_dataset *dataset(diff_report *r, const diff_policy *pol, const char 
   c->dataset = (int)(ds - r->datasets);
   if (strcmp(name, "layout-specific") == 0) {
     c->skip = "decided by each layout: counted, not compared";
+    return ds;
+  }
+  if (strcmp(name, "newer-schema") == 0) {
+    c->skip = "rows of tensors the other file's schema version predates: counted, not compared";
     return ds;
   }
   c->evaluated = 1;
@@ -336,6 +343,12 @@ static void free_pair(tensor_pair *p) {
   free(p->b);
 }
 
+/* A tensor only one side holds is no difference when the other side's
+ * schema predates it (golden traces of 1.0 against a 1.1 writer). */
+static int older_schema_lacks(cplab_trace *ta, cplab_trace *tb, int in_a, cplab_trace_tensor t) {
+  return cplab_trace_schema_minor(in_a ? tb : ta) < cplab_trace_tensor_since_minor(t);
+}
+
 static int compare_layer(pair_ctx *x, cplab_trace *ta, cplab_trace *tb, cplab_diag *d) {
   tensor_pair p[CPLAB_TT_COUNT];
   double *scale = NULL; /* A's top-k rows' largest |score| (the top-k comes before the k-th scores) */
@@ -348,6 +361,10 @@ static int compare_layer(pair_ctx *x, cplab_trace *ta, cplab_trace *tb, cplab_di
   for (int t = 0; !rc && t < CPLAB_TT_COUNT; t++) {
     const char *name = cplab_trace_tensor_name((cplab_trace_tensor)t);
     if (!p[t].present_a && !p[t].present_b) continue;
+    if (p[t].present_a != p[t].present_b && older_schema_lacks(ta, tb, p[t].present_a, (cplab_trace_tensor)t)) {
+      dataset(x->r, x->pol, "newer-schema")->compared += (int64_t)(p[t].present_a ? p[t].dims[0] : p[t].dims_b[0]);
+      continue;
+    }
     diff_dataset *ds = dataset(x->r, x->pol, name);
     if (p[t].present_a != p[t].present_b) {
       ds->differences++;
@@ -360,9 +377,8 @@ static int compare_layer(pair_ctx *x, cplab_trace *ta, cplab_trace *tb, cplab_di
       diff_report_add(x->r, ds->c, "%s: rank %d step %zu layer %d: shapes differ", name, x->rank, x->step, x->layer);
       continue;
     }
-    int rank = t == CPLAB_TT_KTH_SCORE || t == CPLAB_TT_SAMPLED_TOKENS || t == CPLAB_TT_DIGESTS ? 1
-               : t == CPLAB_TT_ATTN_OUT                                                   ? 3
-                                                                                          : 2;
+    int vector = t == CPLAB_TT_KTH_SCORE || t == CPLAB_TT_SAMPLED_TOKENS || t == CPLAB_TT_DIGESTS || t == CPLAB_TT_TOPK_VALID;
+    int rank = vector ? 1 : t == CPLAB_TT_ATTN_OUT ? 3 : 2;
     if (t == CPLAB_TT_DIGESTS && x->layouts_differ && p[t].dims[0] > 2) {
       dataset(x->r, x->pol, "layout-specific")->compared += (int64_t)p[t].dims[0] - 2;
       p[t].dims[0] = 2; /* the caches; the workspaces are the layout's */

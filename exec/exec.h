@@ -39,6 +39,7 @@ typedef struct exec_layer {
   float *scores, *kth, *out, *lse;
   int num_digests;
   uint64_t *digests;
+  int32_t *valid; /* [rows] entries of the kernel's top-k before its first -1 */
 } exec_layer;
 void exec_layer_free(exec_layer *l);
 

@@ -139,6 +139,14 @@ static int traces_close(const char *path, const cplab_scenario *s, const cplab_t
   return rc;
 }
 
+/* What a rank computed for a layer, as the trace stores it. */
+static cplab_trace_rows layer_view(const exec_layer *l) {
+  return (cplab_trace_rows){.layer = l->layer, .rows = l->rows, .k = l->k, .heads = l->heads, .tokens = l->tokens,
+                            .topk = l->topk, .converted = l->converted, .scores = l->scores, .kth = l->kth,
+                            .out = l->out, .lse = l->lse, .num_digests = l->num_digests, .digests = l->digests,
+                            .valid = l->valid};
+}
+
 /* One step on the single-device backend: plans, consensus, the layers. */
 static int run_step(exec_single *x, const cplab_scenario *s, const cplab_layout *layout, const cplab_rank_table *t,
                     size_t step, const cplab_layer_list *num, run_traces *tr, int64_t *rows, cplab_diag *d) {
@@ -158,9 +166,7 @@ static int run_step(exec_single *x, const cplab_scenario *s, const cplab_layout 
     rc = exec_single_layer(x, &in, plans, num->layers[i], s->sampled_rows, out, d);
     for (int r = 0; r < world && !rc; r++) {
       *rows += out[r].rows;
-      const exec_layer *l = &out[r];
-      cplab_trace_rows view = {l->layer, l->rows, l->k, l->heads, l->tokens, l->topk, l->converted, l->scores,
-                               l->kth, l->out, l->lse, l->num_digests, l->digests};
+      cplab_trace_rows view = layer_view(&out[r]);
       if (tr->w) rc = cplab_trace_write_rows(tr->w[r], step, &view, d);
     }
     for (int r = 0; r < world && out; r++) exec_layer_free(&out[r]);
@@ -229,8 +235,7 @@ static int run_nccl(const cplab_cli *cli, const cplab_scenario *s, const cplab_l
       rc = exec_nccl_layer(x, &in, p, num->layers[i], s->sampled_rows, &l, d);
       if (rc) break;
       rows += l.rows;
-      cplab_trace_rows view = {l.layer, l.rows, l.k, l.heads, l.tokens, l.topk, l.converted, l.scores,
-                               l.kth, l.out, l.lse, l.num_digests, l.digests};
+      cplab_trace_rows view = layer_view(&l);
       if (w) rc = cplab_trace_write_rows(w, step, &view, d);
       exec_layer_free(&l);
     }

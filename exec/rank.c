@@ -34,7 +34,7 @@ void exec_arena_free(exec_arena *a) {
 
 void exec_layer_free(exec_layer *l) {
   free(l->tokens), free(l->topk), free(l->converted), free(l->scores), free(l->kth), free(l->out), free(l->lse);
-  free(l->digests);
+  free(l->digests), free(l->valid);
   memset(l, 0, sizeof *l);
 }
 
@@ -44,9 +44,10 @@ static int layer_alloc(exec_layer *l, cplab_diag *d) {
   l->converted = malloc(sizeof(int32_t) * n * k);
   l->scores = malloc(sizeof(float) * n * k);
   l->kth = malloc(sizeof(float) * n);
+  l->valid = malloc(sizeof(int32_t) * n);
   l->out = malloc(sizeof(float) * n * h * CPLAB_MLA_NOPE_DIM);
   l->lse = malloc(sizeof(float) * n * h);
-  if (!l->topk || !l->converted || !l->scores || !l->kth || !l->out || !l->lse)
+  if (!l->topk || !l->converted || !l->scores || !l->kth || !l->valid || !l->out || !l->lse)
     CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory for %lld rows", (long long)l->rows);
   return 0;
 }
@@ -207,6 +208,15 @@ static int prefill_direct(exec_rank *c, const cplab_row *row, const int32_t *top
   return rc;
 }
 
+/* The valid entries of a top-k row as the kernel left it: those before its
+ * first -1 (the kernel's contract puts every -1 last), so a kernel that
+ * stops early or pads in the middle shows against the reference's count. */
+static int32_t topk_valid(const int32_t *topk, int k) {
+  int32_t n = 0;
+  while (n < k && topk[n] != -1) n++;
+  return n;
+}
+
 /* One sampled row: top-k, conversion, attention; results into out row i. */
 static int row_run(exec_rank *c, const cplab_row *row, int64_t pos, int64_t i, exec_layer *out, cplab_diag *d) {
   const cplab_step_input *in = c->in;
@@ -235,6 +245,7 @@ static int row_run(exec_rank *c, const cplab_row *row, int64_t pos, int64_t i, e
   if (!rc) rc = cplab_dev_download(fscore, dscore, sizeof(float) * (size_t)K, d);
   for (int j = 0; !rc && j < K; j++) out->scores[i * K + j] = fscore[j];
   if (!rc) out->kth[i] = pos + 1 >= K ? fscore[K - 1] : -INFINITY;
+  if (!rc) out->valid[i] = topk_valid(topk, K);
   /* Conversion by this rank, then attention. */
   if (!rc) rc = exec_row_convert(c, row, topk, dtopk, c->rp->ids.dcp_rank, dconv, &a, d);
   if (!rc) rc = cplab_dev_download(out->converted + i * K, dconv, sizeof(int32_t) * (size_t)K, d);

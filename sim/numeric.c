@@ -18,6 +18,7 @@
 
 void sim_numeric_layer_free(sim_numeric_layer *l) {
   free(l->tokens), free(l->topk), free(l->converted), free(l->scores), free(l->kth), free(l->out), free(l->lse);
+  free(l->valid);
   free(l->digests);
   memset(l, 0, sizeof *l);
 }
@@ -84,8 +85,9 @@ static void read_key(const row_ctx *c, const key_source *ks, int64_t t, float ke
   sim_mem_key_row(e, key);
 }
 
-/* Indexer top-k of the row over positions [0, pos]. */
-static int row_topk(row_ctx *c, int32_t *topk, float *scores, float *kth, cplab_diag *d) {
+/* Indexer top-k of the row over positions [0, pos]; *valid = how many of
+ * the k entries name a key (the row sees pos + 1). */
+static int row_topk(row_ctx *c, int32_t *topk, float *scores, float *kth, int32_t *valid, cplab_diag *d) {
   const cplab_step_input *in = c->mem->in;
   sim_indexer_query q;
   int rc = sim_indexer_query_make(in->seed, (uint32_t)c->mem->layer, c->id, (uint32_t)c->pos, c->index_heads, &q, d);
@@ -111,6 +113,7 @@ static int row_topk(row_ctx *c, int32_t *topk, float *scores, float *kth, cplab_
       scores[j] = j < n ? (float)all[j].s : -INFINITY;
     }
     *kth = n >= c->k ? (float)all[c->k - 1].s : -INFINITY;
+    *valid = (int32_t)(n < c->k ? n : c->k);
   }
   free(all);
   return rc;
@@ -236,9 +239,10 @@ int sim_numeric_layer_alloc(sim_numeric_layer *l, cplab_diag *d) {
   l->converted = malloc(sizeof(int32_t) * n * k);
   l->scores = malloc(sizeof(float) * n * k);
   l->kth = malloc(sizeof(float) * n);
+  l->valid = malloc(sizeof(int32_t) * n);
   l->out = malloc(sizeof(double) * n * h * SIM_MLA_V);
   l->lse = malloc(sizeof(double) * n * h);
-  if (!l->topk || !l->converted || !l->scores || !l->kth || !l->out || !l->lse)
+  if (!l->topk || !l->converted || !l->scores || !l->kth || !l->valid || !l->out || !l->lse)
     CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory for %lld sampled rows", (long long)l->rows);
   return 0;
 }
@@ -284,7 +288,7 @@ int sim_numeric_compute(const cplab_step_input *in, const cplab_rank_plan *rp, i
     c.id = (uint32_t)in->step->requests[c.row->req].id;
     size_t k = (size_t)out->k, h = (size_t)out->heads;
     int32_t *topk = out->topk + i * (int64_t)k, *conv = out->converted + i * (int64_t)k;
-    rc = row_topk(&c, topk, out->scores + i * (int64_t)k, &out->kth[i], d);
+    rc = row_topk(&c, topk, out->scores + i * (int64_t)k, &out->kth[i], &out->valid[i], d);
     if (!rc) rc = row_convert(&c, topk, conv, rp->ids.dcp_rank, d);
     if (!rc) rc = row_attention(&c, topk, conv, out->out + (size_t)i * h * SIM_MLA_V, out->lse + (size_t)i * h, d);
     if (rc) cplab_diag_prefix(d, "layer %d, local token %lld: ", layer, (long long)out->tokens[i]);

@@ -52,6 +52,7 @@ typedef struct sim_numeric_layer {
   int32_t *converted;    /* [rows][k] workspace rows (prefill) or slots (decode), -1 = none */
   float *scores;         /* [rows][k] indexer logit of each entry, -inf for -1 */
   float *kth;            /* [rows] k-th best logit, -inf when fewer than k keys */
+  int32_t *valid;        /* [rows] valid top-k entries: min(k, keys the row sees) */
   double *out;           /* [rows][heads][512] (stored as float32 in traces) */
   double *lse;           /* [rows][heads] natural log */
   int num_digests;       /* CPLAB_TRACE_DIGEST_WORKSPACE + prefill chunks (cplab/trace.h) */

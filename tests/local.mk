@@ -57,8 +57,8 @@ tests_unit_test_workload_SOURCES = tests/unit/test_workload.c tests/unit/testuti
 tests_unit_test_workload_LDADD = $(TEST_UNIT_LIBS)
 EXTRA_DIST += tests/scenarios tests/lsan.supp
 
-TESTS += tests/cli/sim_cli.sh tests/cli/trace_cli.sh tests/cli/setup_cli.sh tests/mpi/sim_mpi.sh tests/gpu/gpu_probe.sh
-EXTRA_DIST += tests/lib.sh tests/cli/sim_cli.sh tests/cli/trace_cli.sh tests/cli/setup_cli.sh tests/mpi/sim_mpi.sh tests/gpu/gpu_probe.sh tests/gpu/gpu_probe.c
+TESTS += tests/cli/sim_cli.sh tests/cli/trace_cli.sh tests/cli/trace_rows.sh tests/cli/setup_cli.sh tests/mpi/sim_mpi.sh tests/gpu/gpu_probe.sh
+EXTRA_DIST += tests/lib.sh tests/cli/sim_cli.sh tests/cli/trace_cli.sh tests/cli/trace_rows.sh tests/cli/setup_cli.sh tests/mpi/sim_mpi.sh tests/gpu/gpu_probe.sh tests/gpu/gpu_probe.c
 
 if HAVE_CUDA
 check_PROGRAMS += tests/gpu/gpu_probe

@@ -23,10 +23,13 @@ struct cplab_trace {
   char where[512]; /* the path, for messages */
   uint64_t max_elements;
   cplab_trace_info info;
+  int minor;            /* the file's schema minor version */
+  int has_spec_tokens;  /* /config has num_spec_tokens (schema 1.1) */
   cplab_parallel par;
 };
 
 const cplab_trace_info *cplab_trace_get_info(const cplab_trace *t) { return &t->info; }
+int cplab_trace_schema_minor(const cplab_trace *t) { return t->minor; }
 
 void cplab_trace_close(cplab_trace *t) {
   if (!t) return;
@@ -56,8 +59,17 @@ static int read_parallel(cplab_trace *t, cplab_diag *d) {
   if (!rc) rc = h5u_read_attr_str(cfg, where, "cudagraph_mode", mode, sizeof mode, d);
   if (!rc) rc = h5u_read_attr_str(cfg, where, "scenario", t->info.scenario, sizeof t->info.scenario, d);
   if (!rc) rc = h5u_read_attr_str(cfg, where, "layout", t->info.layout, sizeof t->info.layout, d);
+  /* Optional since 1.1: files of 1.0 ran without speculative decoding
+   * recorded here (their scenario_json still says). */
+  int64_t spec = 0;
+  t->has_spec_tokens = h5u_has_attr(cfg, "num_spec_tokens");
+  if (!rc && t->has_spec_tokens) rc = h5u_read_attr_i64(cfg, where, "num_spec_tokens", &spec, d);
   h5u_close(cfg);
   if (rc) return rc;
+  if (spec < 0 || spec > CPLAB_MAX_SPEC_TOKENS)
+    CPLAB_FAIL(d, CPLAB_ESCHEMA, "%s: num_spec_tokens %lld out of range (0..%d)", where, (long long)spec,
+               CPLAB_MAX_SPEC_TOKENS);
+  p->num_spec_tokens = (int)spec;
   for (int i = 0; i < 6; i++)
     if (v[i] < INT32_MIN || v[i] > INT32_MAX) CPLAB_FAIL(d, CPLAB_ERANGE, "%s: %s out of range", where, names[i]);
   p->tp = (int)v[0], p->pcp = (int)v[1], p->dcp = (int)v[2], p->pp = (int)v[3], p->interleave = (int)v[4];
@@ -84,6 +96,7 @@ static int read_header(cplab_trace *t, cplab_diag *d) {
   if (maj != CPLAB_TRACE_SCHEMA_MAJOR)
     CPLAB_FAIL(d, CPLAB_EUNSUPPORTED, "%s: schema %s is not readable by this cplab (reads %d.x)", t->where, in->schema,
                CPLAB_TRACE_SCHEMA_MAJOR);
+  t->minor = min;
   if (min > CPLAB_TRACE_SCHEMA_MINOR)
     snprintf(in->warning, sizeof in->warning, "schema %s is newer than this cplab's %s: unknown optional data is ignored",
              in->schema, CPLAB_TRACE_SCHEMA);
@@ -507,6 +520,72 @@ int cplab_trace_read_plan(cplab_trace *t, size_t step, cplab_rank_plan **out, cp
   return 0;
 }
 
+/* ---- groups ------------------------------------------------------------------------ */
+/* The ids /groups records, each checked against want (the layout's
+ * numbering): a writer that numbered its groups otherwise is caught here,
+ * so the ids a reader gets are want's. */
+static int read_group_ids(reader *r, const cplab_rank_ids *want, cplab_rank_ids *got) {
+  int expect[SCHEMA_GROUP_ATTRS];
+  schema_group_values(want, expect);
+  for (int i = 0; i < SCHEMA_GROUP_ATTRS; i++) {
+    int64_t v;
+    int rc = h5u_read_attr_i64(r->g, r->where, schema_group_attrs[i], &v, r->d);
+    if (rc) return rc;
+    if (v != expect[i])
+      BAD(r, "%s: %s is %lld, the layout's numbering (SCHEMA.md \"/groups\") gives %d", r->where, schema_group_attrs[i],
+          (long long)v, expect[i]);
+  }
+  *got = *want;
+  return 0;
+}
+
+static int read_group_members(reader *r, const cplab_parallel *par, int rank, cplab_trace_groups *out) {
+  int *want = malloc((size_t)cplab_parallel_world(par) * sizeof *want);
+  int rc = want ? 0 : cplab_diag_set(r->d, CPLAB_ENOMEM, "out of memory");
+  for (int k = CPLAB_GROUP_TP; !rc && k <= CPLAB_GROUP_DCP; k++) {
+    out->size[k] = cplab_group_size(par, (cplab_group_kind)k);
+    rc = read_vec(r, schema_group_lists[k], H5U_I32, out->size[k], (void **)&out->members[k], NULL);
+    if (!rc) rc = cplab_group_members(par, (cplab_group_kind)k, rank, want, r->d);
+    for (int i = 0; !rc && i < out->size[k]; i++)
+      if (out->members[k][i] != want[i])
+        rc = cplab_diag_set(r->d, CPLAB_ESCHEMA, "%s: %s[%d] is %d, the layout's numbering (SCHEMA.md \"/groups\") gives %d",
+                            r->where, schema_group_lists[k], i, out->members[k][i], want[i]);
+  }
+  free(want);
+  return rc;
+}
+
+void cplab_trace_groups_fini(cplab_trace_groups *g) {
+  for (int k = 0; k < 3; k++) free(g->members[k]);
+  memset(g, 0, sizeof *g);
+}
+
+int cplab_trace_read_groups(cplab_trace *t, cplab_trace_groups *out, cplab_diag *d) {
+  memset(out, 0, sizeof *out);
+  if (strcmp(t->info.kind, "rank") != 0) CPLAB_FAIL(d, CPLAB_EINVAL, "%s: groups live in rank files", t->where);
+  if (!h5u_has(t->file, "groups"))
+    CPLAB_FAIL(d, CPLAB_ENOTFOUND, "%s: no /groups (written before schema 1.1)", t->where);
+  reader r = {t, H5Gopen2(t->file, "groups", H5P_DEFAULT), "", d};
+  snprintf(r.where, sizeof r.where, "%s:/groups", t->where);
+  if (r.g < 0) return h5u_fail(d, "%s: not a group", r.where);
+  cplab_rank_ids want;
+  int rc = cplab_rank_ids_get(&t->par, t->info.rank, &want, d);
+  if (!rc) rc = read_group_ids(&r, &want, &out->ids);
+  if (!rc) rc = read_group_members(&r, &t->par, t->info.rank, out);
+  h5u_close(r.g);
+  if (rc) cplab_trace_groups_fini(out);
+  return rc;
+}
+
+/* Optional data: a file without /groups (schema 1.0) is valid. */
+static int validate_groups(cplab_trace *t, cplab_diag *d) {
+  if (!h5u_has(t->file, "groups")) return 0;
+  cplab_trace_groups g;
+  int rc = cplab_trace_read_groups(t, &g, d);
+  cplab_trace_groups_fini(&g);
+  return rc;
+}
+
 /* ---- layer tensors and events ------------------------------------------------------------ */
 static int find_tensor(const char *name) {
   for (int i = 0; i < CPLAB_TT_COUNT; i++)
@@ -530,6 +609,48 @@ static int check_tensor(hid_t g, const char *where, int tensor, int64_t rows, ui
     CPLAB_FAIL(d, CPLAB_ESCHEMA, "%s: tensor '%s' must have a row per sampled token (or per local token without "
                "sampled_tokens): %lld, has %llu", where, st->name, (long long)rows, (unsigned long long)dims[0]);
   return 0;
+}
+
+/* Check one tensor of a layer and read it into a fresh array (*data NULL
+ * unless it succeeds). */
+static int load_tensor(hid_t g, const char *where, int tensor, int64_t rows, uint64_t max_elements, uint64_t *dims,
+                       void **data, cplab_diag *d) {
+  const schema_tensor *st = &schema_tensors[tensor];
+  *data = NULL;
+  int rc = check_tensor(g, where, tensor, rows, max_elements, dims, d);
+  uint64_t count = 1;
+  for (int i = 0; !rc && i < st->rank; i++) count *= dims[i];
+  if (!rc && !(*data = malloc((size_t)(count ? count : 1) * h5u_type_size(st->type))))
+    rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory for tensor '%s'", st->name);
+  if (!rc) rc = h5u_read(g, where, st->name, st->type, *data, count, d);
+  if (rc) {
+    free(*data);
+    *data = NULL;
+  }
+  return rc;
+}
+
+/* topk_valid counts the valid entries of each row's top-k: never negative,
+ * and where the layer stores topk too, exactly its entries other than -1. */
+static int check_topk_valid(hid_t g, const char *where, int64_t rows, uint64_t max_elements, cplab_diag *d) {
+  if (!h5u_has(g, "topk_valid")) return 0;
+  uint64_t vd[3], kd[3] = {0, 0, 0};
+  int32_t *valid = NULL, *topk = NULL;
+  int rc = load_tensor(g, where, CPLAB_TT_TOPK_VALID, rows, max_elements, vd, (void **)&valid, d);
+  if (!rc && h5u_has(g, "topk")) rc = load_tensor(g, where, CPLAB_TT_TOPK, rows, max_elements, kd, (void **)&topk, d);
+  for (uint64_t i = 0; !rc && i < vd[0]; i++) {
+    int64_t n = 0;
+    for (uint64_t j = 0; topk && j < kd[1]; j++) n += topk[i * kd[1] + j] != -1;
+    if (valid[i] < 0)
+      rc = cplab_diag_set(d, CPLAB_ESCHEMA, "%s: topk_valid of row %llu is negative (%d)", where, (unsigned long long)i,
+                          valid[i]);
+    else if (topk && valid[i] != n)
+      rc = cplab_diag_set(d, CPLAB_ESCHEMA, "%s: topk_valid of row %llu is %d, its topk holds %lld valid entries", where,
+                          (unsigned long long)i, valid[i], (long long)n);
+  }
+  free(valid);
+  free(topk);
+  return rc;
 }
 
 /* Rows of a layer's per-row tensors: its sampled_tokens (each a local token,
@@ -589,7 +710,7 @@ static herr_t visit_layer(hid_t layers, const char *name, const H5L_info_t *info
   if (!w->rc) { /* a bad sampled_tokens must not be overwritten by the tensor walk's 0 */
     if (H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, &idx, visit_tensor, &inner) < 0 && !inner.rc)
       inner.rc = h5u_fail(w->d, "%s: cannot list the tensors", where);
-    w->rc = inner.rc;
+    w->rc = inner.rc ? inner.rc : check_topk_valid(g, where, inner.local_tokens, w->t->max_elements, w->d);
   }
   h5u_close(g);
   return w->rc ? -1 : 0;
@@ -648,16 +769,7 @@ int cplab_trace_read_tensor(cplab_trace *t, size_t step, int layer, cplab_trace_
   int64_t rows = local;
   if (!h5u_has(g, st->name)) rc = cplab_diag_set(d, CPLAB_ENOTFOUND, "%s: no tensor '%s'", where, st->name);
   if (!rc) rc = layer_rows(g, where, local, t->max_elements, &rows, d);
-  if (!rc) rc = check_tensor(g, where, tensor, rows, t->max_elements, dims, d);
-  uint64_t count = 1;
-  for (int i = 0; !rc && i < st->rank; i++) count *= dims[i];
-  if (!rc && !(*data = malloc((size_t)(count ? count : 1) * h5u_type_size(st->type))))
-    rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory for tensor '%s'", st->name);
-  if (!rc) rc = h5u_read(g, where, st->name, st->type, *data, count, d);
-  if (rc) {
-    free(*data);
-    *data = NULL;
-  }
+  if (!rc) rc = load_tensor(g, where, tensor, rows, t->max_elements, dims, data, d);
   h5u_close(g);
   return rc;
 }
@@ -732,6 +844,9 @@ static int validate_common(cplab_trace *t, cplab_diag *d) {
     else if ((int64_t)s->num_steps != t->info.num_steps || strcmp(s->name, t->info.scenario) != 0 ||
              cplab_parallel_world(&s->par) != t->info.world_size)
       rc = cplab_diag_set(d, CPLAB_ESCHEMA, "%s: scenario_json disagrees with the attributes", where);
+    else if (t->has_spec_tokens && s->par.num_spec_tokens != t->par.num_spec_tokens)
+      rc = cplab_diag_set(d, CPLAB_ESCHEMA, "%s: num_spec_tokens %d disagrees with scenario_json's %d", where,
+                          t->par.num_spec_tokens, s->par.num_spec_tokens);
   }
   free(json);
   json = NULL;
@@ -747,6 +862,7 @@ int cplab_trace_validate(cplab_trace *t, cplab_diag *d) {
   int rc = validate_common(t, d);
   if (rc) return rc;
   if (strcmp(t->info.kind, "rank") == 0) {
+    rc = validate_groups(t, d);
     for (int64_t s = 0; s < t->info.num_steps && !rc; s++) {
       cplab_rank_plan *p = NULL;
       rc = cplab_trace_read_plan(t, (size_t)s, &p, d);

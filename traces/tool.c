@@ -2,7 +2,9 @@
  *   cplab-trace validate PATH      exit 0 valid, 1 invalid (the first problem), 2 error
  *   cplab-trace ls PATH            what the file (and, for a run, its ranks) holds
  *   cplab-trace dump PATH [--step N] [--rank R]   one step's plan, readable
- * ls and dump exit 0, or 2 (h5diff's error) when the file cannot be read or
+ *   cplab-trace rows PATH [--step N] [--rank R]   each local token's workspace
+ *                                  and deinterleaved indexer-key rows
+ * ls, dump and rows exit 0, or 2 (h5diff's error) when the file cannot be read or
  * the step or rank asked for is not in it: only validate judges a file. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,9 +39,13 @@ static void usage(FILE *out) {
         "  ls PATH           list what the file holds; exit 0, 2 error\n"
         "  dump PATH         print one step's plan of one rank readably; exit 0, 2 error\n"
         "                    (an unreadable or damaged file, a step or rank not in it)\n"
+        "  rows PATH         print, for every local token of one step of one rank, its row of\n"
+        "                    the gathered prefill workspace and of the deinterleaved indexer\n"
+        "                    keys, derived from the stored plan by the run's layout (-1: the\n"
+        "                    token's row does not use that plan); exit 0, 2 error\n"
         "Options:\n"
-        "  --step N          step to dump (default 0)\n"
-        "  --rank R          rank to dump when PATH is a run file (default 0)\n\n",
+        "  --step N          step to dump or list (default 0)\n"
+        "  --rank R          rank to dump or list when PATH is a run file (default 0)\n\n",
         out);
   cplab_cli_help_common(out);
 }
@@ -126,6 +132,56 @@ static void dump_plan(const cplab_rank_plan *p, size_t step) {
   }
 }
 
+/* The rank's groups as its file records them (schema 1.1); files of 1.0
+ * say so instead. */
+static int dump_groups(cplab_trace *t, cplab_diag *d) {
+  static const char *const kinds[3] = {"TP", "PCP", "DCP"};
+  cplab_trace_groups g;
+  int rc = cplab_trace_read_groups(t, &g, d);
+  if (rc == CPLAB_ENOTFOUND) {
+    cplab_diag_clear(d);
+    printf("groups: not recorded (schema %s)\n", cplab_trace_get_info(t)->schema);
+    return 0;
+  }
+  if (rc) return rc;
+  printf("groups: pp_rank %d, pcp_rank %d, tp_rank %d, dcp_rank %d\n", g.ids.pp, g.ids.pcp, g.ids.tp, g.ids.dcp_rank);
+  const int index[3] = {g.ids.tp_group, g.ids.pcp_group, g.ids.dcp_group};
+  for (int k = 0; k < 3; k++) {
+    printf("  %s group %d:", kinds[k], index[k]);
+    for (int i = 0; i < g.size[k]; i++) printf(" %d", g.members[k][i]);
+    printf("\n");
+  }
+  cplab_trace_groups_fini(&g);
+  return 0;
+}
+
+/* Every local token's gathered-workspace row (§4.2) and deinterleaved
+ * indexer-key row (§4.3), derived from the stored plan by the run's layout
+ * through the same functions cplab-sim checks and computes with, so the
+ * rules live in one place; -1 where the token's row does not use the plan
+ * (decode rows, or no gathered plan in the step). */
+static int print_token_rows(const cplab_trace *t, cplab_rank_plan *p, size_t step, cplab_diag *d) {
+  const char *name = cplab_trace_get_info(t)->layout;
+  const cplab_layout *l = cplab_layout_find(name);
+  if (!l) CPLAB_FAIL(d, CPLAB_ENOTFOUND, "the trace's layout '%s' is not one this cplab knows (--list-layouts)", name);
+  p->layout = l;
+  printf("step %zu of rank %d, layout %s: %lld local tokens\n", step, p->ids.rank, name, (long long)p->split.num_tokens);
+  printf("  %6s %4s %7s %9s %13s %12s\n", "token", "req", "phase", "position", "workspace_row", "deinterleave");
+  for (int i = 0; i < p->split.num_rows; i++) {
+    const cplab_row *r = &p->split.rows[i];
+    int kw = r->is_prefill && p->prefill.active ? cplab_prefill_region_of(&p->prefill, r->req) : -1;
+    int ki = r->is_prefill && p->indexer.active ? cplab_indexer_region_of(&p->indexer, r->req) : -1;
+    for (int64_t j = 0; j < r->len; j++) {
+      int64_t pos = r->start_pos + j;
+      int64_t ws = kw < 0 ? -1 : cplab_layout_workspace_row(l, &p->env, &p->prefill, kw, pos);
+      int64_t de = ki < 0 ? -1 : cplab_layout_deinterleave(l, &p->env, &p->indexer, ki, pos);
+      printf("  %6lld %4d %7s %9lld %13lld %12lld\n", (long long)(r->token_offset + j), r->req,
+             r->is_prefill ? "prefill" : "decode", (long long)pos, (long long)ws, (long long)de);
+    }
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   static const struct option longopts[] = {CPLAB_CLI_COMMON_LONGOPTS, {"step", required_argument, NULL, OPT_STEP},
                                            {"rank", required_argument, NULL, OPT_RANK}, {NULL, 0, NULL, 0}};
@@ -140,13 +196,13 @@ int main(int argc, char **argv) {
   }
   if (cplab_cli_answer_info(&cli, PROG, usage)) return CPLAB_EXIT_OK;
   if (argc - first != 2) {
-    cplab_diag_set(&d, CPLAB_EUSAGE, "expected a command (validate, ls, dump) and a path");
+    cplab_diag_set(&d, CPLAB_EUSAGE, "expected a command (validate, ls, dump, rows) and a path");
     cplab_cli_usage_error(PROG, &d);
     return CPLAB_EXIT_ERROR;
   }
   const char *cmd = argv[first], *path = argv[first + 1];
-  if (strcmp(cmd, "validate") && strcmp(cmd, "ls") && strcmp(cmd, "dump")) {
-    cplab_diag_set(&d, CPLAB_EUSAGE, "unknown command '%s' (validate, ls, dump)", cmd);
+  if (strcmp(cmd, "validate") && strcmp(cmd, "ls") && strcmp(cmd, "dump") && strcmp(cmd, "rows")) {
+    cplab_diag_set(&d, CPLAB_EUSAGE, "unknown command '%s' (validate, ls, dump, rows)", cmd);
     cplab_cli_usage_error(PROG, &d);
     return CPLAB_EXIT_ERROR;
   }
@@ -172,7 +228,12 @@ int main(int argc, char **argv) {
                           (unsigned long long)o.step, (long long)cplab_trace_get_info(rt)->num_steps);
     cplab_rank_plan *p = NULL;
     if (!rc) rc = cplab_trace_read_plan(rt, (size_t)o.step, &p, &d);
-    if (!rc) dump_plan(p, (size_t)o.step);
+    if (!rc && strcmp(cmd, "rows") == 0) {
+      rc = print_token_rows(rt, p, (size_t)o.step, &d);
+    } else if (!rc) {
+      dump_plan(p, (size_t)o.step);
+      rc = dump_groups(rt, &d);
+    }
     cplab_rank_plan_free(p);
     if (rt != t) cplab_trace_close(rt);
   }
@@ -180,7 +241,7 @@ int main(int argc, char **argv) {
   if (rc) {
     cplab_diag_report(stderr, PROG, &d);
     /* validate: a file that cannot be read at all is an error, one that breaks
-     * the schema is a difference. ls and dump judge nothing: whatever stops
+     * the schema is a difference. ls, dump and rows judge nothing: whatever stops
      * them (an unreadable or damaged file, a step or rank that is not there)
      * is an error. */
     if (strcmp(cmd, "validate") != 0) return CPLAB_EXIT_ERROR;

@@ -16,6 +16,7 @@ struct cplab_trace_writer {
   hid_t file;
   char *path, *tmp;
   int rank;
+  cplab_rank_ids ids; /* rank files: the ids /groups records, which every plan written must carry */
 };
 
 int cplab_trace_rank_path(const char *run_path, int rank, char *out, size_t cap, cplab_diag *d) {
@@ -38,6 +39,7 @@ static int write_model_and_layout(hid_t cfg, const cplab_scenario *s, cplab_diag
   if (!rc) rc = h5u_attr_i32(cfg, "dcp", p->dcp, d);
   if (!rc) rc = h5u_attr_i32(cfg, "pp", p->pp, d);
   if (!rc) rc = h5u_attr_i32(cfg, "interleave", p->interleave, d);
+  if (!rc) rc = h5u_attr_i32(cfg, "num_spec_tokens", p->num_spec_tokens, d);
   if (!rc) rc = h5u_attr_i32(cfg, "block_size", p->block_size, d);
   if (!rc) rc = h5u_attr_i64(cfg, "max_model_len", p->max_model_len, d);
   if (!rc) rc = h5u_attr_i64(cfg, "indexer_max_logits_mb", p->indexer_max_logits_mb, d);
@@ -85,6 +87,26 @@ static int write_provenance(hid_t file, const cplab_trace_provenance *prov, cpla
   if (!rc) rc = h5u_attr_str(g, "mpi", prov->mpi ? prov->mpi : "", d);
   if (!rc) rc = h5u_attr_str(g, "cuda", prov->cuda ? prov->cuda : "", d);
   if (!rc) rc = h5u_attr_str(g, "nccl", prov->nccl ? prov->nccl : "", d);
+  h5u_close(g);
+  return rc;
+}
+
+/* Rank files: the rank's ids and the members of its TP, PCP and DCP groups
+ * (SCHEMA.md "/groups"), so that a reader can check a rank's collectives and
+ * its dcp_rank without re-deriving the numbering. */
+static int write_groups(hid_t file, const cplab_parallel *par, const cplab_rank_ids *ids, cplab_diag *d) {
+  hid_t g = h5u_group_create(file, "groups", d);
+  if (g < 0) return d->code;
+  int v[SCHEMA_GROUP_ATTRS], rc = 0;
+  schema_group_values(ids, v);
+  for (int i = 0; i < SCHEMA_GROUP_ATTRS && !rc; i++) rc = h5u_attr_i32(g, schema_group_attrs[i], v[i], d);
+  int *members = rc ? NULL : malloc((size_t)cplab_parallel_world(par) * sizeof *members);
+  if (!rc && !members) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
+  for (int k = CPLAB_GROUP_TP; !rc && k <= CPLAB_GROUP_DCP; k++) {
+    rc = cplab_group_members(par, (cplab_group_kind)k, ids->rank, members, d);
+    if (!rc) rc = h5u_write1(g, schema_group_lists[k], H5U_I32, (uint64_t)cplab_group_size(par, (cplab_group_kind)k), members, d);
+  }
+  free(members);
   h5u_close(g);
   return rc;
 }
@@ -143,6 +165,8 @@ int cplab_trace_create(const char *path, const cplab_scenario *s, int rank, cons
   if (!rc) rc = h5u_attr_i64(w->file, "num_steps", (int64_t)s->num_steps, d);
   if (!rc && rank >= 0) rc = h5u_attr_i32(w->file, "rank", rank, d);
   if (!rc) rc = write_config(w->file, s, d);
+  if (!rc && rank >= 0) rc = cplab_rank_ids_get(&s->par, rank, &w->ids, d);
+  if (!rc && rank >= 0) rc = write_groups(w->file, &s->par, &w->ids, d);
   if (!rc) rc = write_provenance(w->file, prov, d);
   hid_t steps = rc || rank < 0 ? -1 : h5u_group_create(w->file, "steps", d);
   if (!rc && rank >= 0 && steps < 0) rc = d->code;
@@ -285,6 +309,11 @@ static int write_token_maps(hid_t g, const cplab_rank_plan *p, cplab_diag *d) {
 int cplab_trace_write_plan(cplab_trace_writer *w, size_t step, const cplab_rank_plan *p, cplab_diag *d) {
   if (w->rank < 0) CPLAB_FAIL(d, CPLAB_EINVAL, "plans go into rank files, not the run file");
   if (p->ids.rank != w->rank) CPLAB_FAIL(d, CPLAB_EINVAL, "plan of rank %d written to rank %d's file", p->ids.rank, w->rank);
+  /* /groups records the file's ids once: a plan derived with other ids would
+   * make the file contradict itself. */
+  if (memcmp(&p->ids, &w->ids, sizeof w->ids) != 0)
+    CPLAB_FAIL(d, CPLAB_EINVAL, "plan of rank %d carries other group ids (dcp_rank %d) than its file records (dcp_rank %d)",
+               w->rank, p->ids.dcp_rank, w->ids.dcp_rank);
   char name[40];
   snprintf(name, sizeof name, "steps/%06zu", step);
   hid_t g = h5u_group_create(w->file, name, d);
@@ -322,6 +351,10 @@ int cplab_trace_link_ranks(cplab_trace_writer *w, int world, cplab_diag *d) {
 
 const char *cplab_trace_tensor_name(cplab_trace_tensor t) {
   return t >= 0 && t < CPLAB_TT_COUNT ? schema_tensors[t].name : "?";
+}
+
+int cplab_trace_tensor_since_minor(cplab_trace_tensor t) {
+  return t >= 0 && t < CPLAB_TT_COUNT ? schema_tensors[t].since_minor : CPLAB_TRACE_SCHEMA_MINOR;
 }
 
 /* Open (creating as needed) a group path like "steps/000003/layers/012". */
@@ -408,10 +441,10 @@ int cplab_trace_write_rows(cplab_trace_writer *w, size_t step, const cplab_trace
         {CPLAB_TT_SAMPLED_TOKENS, {n}, r->tokens},       {CPLAB_TT_TOPK, {n, k}, r->topk},
         {CPLAB_TT_TOPK_CONVERTED, {n, k}, r->converted}, {CPLAB_TT_TOPK_SCORES, {n, k}, r->scores},
         {CPLAB_TT_KTH_SCORE, {n}, r->kth},               {CPLAB_TT_ATTN_OUT, {n, h, 512}, r->out},
-        {CPLAB_TT_ATTN_LSE, {n, h}, r->lse},
+        {CPLAB_TT_ATTN_LSE, {n, h}, r->lse},              {CPLAB_TT_TOPK_VALID, {n}, r->valid},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0] && !rc; i++)
-      rc = cplab_trace_write_tensor(w, step, r->layer, rows[i].t, rows[i].dims, rows[i].data, 0, d);
+      if (rows[i].data) rc = cplab_trace_write_tensor(w, step, r->layer, rows[i].t, rows[i].dims, rows[i].data, 0, d);
   }
   uint64_t nd = (uint64_t)r->num_digests;
   if (!rc && nd) rc = cplab_trace_write_tensor(w, step, r->layer, CPLAB_TT_DIGESTS, &nd, r->digests, 0, d);

@@ -21,9 +21,9 @@
 extern "C" {
 #endif
 
-#define CPLAB_TRACE_SCHEMA "1.0.0"
+#define CPLAB_TRACE_SCHEMA "1.1.0"
 #define CPLAB_TRACE_SCHEMA_MAJOR 1
-#define CPLAB_TRACE_SCHEMA_MINOR 0
+#define CPLAB_TRACE_SCHEMA_MINOR 1
 
 /* What produced the trace; never compared. The library adds versions
  * (cplab, HDF5, compiler) and the host name itself. */
@@ -70,10 +70,15 @@ typedef enum cplab_trace_tensor {
   CPLAB_TT_ATTN_OUT,       /* float32 [rows, heads, 512]: attention output of each row */
   CPLAB_TT_ATTN_LSE,       /* float32 [rows, heads]: natural-log LSE of each row */
   CPLAB_TT_DIGESTS,        /* uint64 [n]: XXH3-64 digests standing in for tensors not stored */
+  CPLAB_TT_TOPK_VALID,     /* int32 [rows]: valid (non -1) entries of each row's topk (schema 1.1) */
   CPLAB_TT_COUNT
 } cplab_trace_tensor;
 
 const char *cplab_trace_tensor_name(cplab_trace_tensor t);
+/* The schema minor version (of major 1) that introduced the tensor: a file
+ * of an older minor version cannot hold it, so its absence there is no
+ * difference. */
+int cplab_trace_tensor_since_minor(cplab_trace_tensor t);
 
 /* Rank files: write one tensor of (step, layer). dims has the tensor's rank
  * (1..3). compress = 0 stores it contiguous and unfiltered: fp8 and bf16
@@ -103,6 +108,7 @@ typedef struct cplab_trace_rows {
   const float *lse;                   /* [rows][heads] */
   int num_digests;
   const uint64_t *digests;
+  const int32_t *valid;               /* [rows]: valid entries of each topk row; NULL: not stored */
 } cplab_trace_rows;
 int cplab_trace_write_rows(cplab_trace_writer *w, size_t step, const cplab_trace_rows *r, cplab_diag *d);
 
@@ -143,6 +149,21 @@ int cplab_trace_validate(cplab_trace *t, cplab_diag *d);
 /* Rank files: read back one step's plan (layout = NULL; collectives, rows,
  * plans and any token maps as written). Free with cplab_rank_plan_free. */
 int cplab_trace_read_plan(cplab_trace *t, size_t step, cplab_rank_plan **out, cplab_diag *d);
+
+/* Rank files (schema 1.1): the rank's ids and the members of its groups, as
+ * /groups records them, checked against the layout's numbering
+ * (cplab/ranks.h). CPLAB_ENOTFOUND when the file has no /groups (older
+ * writers). */
+typedef struct cplab_trace_groups {
+  cplab_rank_ids ids;
+  int size[3];     /* per cplab_group_kind */
+  int *members[3]; /* per cplab_group_kind: [size], in rank-in-group order */
+} cplab_trace_groups;
+int cplab_trace_read_groups(cplab_trace *t, cplab_trace_groups *out, cplab_diag *d);
+void cplab_trace_groups_fini(cplab_trace_groups *g);
+
+/* The schema minor version the file was written with. */
+int cplab_trace_schema_minor(const cplab_trace *t);
 
 /* Rank files: read a tensor of (step, layer) after checking it against the
  * schema; *data is malloc'd, dims gets its shape (rank per the tensor). */

@@ -21,7 +21,7 @@ expect_exit 2 "-o with another extension" "$SIM" --scenario smoke -o "$WORK/x.tx
 expect_grep "$WORK/err" "use NAME.h5 for a trace or NAME.json" "names the choice"
 
 expect_exit 0 "validate the run" "$TRACE" validate "$WORK/a/smoke.h5"
-expect_grep "$WORK/out" "valid cplab trace (schema 1.0.0)" "says valid"
+expect_grep "$WORK/out" "valid cplab trace (schema 1.1.0)" "says valid"
 expect_exit 0 "validate a rank file" "$TRACE" validate -q "$WORK/a/smoke.r0001.h5"
 expect_exit 0 "ls" "$TRACE" ls "$WORK/a/smoke.h5"
 expect_grep "$WORK/out" "run file from sim" "ls names the kind"
@@ -29,6 +29,23 @@ expect_grep "$WORK/out" "rank 1: 3 steps" "ls lists the ranks"
 expect_exit 0 "dump" "$TRACE" dump "$WORK/a/smoke.h5" --rank 1 --step 1
 expect_grep "$WORK/out" "step 1 of rank 1 (pcp 1, tp 0, dcp_rank 1)" "dump header"
 expect_grep "$WORK/out" "mla_kv_gather" "dump lists the collectives"
+# Schema 1.1: the rank's groups as its file records them (smoke: TP1/PCP2/DCP2).
+expect_grep "$WORK/out" "^groups: pp_rank 0, pcp_rank 1, tp_rank 0, dcp_rank 1$" "dump shows the rank's ids"
+expect_grep "$WORK/out" "^  TP group 1: 1$" "dump lists the TP group"
+expect_grep "$WORK/out" "^  PCP group 0: 0 1$" "dump lists the PCP group"
+expect_grep "$WORK/out" "^  DCP group 0: 0 1$" "dump lists the DCP group"
+# Files of schema 1.0 (the fuzz corpus' smoke rank file) stay valid and dump without groups.
+OLD="$top_srcdir/tests/fuzz/corpus/rank-smoke.h5"
+expect_exit 0 "validate a schema 1.0 trace" "$TRACE" validate "$OLD"
+expect_grep "$WORK/out" "valid cplab trace (schema 1.0.0)" "says valid, with its own version"
+expect_exit 0 "dump a schema 1.0 trace" "$TRACE" dump "$OLD" --step 1
+expect_grep "$WORK/out" "^groups: not recorded (schema 1.0.0)$" "says the groups are not recorded"
+# The numeric pass stores each sampled row's valid top-k count (1.1), and cplab-diff compares it.
+mkdir -p "$WORK/n"
+expect_exit 0 "cplab-sim --numeric -o" "$SIM" --scenario smoke --numeric -q -o "$WORK/n/smoke.h5"
+expect_exit 0 "validate the numeric trace (topk_valid agrees with topk)" "$TRACE" validate "$WORK/n/smoke.h5"
+expect_exit 0 "diff the numeric trace with itself" "$top_builddir/cplab-diff" "$WORK/n/smoke.h5" "$WORK/n/smoke.h5"
+expect_grep "$WORK/out" "^topk_valid  *28  *0 " "topk_valid is compared, row by row"
 
 head -c 30000 "$WORK/a/smoke.r0001.h5" >"$WORK/cut.h5"
 expect_exit 1 "a truncated file is invalid" "$TRACE" validate "$WORK/cut.h5"
@@ -70,7 +87,7 @@ if [ -n "$PY" ]; then
   sed -n '/^```python$/,/^```$/p' "$top_srcdir/docs/traces-python.md" | sed '1d;$d' |
     sed "s|/tmp/smoke.h5|$WORK/a/smoke.h5|" >"$WORK/example.py"
   expect_exit 0 "the Python example of docs/traces-python.md" "$PY" "$WORK/example.py"
-  expect_grep "$WORK/out" "^1.0.0 2 3$" "h5py reads the root attributes"
+  expect_grep "$WORK/out" "^1.1.0 2 3$" "h5py reads the root attributes"
   expect_grep "$WORK/out" "^r0001 rows:" "h5py follows the rank links"
 else
   echo "python3-h5py not installed: skipped that check"

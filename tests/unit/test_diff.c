@@ -2,6 +2,7 @@
  * (tolerance, NaN/Inf positions, cosine), top-k modulo ties and the
  * converted entries of common indices. Two one-rank runs of the smoke
  * scenario's first step are written with chosen tensors and compared. */
+#include <hdf5.h>
 #include <math.h>
 #include <unistd.h>
 
@@ -15,6 +16,9 @@ typedef struct run_data {
   uint8_t kv[SLOTS * 656];
   int32_t topk[64 * K], conv[64 * K];
   float scores[64 * K], kth[64], lse[64 * HEADS];
+  int32_t valid[64];  /* topk_valid, written when has_valid */
+  int has_valid;
+  const char *schema; /* cplab_schema the files claim, NULL: the writer's */
 } run_data;
 
 static char dir[] = "/tmp/cplab-diff-test-XXXXXX";
@@ -41,8 +45,23 @@ static void base_data(run_data *r) {
       r->scores[m * K + j] = 10.0f - (float)j;
     }
     r->kth[m] = 10.0f - (float)(K - 1);
+    r->valid[m] = K;
   }
+  r->has_valid = 1;
+  r->schema = NULL;
   for (int i = 0; i < 64 * HEADS; i++) r->lse[i] = 1.0f + 0.01f * (float)i;
+}
+
+/* Make a file claim another schema version (an older writer's file). */
+static void claim_schema(const char *path, const char *version) {
+  hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  assert_true(f >= 0);
+  H5Adelete(f, "cplab_schema");
+  hid_t t = H5Tcopy(H5T_C_S1), sp = H5Screate(H5S_SCALAR);
+  H5Tset_size(t, strlen(version));
+  hid_t a = H5Acreate2(f, "cplab_schema", t, sp, H5P_DEFAULT, H5P_DEFAULT);
+  assert_true(a >= 0 && H5Awrite(a, t, version) >= 0);
+  H5Aclose(a), H5Sclose(sp), H5Tclose(t), H5Fclose(f);
 }
 
 /* A one-rank run (smoke scenario on TP1/PCP1/DCP1, first step only). */
@@ -73,13 +92,16 @@ static void write_run(const char *name, const run_data *r) {
       cplab_trace_write_tensor(w, 0, 0, CPLAB_TT_TOPK_CONVERTED, tk, r->conv, 1, &d) ||
       cplab_trace_write_tensor(w, 0, 0, CPLAB_TT_TOPK_SCORES, tk, r->scores, 1, &d) ||
       cplab_trace_write_tensor(w, 0, 0, CPLAB_TT_KTH_SCORE, kth, r->kth, 1, &d) ||
-      cplab_trace_write_tensor(w, 0, 0, CPLAB_TT_ATTN_LSE, lse, r->lse, 1, &d))
+      cplab_trace_write_tensor(w, 0, 0, CPLAB_TT_ATTN_LSE, lse, r->lse, 1, &d) ||
+      (r->has_valid && cplab_trace_write_tensor(w, 0, 0, CPLAB_TT_TOPK_VALID, kth, r->valid, 1, &d)))
     fail_msg("write: %s", d.msg);
   assert_int_equal(cplab_trace_commit(w, &d), 0);
+  if (r->schema) claim_schema(rpath, r->schema);
   cplab_trace_writer *run = NULL;
   assert_int_equal(cplab_trace_create(path, s, -1, &prov, &run, &d), 0);
   assert_int_equal(cplab_trace_link_ranks(run, 1, &d), 0);
   assert_int_equal(cplab_trace_commit(run, &d), 0);
+  if (r->schema) claim_schema(path, r->schema);
   s->num_steps = all_steps;
   cplab_scenario_free(s);
 }
@@ -233,10 +255,40 @@ static void test_tie_swapped_attention(void **state) {
   diff_report_free(&r);
 }
 
+/* topk_valid is compared exactly; a file whose schema (1.0) predates it is
+ * no difference for lacking it, a 1.1 file is. */
+static void test_topk_valid(void **state) {
+  (void)state;
+  static run_data a, b;
+  base_data(&a);
+  a.topk[2 * K + K - 1] = -1; /* row 2 has one key fewer than k */
+  a.valid[2] = K - 1;
+  b = a;
+  b.valid[2] = K - 2;
+  diff_report r;
+  compare(&a, &b, &r);
+  assert_int_equal(dataset(&r, "topk_valid")->differences, 1);
+  assert_non_null(strstr(r.first[0], "topk_valid: rank 0 step 0 layer 0: 1 elements differ, first at row 2 column 0"));
+  diff_report_free(&r);
+  b = a;
+  b.has_valid = 0;
+  b.schema = "1.0.0";
+  compare(&a, &b, &r);
+  assert_int_equal(r.differences, 0);
+  assert_int_equal(dataset(&r, "newer-schema")->compared, tokens);
+  diff_report_free(&r);
+  b.schema = NULL;
+  compare(&a, &b, &r);
+  assert_int_equal(r.differences, 1);
+  assert_non_null(strstr(r.first[0], "topk_valid: rank 0 step 0 layer 0: only in A"));
+  diff_report_free(&r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_identical), cmocka_unit_test(test_quantised_byte), cmocka_unit_test(test_float_policy),
       cmocka_unit_test(test_topk_ties), cmocka_unit_test(test_row_scale), cmocka_unit_test(test_tie_swapped_attention),
+      cmocka_unit_test(test_topk_valid),
   };
   return cmocka_run_group_tests_name("diff", tests, setup, teardown);
 }

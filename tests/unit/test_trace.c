@@ -170,6 +170,77 @@ static void test_byte_identical(void **state) {
   cplab_scenario_free(s);
 }
 
+/* Schema 1.1: every rank file records its ids and group members as the
+ * layout numbers them (mixed: TP2/PCP2/DCP4, so DCP groups span TP), and
+ * /config its num_spec_tokens (mtp-pcp2: 1), both read back. */
+static void check_groups_round_trip(const char *name) {
+  cplab_scenario *s = load(name);
+  write_run(s, name, NULL);
+  char path[256];
+  snprintf(path, sizeof path, "%s/%s.h5", dir, name);
+  cplab_trace *run = NULL, *rt = NULL;
+  cplab_diag d = {0};
+  assert_int_equal(cplab_trace_open(path, &run, &d), 0);
+  if (cplab_trace_validate(run, &d)) fail_msg("validate: %s", d.msg);
+  int world = cplab_parallel_world(&s->par), want[64];
+  for (int r = 0; r < world; r++) {
+    assert_int_equal(cplab_trace_open_rank(run, r, &rt, &d), 0);
+    cplab_trace_groups g;
+    cplab_rank_ids ids;
+    if (cplab_trace_read_groups(rt, &g, &d)) fail_msg("groups: %s", d.msg);
+    assert_int_equal(cplab_rank_ids_get(&s->par, r, &ids, &d), 0);
+    assert_memory_equal(&g.ids, &ids, sizeof ids);
+    for (int k = CPLAB_GROUP_TP; k <= CPLAB_GROUP_DCP; k++) {
+      assert_int_equal(g.size[k], cplab_group_size(&s->par, (cplab_group_kind)k));
+      assert_int_equal(cplab_group_members(&s->par, (cplab_group_kind)k, r, want, &d), 0);
+      assert_memory_equal(g.members[k], want, sizeof *want * (size_t)g.size[k]);
+    }
+    cplab_trace_groups_fini(&g);
+    cplab_rank_plan *p = NULL;
+    assert_int_equal(cplab_trace_read_plan(rt, 0, &p, &d), 0);
+    assert_int_equal(p->env.par.num_spec_tokens, s->par.num_spec_tokens);
+    cplab_rank_plan_free(p);
+    cplab_trace_close(rt);
+  }
+  /* A run file holds no groups. */
+  cplab_trace_groups g;
+  assert_int_equal(cplab_trace_read_groups(run, &g, &d), CPLAB_EINVAL);
+  cplab_trace_close(run);
+  cplab_scenario_free(s);
+}
+
+static void test_groups_and_spec_tokens(void **state) {
+  (void)state;
+  check_groups_round_trip("mixed");
+  check_groups_round_trip("mtp-pcp2");
+  /* A plan derived with other ids than its file records is refused. */
+  cplab_scenario *s = load("smoke");
+  char path[256];
+  snprintf(path, sizeof path, "%s/ids.r0001.h5", dir);
+  cplab_diag d = {0};
+  cplab_trace_writer *w = NULL;
+  assert_int_equal(cplab_trace_create(path, s, 1, &prov, &w, &d), 0);
+  cplab_step_input in = {&s->steps[0], 0, s->seed, &s->par, &s->model, cplab_layout_find("vllm")};
+  cplab_rank_plan *p = NULL;
+  assert_int_equal(cplab_rank_plan_derive(&in, 1, 0, &p, &d), 0);
+  p->ids.dcp_rank = 0;
+  assert_int_equal(cplab_trace_write_plan(w, 0, p, &d), CPLAB_EINVAL);
+  assert_non_null(strstr(d.msg, "carries other group ids (dcp_rank 0) than its file records (dcp_rank 1)"));
+  cplab_trace_abort(w);
+  cplab_rank_plan_free(p);
+  cplab_scenario_free(s);
+}
+
+/* The file at path opens and fails validation with a message holding fragment. */
+static void expect_invalid(const char *path, const char *fragment) {
+  cplab_trace *t = NULL;
+  cplab_diag d = {0};
+  assert_int_equal(cplab_trace_open(path, &t, &d), 0);
+  assert_int_equal(cplab_trace_validate(t, &d), CPLAB_ESCHEMA);
+  if (!strstr(d.msg, fragment)) fail_msg("expected '%s', got '%s'", fragment, d.msg);
+  cplab_trace_close(t);
+}
+
 /* Layer tensors and events: written, validated, read back equal; shapes the
  * schema forbids are refused by the writer or rejected by the reader. */
 static void test_tensors_and_events(void **state) {
@@ -204,6 +275,9 @@ static void test_tensors_and_events(void **state) {
   assert_int_equal(cplab_trace_write_tensor(w, 1, 0, CPLAB_TT_SAMPLED_TOKENS, s_dims, sampled, 1, &d), 0);
   assert_int_equal(cplab_trace_write_tensor(w, 1, 0, CPLAB_TT_TOPK, topk_dims, topk, 1, &d), 0);
   assert_int_equal(cplab_trace_write_tensor(w, 1, 0, CPLAB_TT_ATTN_LSE, lse_dims, lse, 1, &d), 0);
+  /* Row 0's topk starts with its only -1, row 1 has none. */
+  int32_t valid[2] = {K - 1, K};
+  assert_int_equal(cplab_trace_write_tensor(w, 1, 0, CPLAB_TT_TOPK_VALID, s_dims, valid, 1, &d), 0);
   uint64_t bad[2] = {SLOTS, 600};
   assert_int_equal(cplab_trace_write_tensor(w, 1, 0, CPLAB_TT_KV_CACHE, bad, kv, 0, &d), CPLAB_EINVAL);
   cplab_diag_clear(&d);
@@ -225,11 +299,30 @@ static void test_tensors_and_events(void **state) {
   assert_true(dims[0] == 2 && dims[1] == K);
   assert_memory_equal(back, topk, 2 * K * sizeof *topk);
   free(back);
+  assert_int_equal(cplab_trace_read_tensor(t, 1, 0, CPLAB_TT_TOPK_VALID, dims, &back, &d), 0);
+  assert_true(dims[0] == 2);
+  assert_memory_equal(back, valid, sizeof valid);
+  free(back);
   assert_int_equal(cplab_trace_read_tensor(t, 1, 0, CPLAB_TT_ATTN_OUT, dims, &back, &d), CPLAB_ENOTFOUND);
   cplab_diag_clear(&d);
   cplab_trace_close(t);
-  /* A topk with the wrong number of rows, and an unknown tensor. */
+  /* A valid count that disagrees with its topk, and a negative one. */
+  int32_t miscount[2] = {K - 1, K - 2}, negative[2] = {-1, K};
+  hsize_t two_rows[1] = {2};
   hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  replace_dataset(f, "steps/000001/layers/000/topk_valid", H5T_NATIVE_INT32, 1, two_rows, miscount);
+  H5Fclose(f);
+  expect_invalid(path, "topk_valid of row 1 is 14, its topk holds 16 valid entries");
+  f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  H5Ldelete(f, "steps/000001/layers/000/topk", H5P_DEFAULT); /* without topk, only the sign is checked */
+  replace_dataset(f, "steps/000001/layers/000/topk_valid", H5T_NATIVE_INT32, 1, two_rows, negative);
+  H5Fclose(f);
+  expect_invalid(path, "topk_valid of row 0 is negative (-1)");
+  f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  H5Ldelete(f, "steps/000001/layers/000/topk_valid", H5P_DEFAULT);
+  H5Fclose(f);
+  /* A topk with the wrong number of rows, and an unknown tensor. */
+  f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
   hsize_t wrong[2] = {3, K};
   replace_dataset(f, "steps/000001/layers/000/topk", H5T_NATIVE_INT32, 2, wrong, topk);
   H5Fclose(f);
@@ -332,14 +425,34 @@ static void m_negative_block(hid_t f) {
   hsize_t dims[2] = {2, 32};
   replace_dataset(f, "steps/000000/block_table", H5T_NATIVE_INT32, 2, dims, v);
 }
-static void m_world_mismatch(hid_t f) {
-  H5Adelete(f, "world_size");
-  int32_t w = 4;
-  hid_t sp = H5Screate(H5S_SCALAR), a = H5Acreate2(f, "world_size", H5T_STD_I32LE, sp, H5P_DEFAULT, H5P_DEFAULT);
-  H5Awrite(a, H5T_NATIVE_INT32, &w);
+static void set_i32_attr(hid_t obj, const char *name, int32_t v) {
+  H5Adelete(obj, name);
+  hid_t sp = H5Screate(H5S_SCALAR), a = H5Acreate2(obj, name, H5T_STD_I32LE, sp, H5P_DEFAULT, H5P_DEFAULT);
+  H5Awrite(a, H5T_NATIVE_INT32, &v);
   H5Aclose(a);
   H5Sclose(sp);
 }
+static void set_i32_attr_at(hid_t f, const char *group, const char *name, int32_t v) {
+  hid_t g = H5Gopen2(f, group, H5P_DEFAULT);
+  set_i32_attr(g, name, v);
+  H5Gclose(g);
+}
+static void m_world_mismatch(hid_t f) { set_i32_attr(f, "world_size", 4); }
+/* good.r0001.h5 is smoke's rank 1: TP1/PCP2/DCP2, dcp_rank 1, DCP group {0, 1}. */
+static void m_groups_dcp_rank(hid_t f) { set_i32_attr_at(f, "groups", "dcp_rank", 0); }
+static void m_groups_members(hid_t f) {
+  int32_t v[2] = {1, 0};
+  hsize_t dims[1] = {2};
+  replace_dataset(f, "groups/dcp_members", H5T_NATIVE_INT32, 1, dims, v);
+}
+static void m_groups_size(hid_t f) {
+  int32_t v[3] = {0, 1, 1};
+  hsize_t dims[1] = {3};
+  replace_dataset(f, "groups/pcp_members", H5T_NATIVE_INT32, 1, dims, v);
+}
+static void m_groups_missing_list(hid_t f) { H5Ldelete(f, "groups/tp_members", H5P_DEFAULT); }
+static void m_spec_tokens_disagree(hid_t f) { set_i32_attr_at(f, "config", "num_spec_tokens", 3); }
+static void m_spec_tokens_range(hid_t f) { set_i32_attr_at(f, "config", "num_spec_tokens", 9); }
 
 /* seq_len as a chunked dataset whose (unlimited) chunks claim 128 MiB. */
 static void m_huge_chunks(hid_t f) {
@@ -380,6 +493,16 @@ static void test_malformed_rejected(void **state) {
       {"negative block id", m_negative_block, CPLAB_ESCHEMA, "negative block id"},
       {"world disagrees with config", m_world_mismatch, CPLAB_ESCHEMA, "world_size 4 disagrees with /config"},
       {"chunks of 128 MiB", m_huge_chunks, CPLAB_ESCHEMA, "dataset 'seq_len' claims chunks over 67108864 bytes"},
+      {"groups: another dcp_rank", m_groups_dcp_rank, CPLAB_ESCHEMA,
+       "groups: dcp_rank is 0, the layout's numbering (SCHEMA.md \"/groups\") gives 1"},
+      {"groups: members out of order", m_groups_members, CPLAB_ESCHEMA,
+       "dcp_members[0] is 1, the layout's numbering (SCHEMA.md \"/groups\") gives 0"},
+      {"groups: a list of the wrong size", m_groups_size, CPLAB_ESCHEMA,
+       "dataset 'pcp_members' has 3 elements, expected 2"},
+      {"groups: a list missing", m_groups_missing_list, CPLAB_ESCHEMA, "missing dataset 'tp_members'"},
+      {"num_spec_tokens disagrees", m_spec_tokens_disagree, CPLAB_ESCHEMA,
+       "num_spec_tokens 3 disagrees with scenario_json's 0"},
+      {"num_spec_tokens out of range", m_spec_tokens_range, CPLAB_ESCHEMA, "num_spec_tokens 9 out of range (0..7)"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char path[256];
@@ -410,6 +533,23 @@ static void test_malformed_rejected(void **state) {
   assert_int_equal(cplab_trace_open(path, &t, &d), 0);
   assert_non_null(strstr(cplab_trace_get_info(t)->warning, "newer"));
   assert_int_equal(cplab_trace_validate(t, &d), 0);
+  cplab_trace_close(t);
+  /* Files without what 1.1 added (/groups, num_spec_tokens) are valid. */
+  snprintf(path, sizeof path, "%s/old.h5", dir);
+  copy_file(good, path);
+  f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  set_str_attr(f, "cplab_schema", "1.0.0");
+  H5Ldelete(f, "groups", H5P_DEFAULT);
+  hid_t cfg = H5Gopen2(f, "config", H5P_DEFAULT);
+  H5Adelete(cfg, "num_spec_tokens");
+  H5Gclose(cfg);
+  H5Fclose(f);
+  assert_int_equal(cplab_trace_open(path, &t, &d), 0);
+  if (cplab_trace_validate(t, &d)) fail_msg("a 1.0 file: %s", d.msg);
+  assert_int_equal(cplab_trace_schema_minor(t), 0);
+  cplab_trace_groups g;
+  assert_int_equal(cplab_trace_read_groups(t, &g, &d), CPLAB_ENOTFOUND);
+  cplab_diag_clear(&d);
   cplab_trace_close(t);
   /* A missing rank link in the run file. */
   char run[256];
@@ -523,6 +663,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_round_trip_builtins), cmocka_unit_test(test_round_trip_random),
       cmocka_unit_test(test_byte_identical),      cmocka_unit_test(test_tensors_and_events),
+      cmocka_unit_test(test_groups_and_spec_tokens),
       cmocka_unit_test(test_malformed_rejected),
       cmocka_unit_test(test_truncated_and_bitflipped), cmocka_unit_test(test_killed_writer),
   };
