@@ -10,7 +10,7 @@
 //      tiles [z·T/Z, (z+1)·T/Z) of T);
 //   3. per tile: the raw entries come into a staging buffer by cp.async
 //      (the next tile's while this one computes), and are dequantised into
-//      the bf16 tile exactly as cplab_gather_mla does (kf_dequant4_bf16),
+//      the bf16 tile exactly as cplab_gather_mla does (kf_dequant8_bf16),
 //      so decode and prefill see the same rows.
 // With Z > 1 (cplab_sparse_mla_decode_split; Z from k alone) each split
 // writes its partial (out, lse) and dc_combine_kernel merges them: a small
@@ -25,7 +25,8 @@
 #define DC_ENTRY CPLAB_MLA_ENTRY_BYTES        // 656 bytes, 41 16-byte chunks
 #define DC_ENTRY_CHUNKS (DC_ENTRY / 16)
 #define DC_NOPE_CHUNKS (CPLAB_MLA_NOPE_DIM / 16) // 32 chunks of 16 e4m3 values
-#define DC_SCAN MT_THREADS                       // list entries a scan step looks at
+#define DC_PER_THREAD 8                          // list entries a thread loads in one compaction pass
+#define DC_PASS (DC_PER_THREAD * MT_THREADS)     // entries of one compaction pass
 #define DC_MAX_K 8064                            // the compacted list must fit beside the tiles
 #define DC_TILES_PER_SPLIT 8                     // tiles of a full list per split (cplab_sparse_mla_decode_split)
 
@@ -38,7 +39,7 @@ struct dc_smem {
   mt_core c;
   unsigned char kv[MT_TILE_BYTES];
   unsigned char staging[MT_TILE * DC_ENTRY];
-  int warp_valid[MT_THREADS / 32]; // a scan step's valid entries per warp
+  int warp_valid[MT_THREADS / 32]; // a compaction pass's valid entries per warp
   int count;                       // valid entries of the row
   int32_t list[DC_MAX_K];          // the row's valid slots, in list order (count of them)
 };
@@ -55,29 +56,44 @@ struct dc_args {
   int64_t m;
 };
 
-// Step 1: the row's valid slots -> s->list, s->count.
+// Step 1: the row's valid slots -> s->list, s->count. Thread t takes the
+// DC_PER_THREAD consecutive entries t·DC_PER_THREAD .. of each pass of
+// DC_PASS entries (one pass for k <= 2048), all of a pass's loads issued
+// before any is used; a block scan of the threads' counts places them. The
+// first version scanned 256 entries at a time with a global load and three
+// barriers each: eight load latencies in series for k = 2048.
 static __device__ void dc_compact(const dc_args &a, const int32_t *row, dc_smem *s) {
   int lane = threadIdx.x % 32, w = threadIdx.x / 32;
-  if (threadIdx.x == 0) s->count = 0;
-  __syncthreads();
-  for (int pos = 0; pos < a.k; pos += DC_SCAN) {
-    int e = pos + (int)threadIdx.x;
-    int32_t v = e < a.k ? row[e] : -1;
-    bool ok = v >= 0 && v < a.slots;
-    unsigned ballot = __ballot_sync(0xFFFFFFFFu, ok);
-    if (lane == 0) s->warp_valid[w] = __popc(ballot);
-    int base = s->count;
+  int base = 0;
+  for (int pos = 0; pos < a.k; pos += DC_PASS) {
+    int32_t v[DC_PER_THREAD];
+    int first = pos + (int)threadIdx.x * DC_PER_THREAD, n = 0;
+#pragma unroll
+    for (int j = 0; j < DC_PER_THREAD; j++) v[j] = first + j < a.k ? row[first + j] : -1;
+#pragma unroll
+    for (int j = 0; j < DC_PER_THREAD; j++) n += v[j] >= 0 && v[j] < a.slots;
+    int incl = n; // inclusive scan over the warp, then over the warps
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      int u = __shfl_up_sync(0xFFFFFFFFu, incl, o);
+      if (lane >= o) incl += u;
+    }
+    if (lane == 31) s->warp_valid[w] = incl;
     __syncthreads();
-    int at = base + __popc(ballot & ((1u << lane) - 1u)), total = 0;
+    int at = base + incl - n, total = 0;
+#pragma unroll
     for (int u = 0; u < MT_THREADS / 32; u++) {
       if (u < w) at += s->warp_valid[u];
       total += s->warp_valid[u];
     }
-    if (ok) s->list[at] = v;
-    __syncthreads(); // every thread has read the counts and the old length
-    if (threadIdx.x == 0) s->count = base + total;
-    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < DC_PER_THREAD; j++)
+      if (v[j] >= 0 && v[j] < a.slots) s->list[at++] = v[j];
+    base += total;
+    __syncthreads(); // warp_valid is read before the next pass writes it
   }
+  if (threadIdx.x == 0) s->count = base;
+  __syncthreads();
 }
 
 // Issue the copies of tile t's entries (compacted entries t·64 ..) into the
@@ -104,10 +120,8 @@ static __device__ unsigned long long dc_dequant(dc_smem *s, int t) {
     if (live) {
       uint4 f8 = *(const uint4 *)(src + CPLAB_MLA_NOPE_OFFSET + 16 * c);
       float sc = scale[c / (DC_NOPE_CHUNKS / CPLAB_MLA_TILES)];
-      uint2 b0 = kf_dequant4_bf16(f8.x, sc), b1 = kf_dequant4_bf16(f8.y, sc);
-      uint2 b2 = kf_dequant4_bf16(f8.z, sc), b3 = kf_dequant4_bf16(f8.w, sc);
-      lo = make_uint4(b0.x, b0.y, b1.x, b1.y);
-      hi = make_uint4(b2.x, b2.y, b3.x, b3.y);
+      lo = kf_dequant8_bf16(make_uint2(f8.x, f8.y), sc);
+      hi = kf_dequant8_bf16(make_uint2(f8.z, f8.w), sc);
     }
     *(uint4 *)(s->kv + mt_off(r, 2 * c)) = lo;
     *(uint4 *)(s->kv + mt_off(r, 2 * c + 1)) = hi;
@@ -130,6 +144,11 @@ __global__ void __launch_bounds__(MT_THREADS, 1) dc_kernel(dc_args a) {
   dc_compact(a, a.slot + row * a.k, s);
   int tiles = (s->count + MT_TILE - 1) / MT_TILE;
   int t0 = (int)((int64_t)split * tiles / splits), t1 = (int)((int64_t)(split + 1) * tiles / splits);
+  if (t0 >= t1 && splits > 1) { // an empty split (a DCP rank's short row): the combine reads its lse alone
+    for (int h = (int)threadIdx.x; h < MT_HEADS && h0 + h < a.heads; h += MT_THREADS)
+      a.lse[((int64_t)split * a.m + row) * a.heads + h0 + h] = -INFINITY;
+    return;
+  }
   mt_rows st;
   float o[32][4];
   mt_start(&st, o);
@@ -159,7 +178,8 @@ static_assert(sizeof(dc_smem) + 1008 <= DC_SMEM_OPTIN, "the block's shared memor
 
 // The splits' partial results of one (row, head) -> out and lse: weights
 // exp(lse_z - M) / sum over the splits (M the largest lse; a split that saw
-// no entry has lse -inf and weight 0), lse = M + log(sum). Thread t owns
+// no entry has lse -inf and weight 0, and its out is neither written nor
+// read), lse = M + log(sum). Thread t owns
 // columns 4t .. 4t + 3.
 __global__ void __launch_bounds__(DC_COMBINE_THREADS)
     dc_combine_kernel(const float *part_out, const float *part_lse, int splits, int64_t mh, float *out, float *lse) {

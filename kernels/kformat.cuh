@@ -15,6 +15,7 @@
 #include <cuda_fp8.h>
 
 #include <stdint.h>
+#include <string.h>
 
 #include "cplab/kvformat.h"
 
@@ -83,6 +84,62 @@ static __device__ __forceinline__ uint2 kf_dequant4_bf16(uint32_t word, float sc
   uint32_t b[4];
   for (int i = 0; i < 4; i++) b[i] = kf_bf16(kf_e4m3_to_f32((word >> (8 * i)) & 0xFFu) * scale);
   return make_uint2(b[0] | (b[1] << 16), b[2] | (b[3] << 16));
+}
+
+// The same bits in about a third of the instructions, for what the format
+// writes (scale = 2^k, no NaN byte); kf_dequant8_bf16 picks the path.
+//   e4m3 -> f16 is exact (cvt.rn.f16x2.e4m3x2, two values an instruction),
+//   and every e4m3 value is a normal f16 (or zero) whose 10-bit mantissa
+//   ends in 7 zero bits (3 for e4m3's subnormals, which f16 normalises). So
+//   the f16 pattern shifted right by 3, sign kept, is a normal bf16 whose
+//   value is v · 2^(15 - 127) = v · 2^-112, zero staying zero. One bf16x2
+//   product by 2^(112 + k) then gives v · 2^k exactly (a product by a power
+//   of two that stays normal, as the format guarantees for k >= -117): the
+//   bits kf_bf16(v · scale) gives. 2^(112 + k) is a bf16 for k <= 15.
+// The scale's bf16x2 multiplier, or 0 where the fast path does not apply
+// (a scale other than 2^k with -117 <= k <= 15; a negative one too).
+static __device__ __forceinline__ uint32_t kf_fast_mul2(float scale) {
+  uint32_t b = __float_as_uint(scale), e = b >> 23;
+  if ((b & 0x007FFFFFu) != 0 || e < 127 + CPLAB_KV_SCALE_EXP_MIN || e > 127 + 15) return 0;
+  uint32_t m = (e + 112) << 7; // bf16 exponent field of 2^(112 + k): k + 239
+  return m | m << 16;
+}
+
+// Nonzero when one of the 4 e4m3 bytes of w is a NaN (S.1111.111): adding 1
+// to the 7 low bits carries into bit 7 only for 0x7F.
+static __device__ __forceinline__ uint32_t kf_e4m3_nan4(uint32_t w) {
+  return ((w & 0x7F7F7F7Fu) + 0x01010101u) & 0x80808080u;
+}
+
+// Two e4m3 bytes (element 0 low) -> bf16x2 of their values times 2^-112.
+static __device__ __forceinline__ uint32_t kf_e4m3x2_bf16x2_scaled(uint32_t pair) {
+  __half2_raw h = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)pair, __NV_E4M3);
+  uint32_t x = (uint32_t)h.x | (uint32_t)h.y << 16;
+  return ((x >> 3) & 0x0FFF0FFFu) | (x & 0x80008000u);
+}
+
+static __device__ __forceinline__ uint32_t kf_bf16x2_mul(uint32_t a, uint32_t b) {
+  __nv_bfloat162 x, y;
+  memcpy(&x, &a, 4);
+  memcpy(&y, &b, 4);
+  __nv_bfloat162 r = __hmul2(x, y);
+  uint32_t out;
+  memcpy(&out, &r, 4);
+  return out;
+}
+
+// 8 e4m3 bytes of one tile (w, little-endian) times its scale as 8 bf16
+// patterns (one 16-byte word): kf_dequant4_bf16's bits on either path.
+static __device__ __forceinline__ uint4 kf_dequant8_bf16(uint2 w, float scale) {
+  uint32_t mul2 = kf_fast_mul2(scale);
+  if (mul2 == 0 || (kf_e4m3_nan4(w.x) | kf_e4m3_nan4(w.y)) != 0) {
+    uint2 a = kf_dequant4_bf16(w.x, scale), b = kf_dequant4_bf16(w.y, scale);
+    return make_uint4(a.x, a.y, b.x, b.y);
+  }
+  return make_uint4(kf_bf16x2_mul(kf_e4m3x2_bf16x2_scaled(w.x & 0xFFFFu), mul2),
+                    kf_bf16x2_mul(kf_e4m3x2_bf16x2_scaled(w.x >> 16), mul2),
+                    kf_bf16x2_mul(kf_e4m3x2_bf16x2_scaled(w.y & 0xFFFFu), mul2),
+                    kf_bf16x2_mul(kf_e4m3x2_bf16x2_scaled(w.y >> 16), mul2));
 }
 
 #endif

@@ -15,7 +15,12 @@
  *     blocks in shuffled order read through runs of consecutive tokens (the
  *     production pattern), padding slots (-1, -2, num_slots, INT64_MIN,
  *     INT64_MAX), row counts around the 4 rows of a warp and 32 of a block
- *     (1 .. 1536), and nothing written outside the rows (guard bytes). */
+ *     (1 .. 1536), and nothing written outside the rows (guard bytes);
+ *   - cplab_gather_mla's conversion on every e4m3 byte (NaN bytes too) under
+ *     every scale 2^k the format writes (k = -117 .. 15, where the kernels
+ *     take their fast path) and scales they must not take it for (2^16 and
+ *     above, 2^-118 and below, non-powers of two, negative, zero, subnormal,
+ *     inf, NaN). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -271,6 +276,7 @@ static void check_poison(void) {
 }
 
 static void check_gather_paths(uint64_t *rng);
+static void check_gather_every_byte(void);
 
 int main(void) {
   uint64_t rng;
@@ -301,6 +307,7 @@ int main(void) {
   }
   check_poison();
   check_gather_paths(&rng);
+  check_gather_every_byte();
   return kt_end();
 }
 
@@ -413,4 +420,53 @@ static void check_gather_paths(uint64_t *rng) {
   kt_free(d_kv);
   kt_free(d_kv4);
   kt_free(d_kv8);
+}
+
+/* ---- gather_mla: every byte under every scale -------------------------------- */
+
+/* Tile pair p of the crafted cache: latent bytes 0..127 in its first tile and
+ * 128..255 in its second, both under scale scales[p]. */
+static void check_gather_every_byte(void) {
+  float scales[200];
+  int n = 0;
+  for (int k = -125; k <= 20; k++) scales[n++] = ldexpf(1.0f, k);
+  static const float odd[] = {0.75f, 3.0f, 1.0f / 3.0f, -2.0f, -0.5f, 0.0f, -0.0f, 1e-40f, 1e30f, INFINITY};
+  for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) scales[n++] = odd[i];
+  scales[n++] = nanf("");
+  const int tiles = 2 * n, entries = (tiles + CPLAB_MLA_TILES - 1) / CPLAB_MLA_TILES;
+  uint8_t *kv = kt_host((size_t)entries * CPLAB_MLA_ENTRY_BYTES);
+  int64_t *slot = kt_host((size_t)entries * sizeof *slot);
+  for (int e = 0; e < entries; e++) {
+    uint8_t *entry = kv + (size_t)e * CPLAB_MLA_ENTRY_BYTES;
+    for (int t = 0; t < CPLAB_MLA_TILES; t++) {
+      int g = e * CPLAB_MLA_TILES + t, pair = g / 2 < n ? g / 2 : n - 1;
+      for (int i = 0; i < CPLAB_KV_TILE; i++) entry[CPLAB_MLA_NOPE_OFFSET + t * CPLAB_KV_TILE + i] = (uint8_t)(128 * (g % 2) + i);
+      memcpy(entry + CPLAB_MLA_SCALE_OFFSET + 4 * t, &scales[pair], 4);
+    }
+    for (int j = 0; j < 2 * CPLAB_MLA_ROPE_DIM; j++) entry[CPLAB_MLA_ROPE_OFFSET + j] = (uint8_t)(e + 7 * j);
+    slot[e] = e;
+  }
+  uint8_t *d_kv = kt_dev_from(kv, (size_t)entries * CPLAB_MLA_ENTRY_BYTES);
+  int64_t *d_slot = kt_dev_from(slot, (size_t)entries * sizeof *slot);
+  const size_t row_bytes = CPLAB_MLA_ROW_DIM * 2;
+  uint16_t *d_out = kt_dev((size_t)entries * row_bytes), *out = kt_host((size_t)entries * row_bytes);
+  kt_ok(cplab_gather_mla(d_kv, entries, d_slot, entries, d_out, NULL, kt_diag()), "cplab_gather_mla");
+  kt_sync();
+  kt_down(out, d_out, (size_t)entries * row_bytes);
+  long bad = 0;
+  for (int e = 0; e < entries; e++) {
+    uint16_t want[CPLAB_MLA_ROW_DIM];
+    cplab_kvformat_mla_dequantize(kv + (size_t)e * CPLAB_MLA_ENTRY_BYTES, want);
+    for (int i = 0; i < CPLAB_MLA_ROW_DIM; i++)
+      if (want[i] != out[(size_t)e * CPLAB_MLA_ROW_DIM + i] && bad++ < 3)
+        printf("# gather_mla of crafted entry %d, column %d (byte 0x%02x): 0x%04x, want 0x%04x\n", e, i,
+               i < CPLAB_MLA_NOPE_DIM ? kv[(size_t)e * CPLAB_MLA_ENTRY_BYTES + i] : 0,
+               out[(size_t)e * CPLAB_MLA_ROW_DIM + i], want[i]);
+  }
+  kt_check(bad == 0,
+           "gather_mla: all 256 e4m3 bytes under %d scales (2^-125 .. 2^20 and 11 others), %d entries equal "
+           "cplab_kvformat_mla_dequantize, %ld values differ",
+           n, entries, bad);
+  free(kv), free(slot), free(out);
+  kt_free(d_kv), kt_free(d_slot), kt_free(d_out);
 }

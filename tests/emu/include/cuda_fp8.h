@@ -5,7 +5,7 @@
 //   +-max with __NV_SATFINITE, else NaN (E4M3, which has no infinity) or +-inf
 //   (E5M2); +-inf likewise; NaN gives 0x7F; +-0 keeps its sign.
 //   fp8 -> float is exact (E4M3 0x7F/0xFF: the NaN 0x7FFFFFFF); fp8 -> bf16
-//   is exact too (through float; NaN -> 0x7FFF).
+//   is exact too (through float; NaN -> 0x7FFF), and so is fp8x2 -> f16x2.
 // tests/emu/test_emu_self.cu checks E4M3 against cplab/fp8.h (proved equal
 // to CUDA's on a GPU, tests/numeric). E5M2 is not checked against anything.
 #ifndef CPLAB_TESTS_EMU_CUDA_FP8_H
@@ -57,6 +57,29 @@ static inline float cuda_emu_fp8_to_float(__nv_fp8_storage_t b, __nv_fp8_interpr
   float v = ef == 0 ? std::ldexp((float)mf, 1 - bias - mbits)
                     : std::ldexp((float)((1u << mbits) | mf), (int)ef - bias - mbits);
   return sign ? -v : v;
+}
+
+// fp8x2 -> f16x2 (cvt.rn.f16x2.e4m3x2 / e5m2x2): exact, every fp8 value
+// being an f16; element 0 (low byte) in x. NaN gives 0x7FFF, +-inf (E5M2)
+// the f16 infinities, +-0 keeps its sign.
+struct __half2_raw {
+  unsigned short x, y;
+};
+static inline unsigned short cuda_emu_float_to_half_exact(float v) {
+  unsigned u = __float_as_uint(v), sign = (u >> 16) & 0x8000u, a = u & 0x7FFFFFFFu;
+  if (a > 0x7F800000u) return 0x7FFF;
+  if (a == 0x7F800000u) return (unsigned short)(sign | 0x7C00u);
+  if (a == 0) return (unsigned short)sign;
+  int e = (int)(a >> 23) - 127; // fp8 values are normal floats
+  unsigned m = a & 0x007FFFFFu;
+  if (e >= -14) return (unsigned short)(sign | (unsigned)(e + 15) << 10 | m >> 13);
+  return (unsigned short)(sign | ((m | 0x00800000u) >> (13 + (-14 - e)))); // f16 subnormal (E5M2 only)
+}
+static inline __half2_raw __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t x, __nv_fp8_interpretation_t fmt) {
+  __half2_raw r;
+  r.x = cuda_emu_float_to_half_exact(cuda_emu_fp8_to_float((__nv_fp8_storage_t)(x & 0xFFu), fmt));
+  r.y = cuda_emu_float_to_half_exact(cuda_emu_fp8_to_float((__nv_fp8_storage_t)(x >> 8), fmt));
+  return r;
 }
 
 struct __nv_fp8_e4m3 {
