@@ -107,31 +107,53 @@ static __device__ void dc_stage(const dc_args &a, dc_smem *s, int t) {
 }
 
 // The staged tile -> bf16 rows of s->kv (zero rows past the row's count);
-// returns the tile's validity bits.
+// returns the tile's validity bits. A thread converts 8 latent chunks of
+// its entry (chunks part, part + 4, ..: all four tiles' scales): all loads
+// first, then one choice of path for the 128 values (kf_dequant8_bf16_fast
+// where every scale allows it and no byte is a NaN), so the loads are not
+// split by a branch per chunk.
 static __device__ unsigned long long dc_dequant(dc_smem *s, int t) {
   int r = threadIdx.x / 4, part = threadIdx.x % 4, n = min(MT_TILE, s->count - t * MT_TILE);
   const unsigned char *src = s->staging + r * DC_ENTRY;
   bool live = r < n;
-  const float *scale = (const float *)(src + CPLAB_MLA_SCALE_OFFSET);
+  uint4 f8[DC_NOPE_CHUNKS / 4], rope[2];
+  float scale[CPLAB_MLA_TILES];
+  uint32_t mul2[CPLAB_MLA_TILES], fast = 1, nan = 0;
 #pragma unroll
-  for (int j = 0; j < DC_NOPE_CHUNKS / 4; j++) {
-    int c = part + 4 * j;
-    uint4 lo = make_uint4(0, 0, 0, 0), hi = lo;
-    if (live) {
-      uint4 f8 = *(const uint4 *)(src + CPLAB_MLA_NOPE_OFFSET + 16 * c);
-      float sc = scale[c / (DC_NOPE_CHUNKS / CPLAB_MLA_TILES)];
-      lo = kf_dequant8_bf16(make_uint2(f8.x, f8.y), sc);
-      hi = kf_dequant8_bf16(make_uint2(f8.z, f8.w), sc);
+  for (int j = 0; j < DC_NOPE_CHUNKS / 4; j++)
+    f8[j] = live ? *(const uint4 *)(src + CPLAB_MLA_NOPE_OFFSET + 16 * (part + 4 * j)) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+  for (int j = 0; j < 2; j++) // rope chunks: bf16 already
+    rope[j] = live ? *(const uint4 *)(src + CPLAB_MLA_ROPE_OFFSET + 16 * (part + 4 * j)) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+  for (int i = 0; i < CPLAB_MLA_TILES; i++) {
+    scale[i] = live ? ((const float *)(src + CPLAB_MLA_SCALE_OFFSET))[i] : 1.0f;
+    mul2[i] = kf_fast_mul2(scale[i]);
+    fast &= mul2[i] != 0;
+  }
+#pragma unroll
+  for (int j = 0; j < DC_NOPE_CHUNKS / 4; j++)
+    nan |= kf_e4m3_nan4(f8[j].x) | kf_e4m3_nan4(f8[j].y) | kf_e4m3_nan4(f8[j].z) | kf_e4m3_nan4(f8[j].w);
+  static_assert(DC_NOPE_CHUNKS / CPLAB_MLA_TILES == 8, "chunk part + 4j is in tile j / 2");
+  if (fast && !nan) {
+#pragma unroll
+    for (int j = 0; j < DC_NOPE_CHUNKS / 4; j++) {
+      int c = part + 4 * j;
+      *(uint4 *)(s->kv + mt_off(r, 2 * c)) = kf_dequant8_bf16_fast(make_uint2(f8[j].x, f8[j].y), mul2[j / 2]);
+      *(uint4 *)(s->kv + mt_off(r, 2 * c + 1)) = kf_dequant8_bf16_fast(make_uint2(f8[j].z, f8[j].w), mul2[j / 2]);
     }
-    *(uint4 *)(s->kv + mt_off(r, 2 * c)) = lo;
-    *(uint4 *)(s->kv + mt_off(r, 2 * c + 1)) = hi;
+  } else {
+#pragma unroll
+    for (int j = 0; j < DC_NOPE_CHUNKS / 4; j++) {
+      int c = part + 4 * j;
+      uint2 b0 = kf_dequant4_bf16(f8[j].x, scale[j / 2]), b1 = kf_dequant4_bf16(f8[j].y, scale[j / 2]);
+      uint2 b2 = kf_dequant4_bf16(f8[j].z, scale[j / 2]), b3 = kf_dequant4_bf16(f8[j].w, scale[j / 2]);
+      *(uint4 *)(s->kv + mt_off(r, 2 * c)) = make_uint4(b0.x, b0.y, b1.x, b1.y);
+      *(uint4 *)(s->kv + mt_off(r, 2 * c + 1)) = make_uint4(b2.x, b2.y, b3.x, b3.y);
+    }
   }
 #pragma unroll
-  for (int j = 0; j < 2; j++) {
-    int c = part + 4 * j; // rope chunk: bf16 already
-    uint4 v = live ? *(const uint4 *)(src + CPLAB_MLA_ROPE_OFFSET + 16 * c) : make_uint4(0, 0, 0, 0);
-    *(uint4 *)(s->kv + mt_off(r, 2 * DC_NOPE_CHUNKS + c)) = v;
-  }
+  for (int j = 0; j < 2; j++) *(uint4 *)(s->kv + mt_off(r, 2 * DC_NOPE_CHUNKS + part + 4 * j)) = rope[j];
   return n >= MT_TILE ? ~0ull : (1ull << n) - 1;
 }
 
