@@ -202,6 +202,7 @@ typedef struct attn_inst {
   attn_set set[256];
   void *scratch;            /* decode: the split launcher's scratch (NULL when no split pays) */
   size_t scratch_bytes;
+  int splits; /* decode: the split launcher's choice for the case's batch */
   int32_t *idx0;            /* host: set 0's index lists */
   int64_t valid0, unique0;  /* set 0's valid entries, distinct rows */
   double set_bytes;
@@ -383,7 +384,8 @@ static int setup(const cplab_kb_case *c, const cplab_kb_env *env, int decode, vo
   /* decode runs the split launcher, as production would: it splits a small batch's rows over more blocks (its
    * scratch holds the partial results, one buffer for every set: the runs are serial) or, when no split pays,
    * launches the plain kernel */
-  if (!rc && decode) rc = cplab_sparse_mla_decode_scratch(m, s->heads, s->topk, &x->scratch_bytes, d);
+  if (!rc && decode) rc = cplab_sparse_mla_decode_splits(m, s->heads, s->topk, &x->splits, d);
+  if (!rc && decode) rc = cplab_sparse_mla_decode_scratch(m, s->heads, s->topk, x->splits, &x->scratch_bytes, d);
   if (!rc && x->scratch_bytes) rc = cplab_dev_alloc(&x->scratch, x->scratch_bytes, d);
   return rc;
 }
@@ -400,7 +402,7 @@ static int run_set(attn_inst *x, int si, void *stream, cplab_diag *d) {
   attn_set *st = &x->set[si];
   if (x->decode)
     return cplab_sparse_mla_decode_split(st->q, x->m, s->heads, st->cache, x->num_slots, st->idx, s->topk,
-                                         (float)s->scale, st->out, st->lse, x->scratch, x->scratch_bytes, stream, d);
+                                         (float)s->scale, x->splits, st->out, st->lse, x->scratch, x->scratch_bytes, stream, d);
   return cplab_sparse_mla_prefill(st->q, x->m, s->heads, st->ws, s->s_kv, st->idx, s->topk, (float)s->scale, st->out,
                                   st->lse, stream, d);
 }
@@ -550,11 +552,12 @@ static void work(const void *p, cplab_kb_work *w) {
   w->bytes = (double)x->unique0 * row_bytes + (double)x->m * s->heads * (DQK * 2 + DV * 4 + 4);
   w->sets = x->sets;
   w->set_bytes = x->set_bytes;
-  if (x->decode)
-    snprintf(w->launcher, sizeof w->launcher, "cplab_sparse_mla_decode_split (%s)",
-             x->scratch_bytes ? "split over the entries + merge" : "no split pays: the plain kernel");
-  else
+  if (!x->decode)
     snprintf(w->launcher, sizeof w->launcher, "cplab_sparse_mla_prefill");
+  else if (x->splits > 1)
+    snprintf(w->launcher, sizeof w->launcher, "cplab_sparse_mla_decode_split (%d splits a row + merge)", x->splits);
+  else
+    snprintf(w->launcher, sizeof w->launcher, "cplab_sparse_mla_decode_split (no split pays: the plain kernel)");
 }
 
 #define ATTN_KERNEL(kname, text, table, setup_fn)                                                                  \

@@ -307,7 +307,7 @@ static int nccl_partials(exec_rank *c, const cplab_row *row, int64_t pos, const 
   void *dconv, *pout, *plse, *gout, *glse, *qo, *did, *dpos, *scratch = NULL;
   size_t scratch_bytes = 0;
   rc = exec_arena_alloc(a, &dconv, sizeof(int32_t) * (size_t)K, d);
-  if (!rc) rc = cplab_sparse_mla_decode_scratch(1, H, K, &scratch_bytes, d);
+  if (!rc) rc = cplab_sparse_mla_decode_scratch(1, H, K, 0, &scratch_bytes, d);
   if (!rc && scratch_bytes) rc = exec_arena_alloc(a, &scratch, scratch_bytes, d);
   if (!rc) rc = exec_arena_alloc(a, &pout, sizeof(float) * ob * (size_t)blocks, d);
   if (!rc) rc = exec_arena_alloc(a, &plse, sizeof(float) * (size_t)H * (size_t)blocks, d);
@@ -325,7 +325,7 @@ static int nccl_partials(exec_rank *c, const cplab_row *row, int64_t pos, const 
       q = qo;
     }
     if (!rc)
-      rc = cplab_sparse_mla_decode_split(q, 1, H, x->kv, x->num_slots, dconv, K, scale, (float *)pout + (size_t)o * ob,
+      rc = cplab_sparse_mla_decode_split(q, 1, H, x->kv, x->num_slots, dconv, K, scale, 0, (float *)pout + (size_t)o * ob,
                                          (float *)plse + (size_t)o * H, scratch, scratch_bytes, NULL, d);
   }
   if (!rc) {

@@ -159,14 +159,14 @@ static int single_partials(exec_rank *c, const cplab_row *row, int64_t pos, cons
   void *dconv, *scratch = NULL;
   size_t scratch_bytes = 0;
   rc = exec_arena_alloc(a, &dconv, sizeof(int32_t) * (size_t)K, d);
-  if (!rc) rc = cplab_sparse_mla_decode_scratch(1, H, K, &scratch_bytes, d);
+  if (!rc) rc = cplab_sparse_mla_decode_scratch(1, H, K, 0, &scratch_bytes, d);
   if (!rc && scratch_bytes) rc = exec_arena_alloc(a, &scratch, scratch_bytes, d);
   for (int o = 0; o < c->in->par->dcp && !rc; o++) {
     int64_t off = single_slot(c, o, 0);
     rc = exec_row_convert(c, row, topk, dtopk, o, dconv, a, d);
     if (!rc)
       rc = cplab_sparse_mla_decode_split(dq, 1, H, x->kv + (size_t)off * CPLAB_MLA_ENTRY_BYTES, x->num_slots, dconv,
-                                         K, (float)cplab_model_softmax_scale(c->in->model),
+                                         K, (float)cplab_model_softmax_scale(c->in->model), 0,
                                          dout + (size_t)o * H * CPLAB_MLA_NOPE_DIM, dl + (size_t)o * H, scratch,
                                          scratch_bytes, NULL, d);
   }

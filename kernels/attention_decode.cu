@@ -12,7 +12,7 @@
 //      (the next tile's while this one computes), and are dequantised into
 //      the bf16 tile exactly as cplab_gather_mla does (kf_dequant8_bf16),
 //      so decode and prefill see the same rows.
-// With Z > 1 (cplab_sparse_mla_decode_split; Z from k alone) each split
+// With Z > 1 (cplab_sparse_mla_decode_split; Z from a wave model) each split
 // writes its partial (out, lse) and dc_combine_kernel merges them: a small
 // batch is spread over the entries.
 #include <cuda_runtime.h>
@@ -28,7 +28,6 @@
 #define DC_PER_THREAD 8                          // list entries a thread loads in one compaction pass
 #define DC_PASS (DC_PER_THREAD * MT_THREADS)     // entries of one compaction pass
 #define DC_MAX_K 8064                            // the compacted list must fit beside the tiles
-#define DC_TILES_PER_SPLIT 8                     // tiles of a full list per split (cplab_sparse_mla_decode_split)
 
 #define DC_COMBINE_THREADS 128                   // 4 of the 512 columns each
 #define DC_SMEM_OPTIN 232448                     // sm_90's (and sm_100's) most shared memory a block
@@ -227,15 +226,42 @@ __global__ void __launch_bounds__(DC_COMBINE_THREADS)
   if (threadIdx.x == 0) lse[g] = sum > 0.0f ? mx + logf(sum) : -INFINITY;
 }
 
-// Splits of a row's entries: one per DC_TILES_PER_SPLIT tiles of a full list
-// of k. A function of k alone, so that a row gives the same bits in any
-// batch (cplab-bench's batched decode is checked bit for bit against
-// cplab-exec's row by row one): a batch of one row of k = 2048 runs on 4
-// blocks per 64 heads, a large batch pays a partial result a split.
-static int dc_splits(int k) {
-  int tiles = (k + MT_TILE - 1) / MT_TILE;
-  int z = (tiles + DC_TILES_PER_SPLIT - 1) / DC_TILES_PER_SPLIT;
-  return z < 1 ? 1 : z;
+// Splits of a row's entries: the Z that a wave model of the launch says is
+// fastest. One block an SM (the block's shared memory); m · ceil(heads / 64)
+// · Z blocks run in ceil(that / SMs) waves, each as long as its tiles
+// (ceil(T / Z) of a full list of T) plus a block's fixed cost (compacting
+// the list, loading q, storing: about DC_FIXED_CT hundredths of a tile);
+// Z > 1 adds the merge kernel (a launch, and each partial read once).
+// Measured on an H200 with Z = 4 for every batch (bench/NOTES.md, version
+// 10): batch 1 and batch 128 x 128 heads both cost 51 us a wave of 8
+// tiles, which puts a tile near 5.5 us and the fixed cost near 1.3 tiles.
+// Z so depends on the batch, and so do a row's bits (a different Z rounds
+// differently, within the bounds of the reference). Z from k alone kept
+// them fixed at up to 2x the time: batch 1 ran on 4 blocks, and batch 128
+// x 128 heads in 8 waves with 134 MB of partials where one split takes 2.
+#define DC_FIXED_CT 130         // a block's fixed cost, hundredths of a tile
+#define DC_MERGE_LAUNCH_CT 50   // the merge kernel's launch
+#define DC_MERGE_PARTIAL_CT 1   // reading one partial (64 heads x 513 floats)
+static int dc_splits(int64_t m, int heads, int k, int sms) {
+  int64_t tiles = (k + MT_TILE - 1) / MT_TILE, blocks = m * ((heads + MT_HEADS - 1) / MT_HEADS);
+  int best = 1;
+  int64_t best_cost = -1;
+  for (int64_t z = 1; z <= tiles; z++) {
+    int64_t waves = (blocks * z + sms - 1) / sms;
+    int64_t cost = waves * (100 * ((tiles + z - 1) / z) + DC_FIXED_CT);
+    if (z > 1) cost += DC_MERGE_LAUNCH_CT + DC_MERGE_PARTIAL_CT * blocks * z;
+    if (best_cost < 0 || cost < best_cost) best = (int)z, best_cost = cost;
+  }
+  return best;
+}
+
+// The device's SM count, for dc_splits.
+static int dc_sms(int *sms, cplab_diag *d) {
+  int dev = 0;
+  KCHECK_CUDA(d, cudaGetDevice(&dev));
+  KCHECK_CUDA(d, cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev));
+  if (*sms < 1) *sms = 1;
+  return 0;
 }
 
 // mt_check_args, and the compacted list's limit; *run 0 for empty work.
@@ -267,37 +293,58 @@ extern "C" int cplab_sparse_mla_decode(const uint16_t *q, int64_t m, int heads, 
   return dc_launch(a, 1, stream, d, name);
 }
 
-extern "C" int cplab_sparse_mla_decode_scratch(int64_t m, int heads, int k, size_t *bytes, cplab_diag *d) {
-  KCHECK_ARG(d, m >= 0 && heads >= 0 && k >= 0 && bytes, "cplab_sparse_mla_decode_scratch: bad arguments");
+// The split count a call runs with: `splits` where given (1 .. the row's
+// tiles), else the model's.
+static int dc_resolve_splits(int64_t m, int heads, int k, int splits, int *out, cplab_diag *d, const char *name) {
+  int tiles = (k + MT_TILE - 1) / MT_TILE;
+  KCHECK_ARG(d, splits >= 0 && (splits == 0 || splits <= (tiles > 1 ? tiles : 1)),
+             "%s: %d splits asked for a row of %d tiles (0: the model's choice)", name, splits, tiles);
+  if (splits > 0) return *out = splits, 0;
+  int sms = 1, rc = dc_sms(&sms, d);
+  if (!rc) *out = dc_splits(m, heads, k, sms);
+  return rc;
+}
+
+extern "C" int cplab_sparse_mla_decode_splits(int64_t m, int heads, int k, int *splits, cplab_diag *d) {
+  KCHECK_ARG(d, m >= 0 && heads >= 0 && k >= 0 && splits, "cplab_sparse_mla_decode_splits: bad arguments");
+  return dc_resolve_splits(m, heads, k, 0, splits, d, "cplab_sparse_mla_decode_splits");
+}
+
+extern "C" int cplab_sparse_mla_decode_scratch(int64_t m, int heads, int k, int splits, size_t *bytes, cplab_diag *d) {
+  const char *name = "cplab_sparse_mla_decode_scratch";
+  KCHECK_ARG(d, m >= 0 && heads >= 0 && k >= 0 && bytes, "%s: bad arguments", name);
   *bytes = 0;
   if (m == 0 || heads == 0) return 0;
-  int splits = dc_splits(k);
-  if (splits > 1) *bytes = (size_t)splits * (size_t)m * (size_t)heads * (MT_DV + 1) * sizeof(float);
+  int z = 1, rc = dc_resolve_splits(m, heads, k, splits, &z, d, name);
+  if (rc) return rc;
+  if (z > 1) *bytes = (size_t)z * (size_t)m * (size_t)heads * (MT_DV + 1) * sizeof(float);
   return 0;
 }
 
 extern "C" int cplab_sparse_mla_decode_split(const uint16_t *q, int64_t m, int heads, const uint8_t *kv_cache,
-                                             int64_t num_slots, const int32_t *slot, int k, float scale, float *out,
-                                             float *lse, void *scratch, size_t scratch_bytes, void *stream,
-                                             cplab_diag *d) {
+                                             int64_t num_slots, const int32_t *slot, int k, float scale, int splits,
+                                             float *out, float *lse, void *scratch, size_t scratch_bytes,
+                                             void *stream, cplab_diag *d) {
   const char *name = "cplab_sparse_mla_decode_split";
   int run = 0, rc = dc_check(q, m, heads, kv_cache, num_slots, slot, k, out, lse, &run, d, name);
   if (rc || !run) return rc;
-  int splits = dc_splits(k);
-  size_t part = (size_t)m * (size_t)heads, need = splits > 1 ? (size_t)splits * part * (MT_DV + 1) * sizeof(float) : 0;
+  int z = 1;
+  rc = dc_resolve_splits(m, heads, k, splits, &z, d, name);
+  if (rc) return rc;
+  size_t part = (size_t)m * (size_t)heads, need = z > 1 ? (size_t)z * part * (MT_DV + 1) * sizeof(float) : 0;
   KCHECK_ARG(d, scratch_bytes >= need && (need == 0 || (scratch && kaligned(scratch, 16))),
              "%s: %zu bytes of scratch given (16-byte aligned), %zu needed (cplab_sparse_mla_decode_scratch)", name,
              scratch_bytes, need);
   dc_args a = {q, heads, kv_cache, num_slots, slot, k, scale * MT_LOG2E, out, lse, m};
-  if (splits == 1) return dc_launch(a, 1, stream, d, name);
-  float *part_out = (float *)scratch, *part_lse = part_out + (size_t)splits * part * MT_DV;
+  if (z == 1) return dc_launch(a, 1, stream, d, name);
+  float *part_out = (float *)scratch, *part_lse = part_out + (size_t)z * part * MT_DV;
   a.out = part_out;
   a.lse = part_lse;
-  rc = dc_launch(a, splits, stream, d, name);
+  rc = dc_launch(a, z, stream, d, name);
   if (rc) return rc;
   static_assert(MT_DV == 4 * DC_COMBINE_THREADS, "4 columns a thread");
   KCHECK_ARG(d, kaligned(out, 16), "%s: out must be 16-byte aligned when the entries are split", name);
-  dc_combine_kernel<<<(unsigned)part, DC_COMBINE_THREADS, 0, kstream(stream)>>>(part_out, part_lse, splits,
-                                                                                 (int64_t)part, out, lse);
+  dc_combine_kernel<<<(unsigned)part, DC_COMBINE_THREADS, 0, kstream(stream)>>>(part_out, part_lse, z, (int64_t)part,
+                                                                                 out, lse);
   return kcheck_launch(d, "dc_combine_kernel");
 }

@@ -323,19 +323,25 @@ int cplab_sparse_mla_decode(const uint16_t *q, int64_t m, int heads, const uint8
                             const int32_t *slot, int k, float scale, float *out, float *lse, void *stream,
                             cplab_diag *d);
 
-/* The same result with each row's entries split over several blocks (one
- * per 512 entries of a full list of k: 4 for k = 2048), the splits'
- * partial (out, lse) merged by a second kernel (weights exp(lse_z - max),
- * in fp32), so a small batch spreads over the GPU. The splits depend on k
- * alone: batch invariant like the others (its rounding differs from the
- * unsplit call within the bounds). scratch: device memory of at least
- * *bytes from cplab_sparse_mla_decode_scratch for the same (m, heads, k)
- * (0 when k gives one split: scratch may then be NULL), 16-byte aligned;
- * out 16-byte aligned when split. */
-int cplab_sparse_mla_decode_scratch(int64_t m, int heads, int k, size_t *bytes, cplab_diag *d);
+/* The same result with each row's entries split over several blocks, the
+ * splits' partial (out, lse) merged by a second kernel (weights
+ * exp(lse_z - max), in fp32), so a small batch spreads over the GPU. The
+ * number of splits comes from a wave model of (m, heads, k, the device's
+ * SMs): up to one per 64-entry tile for a single row, none for a batch
+ * that fills the GPU. NOT batch invariant: a row's rounding depends on the
+ * split count, hence on m (within the bounds of the reference, as the
+ * unsplit call's; cplab-bench --check compares it to cplab-exec's
+ * row-by-row results by those bounds). `splits`: 0 for the model's choice
+ * (cplab_sparse_mla_decode_splits says which), else that many (1 .. the
+ * row's 64-entry tiles; CPLAB_EINVAL beyond). scratch: device memory of at
+ * least *bytes from cplab_sparse_mla_decode_scratch for the same (m, heads,
+ * k, splits) (0 when the call runs unsplit: scratch may then be NULL),
+ * 16-byte aligned; out 16-byte aligned when split. */
+int cplab_sparse_mla_decode_splits(int64_t m, int heads, int k, int *splits, cplab_diag *d);
+int cplab_sparse_mla_decode_scratch(int64_t m, int heads, int k, int splits, size_t *bytes, cplab_diag *d);
 int cplab_sparse_mla_decode_split(const uint16_t *q, int64_t m, int heads, const uint8_t *kv_cache,
-                                  int64_t num_slots, const int32_t *slot, int k, float scale, float *out, float *lse,
-                                  void *scratch, size_t scratch_bytes, void *stream, cplab_diag *d);
+                                  int64_t num_slots, const int32_t *slot, int k, float scale, int splits, float *out,
+                                  float *lse, void *scratch, size_t scratch_bytes, void *stream, cplab_diag *d);
 
 /* ---- restore to global order (kernels/restore.cu) -------------------------- */
 

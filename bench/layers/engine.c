@@ -13,6 +13,7 @@
 #include "cplab/kvformat.h"
 #include "cplab/layout.h"
 #include "cplab/parallel.h"
+#include "checkbound.h"
 #include "engine_internal.h"
 #include "rank.h"
 #include "steptime.h"
@@ -266,12 +267,13 @@ static int check_rank(engine_step *s, int r, const exec_layer *ex, cplab_diag *d
       }
     }
     if (rc) break;
-    const char *what = memcmp(topk, ex->topk + (size_t)i * K, sizeof *topk * K) ? "top-k"
-                       : memcmp(out, ex->out + (size_t)i * row, sizeof *out * row) ? "attention output"
-                       : memcmp(lse, ex->lse + (size_t)i * H, sizeof *lse * H) ? "attention lse"
-                                                                              : NULL;
+    const char *what = memcmp(topk, ex->topk + (size_t)i * K, sizeof *topk * K) ? "top-k differs from"
+                       : !cplab_bench_attention_close(out, ex->out + (size_t)i * row, lse, ex->lse + (size_t)i * H, H,
+                                                        CPLAB_MLA_NOPE_DIM)
+                           ? "attention is beyond the kernels' bounds of"
+                           : NULL;
     if (what)
-      rc = cplab_diag_set(d, CPLAB_EMISMATCH, "rank %d, local token %lld: the engine's %s differs from cplab-exec's", r,
+      rc = cplab_diag_set(d, CPLAB_EMISMATCH, "rank %d, local token %lld: the engine's %s cplab-exec's", r,
                           (long long)t, what);
   }
   free(topk), free(out), free(lse), free(merge);

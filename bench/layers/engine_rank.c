@@ -8,8 +8,9 @@
  * all-gathers over DCP fill in the peers' blocks (device copies from the
  * peers on one device, ncclAllGather in place on several GPUs). Every
  * kernel, map and conversion is the one cplab-exec runs row by row, so a
- * rank's top-k and attention outputs equal cplab-exec's bit for bit
- * (engine.c checks that with --check). Decode rows under DCP find their
+ * rank's top-k equals cplab-exec's bit for bit and its attention outputs
+ * agree within the kernels' bounds (the split decode's rounding depends on
+ * the batch; engine.c checks both with --check). Decode rows under DCP find their
  * top-k as vLLM's exact DCP mode does: each rank scores its own keys, and
  * the ranks merge their local top-k lists. The projections run at the
  * model's shapes on generated inputs (engine_proj.c); their outputs do not
@@ -391,7 +392,7 @@ static int setup_attention(engine_step *s, engine_rank *k, cplab_diag *d) {
   }
   /* The split decode's scratch, for the heads the decode rows attend with. */
   if (!rc && k->Tdec > 0)
-    rc = cplab_sparse_mla_decode_scratch(k->Tdec, k->D == 1 ? k->Hl : k->Hg, k->K, &k->dec_scratch_bytes, d);
+    rc = cplab_sparse_mla_decode_scratch(k->Tdec, k->D == 1 ? k->Hl : k->Hg, k->K, 0, &k->dec_scratch_bytes, d);
   if (!rc && k->dec_scratch_bytes) rc = engine_mem_alloc(mm, &k->dec_scratch, k->dec_scratch_bytes, d);
   free(id), free(pos), free(ks), free(ke), free(dec_req);
   return rc;
@@ -548,11 +549,11 @@ static int piece_attention(engine_step *s, const engine_rank *k, cplab_diag *d) 
                                    d);
     size_t gq = (size_t)(k->Tdec * k->Hg);
     if (!rc && k->D == 1)
-      rc = cplab_sparse_mla_decode_split(k->mla_q, k->Tdec, k->Hl, k->kv_own, k->num_slots, k->conv, k->K, k->scale,
+      rc = cplab_sparse_mla_decode_split(k->mla_q, k->Tdec, k->Hl, k->kv_own, k->num_slots, k->conv, k->K, k->scale, 0,
                                          k->attn_out, k->attn_lse, k->dec_scratch, k->dec_scratch_bytes, s->stream,
                                          d);
     else if (!rc)
-      rc = cplab_sparse_mla_decode_split(k->qg, k->Tdec, k->Hg, k->kv_own, k->num_slots, k->conv, k->K, k->scale,
+      rc = cplab_sparse_mla_decode_split(k->qg, k->Tdec, k->Hg, k->kv_own, k->num_slots, k->conv, k->K, k->scale, 0,
                                          k->gout + (size_t)k->o * gq * CPLAB_MLA_NOPE_DIM, k->glse + (size_t)k->o * gq,
                                          k->dec_scratch, k->dec_scratch_bytes, s->stream, d);
   }

@@ -6,12 +6,14 @@
 #   report*.c   statistics, markdown, JSON, HDF5 and plots (report.mk)
 #   main.c      the command line
 #   engine*.c   the measurement engine (with CUDA), measure.c its walk
+#   checkbound.c  how close --check wants the engine's attention to cplab-exec's
 # It is built with `make bench` and by `make check` (its tests run the
 # --dry-run and --report modes, which need no GPU; tests/emu runs the
 # engine on the CUDA emulation).
 noinst_LTLIBRARIES += libcplab_benchplan.la
 libcplab_benchplan_la_SOURCES = %reldir%/matrix.c %reldir%/matrix.h %reldir%/plancost.c %reldir%/plancost.h \
-	%reldir%/dryrun.c %reldir%/dryrun.h %reldir%/steptime.c %reldir%/steptime.h
+	%reldir%/dryrun.c %reldir%/dryrun.h %reldir%/steptime.c %reldir%/steptime.h %reldir%/checkbound.c \
+	%reldir%/checkbound.h
 libcplab_benchplan_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/analysis
 # Layout labels come from the results model (cplab_bench_layout_label).
 libcplab_benchplan_la_LIBADD = libcplab_benchreport.la
@@ -39,8 +41,9 @@ bench_cplab_bench_LDADD += $(NCCL_LIBS) $(CUDA_LIBS) $(MPI_LIBS)
 endif
 endif
 
-check_PROGRAMS += tests/unit/test_bench_plan tests/unit/test_bench_steptime tests/cli/bench_fixture
-TESTS += tests/unit/test_bench_plan tests/unit/test_bench_steptime tests/cli/bench_cli.sh
+check_PROGRAMS += tests/unit/test_bench_plan tests/unit/test_bench_steptime tests/unit/test_bench_checkbound \
+	tests/cli/bench_fixture
+TESTS += tests/unit/test_bench_plan tests/unit/test_bench_steptime tests/unit/test_bench_checkbound tests/cli/bench_cli.sh
 EXTRA_DIST += tests/cli/bench_cli.sh
 tests_cli_bench_fixture_SOURCES = tests/cli/bench_fixture.c
 tests_cli_bench_fixture_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/%reldir% -I$(top_srcdir)/analysis
@@ -48,6 +51,9 @@ tests_cli_bench_fixture_LDADD = libcplab_benchreport.la $(CPLAB_CORE_LIBS) $(HDF
 tests_unit_test_bench_plan_SOURCES = tests/unit/test_bench_plan.c tests/unit/testutil.h
 tests_unit_test_bench_plan_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/%reldir% -I$(top_srcdir)/analysis
 tests_unit_test_bench_plan_LDADD = libcplab_benchplan.la $(TEST_UNIT_LIBS) $(HDF5_LIBS)
+tests_unit_test_bench_checkbound_SOURCES = tests/unit/test_bench_checkbound.c tests/unit/testutil.h
+tests_unit_test_bench_checkbound_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/%reldir% -I$(top_srcdir)/analysis
+tests_unit_test_bench_checkbound_LDADD = libcplab_benchplan.la $(TEST_UNIT_LIBS) $(HDF5_LIBS)
 tests_unit_test_bench_steptime_SOURCES = tests/unit/test_bench_steptime.c tests/unit/testutil.h
 tests_unit_test_bench_steptime_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/%reldir% -I$(top_srcdir)/analysis
 tests_unit_test_bench_steptime_LDADD = libcplab_benchplan.la $(TEST_UNIT_LIBS) $(HDF5_LIBS)

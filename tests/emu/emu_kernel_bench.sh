@@ -4,13 +4,14 @@
 # emulation (its timings mean nothing): every kernel's smoke case once, the
 # attention kernels' and the indexer path's (logits, top-k prefill / decode /
 # merge, both conversions, gather, restore), each checked on the emulated
-# kernel. The smoke decode case's k (1024) gives the split launcher two
-# splits a row, so the merge runs too. The GPU form: tests/gpu/gpu_kernel_bench.sh.
+# kernel. The split launcher's model sees the emulation's one SM, where no
+# split pays (test_gpu_attention runs the split and the merge with given
+# split counts). The GPU form: tests/gpu/gpu_kernel_bench.sh.
 . "$top_srcdir/tests/lib.sh"
 KB="$top_builddir/tests/emu/cplab-kernel-bench-emu"
 KB_ARGS="--reps 1 --warmup 0 --copy-mib 1 --gemm 64x64x64"
 . "$top_srcdir/tests/kernel_bench_smoke.sh"
-expect_grep "$WORK/err" "cplab_sparse_mla_decode_split (split over the entries + merge)" "decode: the split launcher split the rows"
+expect_grep "$WORK/err" "cplab_sparse_mla_decode_split (no split pays: the plain kernel)" "decode: the split launcher's model on one SM runs the plain kernel"
 # The indexer path's launchers, each run once (the emulated kernels/indexer.cu, indexer_decode.cu, topk.cu, convert.cu, gather.cu,
 # restore.cu).
 for l in cplab_indexer_logits cplab_indexer_logits_decode cplab_topk cplab_topk_merge cplab_convert_prefill_topk cplab_convert_decode_topk \

@@ -16,9 +16,11 @@
  *     the same slots; rows holding 1/D of their entries (a DCP rank's: the
  *     valid ones compacted into tiles);
  *   - the split decode (cplab_sparse_mla_decode_split: a few rows spread
- *     over the GPU, partial results merged) against the reference and the
- *     unsplit decode, its scratch query, and its refusal of too little
- *     scratch;
+ *     over the GPU, partial results merged; the model's split count and
+ *     given ones, up to one tile a split, uneven shares, empty splits of a
+ *     DCP row) against the reference, the unsplit decode and one call a
+ *     row, its scratch query, and its refusal of too little scratch and of
+ *     more splits than tiles;
  *   - combine (cplab_lse_combine): within 1e-6 (relative to max(1, |x|)) of
  *     sim_lse_combine, incl. NaN / +inf / -inf lse and NaN outputs of empty
  *     shards; and decode split over DCP shards + combine against the
@@ -393,40 +395,66 @@ static void check_combine(uint64_t *rng, int D, int64_t m, int heads) {
   kt_free(d_final);
 }
 
-/* The split decode: m rows spread over the GPU (scratch from the query),
- * against the reference and the unsplit decode; too little scratch is
- * refused. */
+/* The split decode: m rows spread over `splits` blocks a row (0: the
+ * launcher's model, which sees the emulation's one SM and splits nothing
+ * there), against the reference and the unsplit decode; then the same rows
+ * one call a row (the model's splits for one row, as cplab-exec runs them)
+ * within both bounds of the batched call (cplab-bench --check's rule); too
+ * little scratch and more splits than tiles are refused. */
 static void check_decode_split(uint64_t *rng, const char *name, int64_t m, int heads, int k, const int *kinds,
-                               kvset *s, float scale) {
+                               kvset *s, float scale, int splits) {
   att_case c = {.name = name, .m = m, .heads = heads, .k = k};
   make_case(rng, &c, kinds, s->filled, s->num_slots);
-  size_t no = (size_t)m * heads * DV, nl = (size_t)m * heads, bytes = 0;
-  kt_ok(cplab_sparse_mla_decode_scratch(m, heads, k, &bytes, kt_diag()), "cplab_sparse_mla_decode_scratch");
-  void *scratch = bytes ? kt_dev(bytes) : NULL;
+  size_t no = (size_t)m * heads * DV, nl = (size_t)m * heads, bytes = 0, bytes1 = 0;
+  int chosen = 0;
+  kt_ok(cplab_sparse_mla_decode_splits(m, heads, k, &chosen, kt_diag()), "cplab_sparse_mla_decode_splits");
+  kt_ok(cplab_sparse_mla_decode_scratch(m, heads, k, splits, &bytes, kt_diag()), "cplab_sparse_mla_decode_scratch");
+  kt_ok(cplab_sparse_mla_decode_scratch(1, heads, k, 0, &bytes1, kt_diag()), "cplab_sparse_mla_decode_scratch");
+  int z = splits ? splits : chosen;
+  void *scratch = bytes ? kt_dev(bytes) : NULL, *scratch1 = bytes1 ? kt_dev(bytes1) : NULL;
   float *d_out = kt_dev(no * 4), *d_lse = kt_dev(nl * 4);
   kt_ok(cplab_poison_bytes(d_out, no * 4, 0x7F, NULL, kt_diag()), "cplab_poison_bytes");
-  kt_ok(cplab_sparse_mla_decode_split(c.d_q, m, heads, s->d_cache, s->num_slots, c.d_idx, k, scale, d_out, d_lse,
-                                      scratch, bytes, NULL, kt_diag()),
+  kt_ok(cplab_sparse_mla_decode_split(c.d_q, m, heads, s->d_cache, s->num_slots, c.d_idx, k, scale, splits, d_out,
+                                      d_lse, scratch, bytes, NULL, kt_diag()),
         "cplab_sparse_mla_decode_split");
-  att_result split, whole;
+  att_result split, whole, alone;
   download_result(&c, d_out, d_lse, &split);
-  kt_check(bytes > 0, "%s: the scratch query asks for %zu bytes (a split)", name, bytes);
+  kt_check(chosen >= 1 && (z > 1) == (bytes > 0),
+           "%s: %d splits a row (the model's: %d), scratch %zu bytes (none unless split)", name, z, chosen, bytes);
   check_reference(&c, s, s->num_slots, scale, &split, ATT_REL_L2, name);
   run_decode(&c, s, c.d_idx, scale, d_out, d_lse);
   download_result(&c, d_out, d_lse, &whole);
   check_kernels_agree(&c, &whole, &split, name, "the split and the unsplit decode");
-  cplab_diag d = {0};
-  int rc = cplab_sparse_mla_decode_split(c.d_q, m, heads, s->d_cache, s->num_slots, c.d_idx, k, scale, d_out, d_lse,
-                                         scratch, bytes - 16, NULL, &d);
-  kt_check(rc == CPLAB_EINVAL && strstr(d.msg, "scratch"), "%s: %zu bytes of scratch refused (%s)", name, bytes - 16,
-           d.msg);
+  kt_ok(cplab_poison_bytes(d_out, no * 4, 0x7F, NULL, kt_diag()), "cplab_poison_bytes");
+  for (int64_t i = 0; i < m; i++)
+    kt_ok(cplab_sparse_mla_decode_split(c.d_q + i * heads * DQK, 1, heads, s->d_cache, s->num_slots,
+                                        c.d_idx + i * k, k, scale, 0, d_out + i * heads * DV, d_lse + i * heads,
+                                        scratch1, bytes1, NULL, kt_diag()),
+          "cplab_sparse_mla_decode_split");
+  download_result(&c, d_out, d_lse, &alone);
+  check_kernels_agree(&c, &split, &alone, name, "the batched split decode and one call a row");
+  if (z > 1) {
+    cplab_diag d = {0};
+    int rc = cplab_sparse_mla_decode_split(c.d_q, m, heads, s->d_cache, s->num_slots, c.d_idx, k, scale, splits,
+                                           d_out, d_lse, scratch, bytes - 16, NULL, &d);
+    kt_check(rc == CPLAB_EINVAL && strstr(d.msg, "scratch"), "%s: %zu bytes of scratch refused (%s)", name,
+             bytes - 16, d.msg);
+  }
+  cplab_diag dz = {0};
+  int tiles = (k + 63) / 64;
+  int rc = cplab_sparse_mla_decode_split(c.d_q, m, heads, s->d_cache, s->num_slots, c.d_idx, k, scale, tiles + 1,
+                                         d_out, d_lse, scratch, bytes, NULL, &dz);
+  kt_check(rc == CPLAB_EINVAL && strstr(dz.msg, "splits"), "%s: %d splits for %d tiles refused (%s)", name, tiles + 1,
+           tiles, dz.msg);
   /* The compacted list holds at most 8064 entries a row: beyond, a clear refusal, nothing launched. */
   cplab_diag dk = {0};
   rc = cplab_sparse_mla_decode(c.d_q, 1, heads, s->d_cache, s->num_slots, c.d_idx, 8065, scale, d_out, d_lse, NULL, &dk);
   kt_check(rc == CPLAB_EUNSUPPORTED && strstr(dk.msg, "8064"), "%s: k 8065 refused (%s)", name, dk.msg);
   free_result(&split);
   free_result(&whole);
+  free_result(&alone);
   kt_free(scratch);
+  kt_free(scratch1);
   kt_free(d_out);
   kt_free(d_lse);
   free_case(&c);
@@ -483,8 +511,9 @@ static void check_split_decode(uint64_t *rng, kvset *s, float scale) {
   free_case(&c);
 }
 
-/* A row's result is the same bits batched or alone: cplab-bench's batched
- * pass is checked bit for bit against cplab-exec's row-by-row one. The m rows of H heads run in one call, then
+/* A row's result is the same bits batched or alone, for both unsplit
+ * kernels (the split launcher is not: its split count follows the batch;
+ * check_decode_split compares it by the bounds). The m rows of H heads run in one call, then
  * in the calls `parts` lists ({first row, rows}, covering all m), and both
  * results must be the same bits; the one-call result is also checked
  * against the reference. */
@@ -570,8 +599,12 @@ int main(void) {
   static const int dcp_kinds[] = {6, 0};
   decode_case(&rng, "decode DCP rows (1/4 valid)", 2, 64, 2048, dcp_kinds, &big, scale);
   static const int one_kind[] = {0}, split_kinds[] = {6, 1, 2};
-  check_decode_split(&rng, "split decode, batch 1", 1, 64, 2048, one_kind, &big, scale);
-  check_decode_split(&rng, "split decode, DCP row, -1 tail, empty row, 72 heads", 3, 72, 1024, split_kinds, &big, scale);
+  check_decode_split(&rng, "split decode, batch 1, the model's splits", 1, 64, 2048, one_kind, &big, scale, 0);
+  check_decode_split(&rng, "split decode, batch 1, 32 splits (one tile each)", 1, 64, 2048, one_kind, &big, scale, 32);
+  check_decode_split(&rng, "split decode, DCP row, -1 tail, empty row, 72 heads, 5 splits", 3, 72, 1024, split_kinds,
+                     &big, scale, 5);
+  check_decode_split(&rng, "split decode, DCP row, -1 tail, empty row, 72 heads, 16 splits", 3, 72, 1024, split_kinds,
+                     &big, scale, 16);
   /* 64 heads: groups of 16 in one call, 8, 4 and 2 in the parts. 20 heads:
    * 128 rows give groups of 16 (one of them 4 heads short), 100 rows of 8
    * (one short by 4), fewer rows of 2. */
