@@ -48,7 +48,7 @@ run() {
     tail -3 "$out/$name.err" >&2
     status=2
   else
-    echo "wrote $out/$name.md ($(grep -c "rows equal to cplab-exec's" "$out/$name.err") configurations checked)"
+    echo "wrote $out/$name.md ($(grep -c "rows agree with cplab-exec's" "$out/$name.err") configurations checked)"
   fi
 }
 

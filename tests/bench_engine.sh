@@ -16,7 +16,7 @@ expect_exit 0 "engine: 3 layouts x prefill/decode x eager/full, 2 layers, checke
   --layouts tp2dcp2,pcp2dcp2,tp2pcp2dcp4 --prefill 48 --decode 80 --out-tokens 2 --batch 2 --graphs eager,full \
   --reps 2 --warmup 1 --layers 2 --check 16 -o "$WORK/r" --no-plots
 sed 's/^/  /' "$WORK/err"
-n=$(grep -c "rows equal to cplab-exec's" "$WORK/err")
+n=$(grep -c "rows agree with cplab-exec's" "$WORK/err")
 if [ "$n" -eq 12 ]; then pass "12 configurations measured, each checked against cplab-exec"
 else fail "$n configurations checked, expected 12"; fi
 for f in r.h5 r.json r.md; do
@@ -27,13 +27,13 @@ expect_grep "$WORK/r.md" "| full | decode 1 in / 2 out, ctx 80, batch 2, TPOT ms
 expect_exit 0 "the results file renders again" "$BENCH" --report "$WORK/r.h5"
 expect_exit 0 "engine: mixed batches under PCP and TP, piecewise, checked" "$ENGINE" --model-set "$MODEL" \
   --layouts pcp2,tp2 --mixed 24+2@70 --graphs piecewise --reps 1 --warmup 0 --check 12
-expect_grep "$WORK/err" "rows equal to cplab-exec's" "mixed batches checked against cplab-exec"
+expect_grep "$WORK/err" "rows agree with cplab-exec's" "mixed batches checked against cplab-exec"
 # fp8 projections (e4m3 GEMMs): the attention path is the same and still checked; a model
 # dimension that is not a multiple of 16 is refused, naming the GEMM.
 expect_exit 0 "engine: fp8 projections, TP/DCP and PCP, checked" "$ENGINE" --model-set "$MODEL,index_n_heads=16" \
   --layouts tp2dcp2,pcp2 --prefill 40 --decode 80 --out-tokens 1 --batch 2 --graphs eager,full --reps 1 --check 8 \
   --gemm fp8
-n=$(grep -c "rows equal to cplab-exec's" "$WORK/err")
+n=$(grep -c "rows agree with cplab-exec's" "$WORK/err")
 if [ "$n" -eq 8 ]; then pass "fp8: 8 configurations checked against cplab-exec"; else fail "fp8: $n checked, expected 8"; fi
 expect_grep "$WORK/out" "projections: fp8" "the report says the projections were fp8"
 expect_exit 2 "fp8 with a dimension not a multiple of 16" "$ENGINE" --model-set "$MODEL" --layouts tp1 --prefill 40 \

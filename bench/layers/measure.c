@@ -67,7 +67,7 @@ static int measure_one(void *ctx, const cplab_bench_config *c, cplab_diag *d) {
             (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
     free(s);
     print_rates(x->progress, c, &ms, x->o->layers);
-    if (ms.checked_rows) fprintf(x->progress, ", %lld rows equal to cplab-exec's", (long long)ms.checked_rows);
+    if (ms.checked_rows) fprintf(x->progress, ", %lld rows agree with cplab-exec's", (long long)ms.checked_rows);
     fputc('\n', x->progress);
     fflush(x->progress);
   }

@@ -26,14 +26,14 @@ else
       --model-set "$MODEL" --layouts tp2dcp2,pcp2dcp2,pcp2,tp2 --prefill 48 --decode 80 --out-tokens 2 --batch 2 \
       --graphs eager,piecewise,full --reps 2 --warmup 1 --layers 2 --check 16 -o "$WORK/n2" --no-plots
     sed 's/^/  /' "$WORK/err"
-    n=$(grep -c "rows equal to cplab-exec's" "$WORK/err")
+    n=$(grep -c "rows agree with cplab-exec's" "$WORK/err")
     if [ "$n" -eq 20 ]; then pass "20 configurations on two GPUs checked against cplab-exec's NCCL backend"
     else fail "$n configurations checked on two GPUs, expected 20"; fi
     expect_grep "$WORK/n2.md" "NCCL collectives" "the two-GPU report names the NCCL backend"
     expect_exit 0 "NCCL backend, mixed batches on two GPUs, checked" timeout 300 "$MPIRUN" -np 2 "$ENGINE" \
       --backend nccl --model-set "$MODEL" --layouts pcp2dcp2,tp2 --mixed 24+2@70 --graphs piecewise --reps 1 \
       --check 12
-    expect_grep "$WORK/err" "rows equal to cplab-exec's" "mixed batches on two GPUs checked"
+    expect_grep "$WORK/err" "rows agree with cplab-exec's" "mixed batches on two GPUs checked"
     expect_exit 2 "a layout of 4 ranks under mpirun -np 2" timeout 300 "$MPIRUN" -np 2 "$ENGINE" --backend nccl \
       --model-set "$MODEL" --layouts tp4 --prefill 48
     expect_grep "$WORK/err" "layout tp4 has 4 ranks, but 2 process(es) run" "the refusal names the layout"
