@@ -13,8 +13,9 @@ cplab_diff_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
 cplab_diff_LDADD = libcplab_diff.la $(CPLAB_CORE_LIBS) $(HDF5_LIBS)
 
 check_PROGRAMS += tests/unit/test_diff tests/unit/test_stats tests/unit/test_junit
-TESTS += tests/unit/test_diff tests/unit/test_stats tests/unit/test_junit tests/cli/diff_cli.sh tests/cli/diff_junit.sh
-EXTRA_DIST += tests/cli/diff_cli.sh tests/cli/diff_junit.sh tests/golden
+TESTS += tests/unit/test_diff tests/unit/test_stats tests/unit/test_junit tests/cli/diff_cli.sh tests/cli/diff_junit.sh \
+	tests/cli/mutants.sh
+EXTRA_DIST += tests/cli/diff_cli.sh tests/cli/diff_junit.sh tests/cli/mutants.sh tests/golden
 tests_unit_test_diff_SOURCES = tests/unit/test_diff.c tests/unit/testutil.h
 tests_unit_test_diff_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/analysis -I$(top_srcdir)/sim
 tests_unit_test_diff_LDADD = libcplab_diff.la $(TEST_UNIT_LIBS) $(HDF5_LIBS)

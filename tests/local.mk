@@ -55,7 +55,7 @@ tests_unit_test_scenario_invalid_SOURCES = tests/unit/test_scenario_invalid.c te
 tests_unit_test_scenario_invalid_LDADD = $(TEST_UNIT_LIBS)
 tests_unit_test_workload_SOURCES = tests/unit/test_workload.c tests/unit/testutil.h
 tests_unit_test_workload_LDADD = $(TEST_UNIT_LIBS)
-EXTRA_DIST += tests/scenarios tests/lsan.supp
+EXTRA_DIST += tests/scenarios tests/lsan.supp tests/mutants.tsv
 
 TESTS += tests/cli/sim_cli.sh tests/cli/trace_cli.sh tests/cli/trace_rows.sh tests/cli/setup_cli.sh tests/mpi/sim_mpi.sh tests/gpu/gpu_probe.sh
 EXTRA_DIST += tests/lib.sh tests/cli/sim_cli.sh tests/cli/trace_cli.sh tests/cli/trace_rows.sh tests/cli/setup_cli.sh tests/mpi/sim_mpi.sh tests/gpu/gpu_probe.sh tests/gpu/gpu_probe.c
@@ -69,9 +69,10 @@ endif
 
 check_PROGRAMS += tests/unit/test_plan tests/unit/test_invariants
 TESTS += tests/unit/test_plan tests/unit/test_invariants
-tests_unit_test_plan_SOURCES = tests/unit/test_plan.c tests/unit/testutil.h
+tests_unit_test_plan_SOURCES = tests/unit/test_plan.c tests/unit/mutants_table.h tests/unit/testutil.h
 tests_unit_test_plan_LDADD = $(TEST_UNIT_LIBS)
-tests_unit_test_invariants_SOURCES = tests/unit/test_invariants.c tests/unit/sweep.h tests/unit/testutil.h
+tests_unit_test_invariants_SOURCES = tests/unit/test_invariants.c tests/unit/mutants_table.h tests/unit/sweep.h \
+	tests/unit/testutil.h
 tests_unit_test_invariants_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
 tests_unit_test_invariants_LDADD = libcplab_sim.la $(TEST_UNIT_LIBS)
 # Issue 19: DCP without PCP, the placeholder row and short MTP rows, against vLLM's rules.

@@ -1,6 +1,8 @@
 /* Mutant layouts: each reproduces one real bug (or tempting mistake) by
  * replacing one vLLM op. They exist to prove the checks: every one must be
- * caught, with the rule it breaks. Never use them for results. */
+ * caught, with the rule it breaks. Which command catches each, on which
+ * scenario, is tests/mutants.tsv (a new mutant needs its row there). Never
+ * use them for results. */
 #include "cplab/kv.h"
 #include "cplab/layout.h"
 #include "cplab/plan.h"

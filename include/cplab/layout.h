@@ -41,7 +41,7 @@ typedef struct cplab_layout {
   const char *name;
   const char *summary;   /* one line */
   int mutant;            /* 1: reproduces a bug; must be caught by the checks */
-  const char *reproduces; /* for mutants: the bug, and the rule that catches it */
+  const char *reproduces; /* for mutants: the bug (what catches it where: tests/mutants.tsv) */
 
   /* §3.2: is a request with q new tokens replicated on every PCP rank? */
   int (*replicated)(const cplab_layout_env *env, int64_t q, int is_prefill);

@@ -1,7 +1,7 @@
 #!/bin/sh
 # cplab-diff end to end: today's traces of the built-in scenarios agree with
-# the golden ones; every shipped mutant is caught by the rule it breaks;
-# exit codes 0/1/2 like h5diff.
+# the golden ones; how divergences are reported (which mutant is caught where:
+# tests/mutants.tsv, run by tests/cli/mutants.sh); exit codes 0/1/2 like h5diff.
 . "$top_srcdir/tests/lib.sh"
 DIFF="$top_builddir/cplab-diff"
 GOLDEN="$top_srcdir/tests/golden"
@@ -40,36 +40,33 @@ fi
 expect_exit 0 "JSON report" "$DIFF" --json "$GOLDEN/smoke.h5" "$WORK/smoke.h5"
 expect_grep "$WORK/out" '"differences": 0' "JSON says 0 differences"
 
-# The mutation catalogue: each mutant on the generated mixed scenario (TP2/PCP2/DCP4, I=4).
+# How --ranks words what it finds, on mixed (TP2/PCP2/DCP4, I=4); the rules
+# each mutant breaks and where: tests/mutants.tsv.
 "$SIM" --scenario mixed -q -o "$WORK/mixed.h5" 2>/dev/null
-expect_exit 0 "the vllm layout holds on mixed" "$DIFF" --ranks -q "$WORK/mixed.h5"
-catalogue() { # mutant, then the rules its report must name
+words() { # mutant, then phrases its report must carry
   m=$1; shift
   "$SIM" --scenario mixed --layout "$m" -q -o "$WORK/$m.h5" 2>/dev/null
-  expect_exit 1 "$m is caught" "$DIFF" --ranks -n 1000 "$WORK/$m.h5"
-  for rule in "$@"; do expect_grep "$WORK/out" "$rule" "$m: reported as $rule"; done
+  "$DIFF" --ranks -n 1000 "$WORK/$m.h5" >"$WORK/out" 2>&1
+  for w in "$@"; do expect_grep "$WORK/out" "$w" "$m: says $w"; done
 }
-catalogue mutant-prefill-block-bound "conversion: rank"
-catalogue mutant-rank-local-plan "plan-identity" "issue different DCP collectives: a real run hangs"
-catalogue mutant-no-short-replication "query-partition: request" "every rank needs a row of every prefill" \
-  "collectives: a real run hangs\|issue different"
-catalogue mutant-bad-deinterleave "indexer-gather: rank"
-catalogue mutant-shard-rows-ceil "workspace: rank"
-catalogue mutant-empty-context "empty-context: layout mutant-empty-context accepted a prefill region of extent 0"
+words mutant-rank-local-plan "issue different DCP collectives: a real run hangs"
+words mutant-no-short-replication "every rank needs a row of every prefill"
+words mutant-empty-context "empty-context: layout mutant-empty-context accepted a prefill region of extent 0"
 
 # Two layouts of one scenario compare what the layout does not decide (the
 # numeric pass's top-k, scores, attention, cache digests): block-aligned
-# agrees with vllm; mutants that move rows or tokens do not.
+# agrees with vllm. Which mutant which diff catches on which scenario is
+# tests/mutants.tsv (tests/cli/mutants.sh); here only how two of them are reported.
 for l in vllm block-aligned mutant-no-short-replication mutant-prefill-block-bound; do
   "$SIM" --scenario smoke --layout "$l" --numeric -q -o "$WORK/num-$l.h5" 2>/dev/null
 done
 expect_exit 0 "block-aligned computes what vllm computes" "$DIFF" "$WORK/num-vllm.h5" "$WORK/num-block-aligned.h5"
 expect_grep "$WORK/out" "^layout-specific" "says what it skipped"
-expect_exit 1 "a mutant's run disagrees with vllm's" "$DIFF" "$WORK/num-vllm.h5" "$WORK/num-mutant-no-short-replication.h5"
-expect_grep "$WORK/out" "^sampled_tokens: rank 1 step 0" "names rank and step"
-expect_exit 1 "the pre-fix conversion reads wrong rows" "$DIFF" "$WORK/num-vllm.h5" "$WORK/num-mutant-prefill-block-bound.h5"
+"$DIFF" "$WORK/num-vllm.h5" "$WORK/num-mutant-no-short-replication.h5" >"$WORK/out" 2>&1
+expect_grep "$WORK/out" "^sampled_tokens: rank 1 step 0" "a mutant's run that samples other rows: names rank and step"
+"$DIFF" "$WORK/num-vllm.h5" "$WORK/num-mutant-prefill-block-bound.h5" >"$WORK/out" 2>&1
 expect_grep "$WORK/out" "^attn_out: rank 0 step 0 layer 0 token 1 (request 0, position 1) head 0 column" \
-  "in the attention output, named by token, request, position and head"
+  "the pre-fix conversion: in the attention output, named by token, request, position and head"
 
 # Errors.
 expect_exit 2 "runs of different scenarios" "$DIFF" "$WORK/smoke.h5" "$WORK/mixed.h5"

@@ -1,6 +1,7 @@
 /* Rank plans: the worked examples of vllm-pcp-dcp.md §2–§5 and §10.2. */
 #include "cplab/kv.h"
 #include "cplab/plan.h"
+#include "mutants_table.h"
 #include "testutil.h"
 
 static cplab_parallel par_of(int tp, int pcp, int dcp, int il, int64_t mml) {
@@ -270,23 +271,38 @@ static void test_rows_per_rank_is_largest_shard(void **state) {
     }
 }
 
-/* Layout registry: correct layouts first, mutants flagged, names unique. */
+/* Layout registry: correct layouts first, mutants flagged, names unique; the
+ * catalogue of mutants (tests/mutants.tsv) has one row for every mutant of the
+ * registry, and every row names one. */
 static void test_registry(void **state) {
   (void)state;
-  int correct = 0, mutants = 0, seen_mutant = 0;
+  mutant_row rows[MUTANTS_MAX];
+  size_t n = mutants_table(rows);
+  int correct = 0, seen_mutant = 0;
+  size_t mutants = 0;
   for (const cplab_layout *const *l = cplab_layouts(); *l; l++) {
     assert_ptr_equal(cplab_layout_find((*l)->name), *l);
     if ((*l)->mutant) {
       mutants++, seen_mutant = 1;
       assert_non_null((*l)->reproduces);
       assert_true(strncmp((*l)->name, "mutant-", 7) == 0);
+      size_t i = 0;
+      while (i < n && strcmp(rows[i].name, (*l)->name) != 0) i++;
+      if (i == n) fail_msg("mutant %s has no row in tests/mutants.tsv", (*l)->name);
     } else {
       assert_false(seen_mutant);
       correct++;
     }
   }
+  for (size_t i = 0; i < n; i++) {
+    const cplab_layout *l = cplab_layout_find(rows[i].name);
+    if (!l || !l->mutant) fail_msg("tests/mutants.tsv: row %zu names %s, which is no mutant layout", i + 1, rows[i].name);
+    for (size_t j = 0; j < i; j++)
+      if (strcmp(rows[i].name, rows[j].name) == 0) fail_msg("tests/mutants.tsv: %s has two rows", rows[i].name);
+  }
   assert_true(correct >= 2);
-  assert_int_equal(mutants, 6);
+  assert_true(mutants > 0);
+  assert_int_equal(n, mutants);
   assert_null(cplab_layout_find("nope"));
 }
 
