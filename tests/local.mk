@@ -82,3 +82,7 @@ tests_unit_test_vllm_paths_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
 tests_unit_test_vllm_paths_LDADD = libcplab_sim.la $(TEST_UNIT_LIBS)
 include tests/emu/local.mk
 include tests/portability/local.mk
+
+# GPU goldens (tests/golden-gpu/README.md): the scenarios, and the executor's
+# traces recorded on an H200 by tools/record-gpu-goldens.sh.
+EXTRA_DIST += tests/golden-gpu
