@@ -99,7 +99,8 @@ for f in "$@"; do
   n=$(basename "$f" .json)
   g="$stage/$n.h5"
   # 0. the executor, single-device backend (every logical rank on this one GPU).
-  cmd="cplab-exec --backend single --scenario tests/golden-gpu/scenarios/$n.json -o $n.h5"
+  case $f in "$top"/*) rel=${f#"$top"/} ;; *) rel=$f ;; esac
+  cmd="cplab-exec --backend single --scenario $rel -o $n.h5"
   if ! "$exe" --backend single --scenario "$f" -o "$g" >"$work/log/$n.exec.log" 2>&1; then
     failed "$n" "cplab-exec exit $?: $(tail -3 "$work/log/$n.exec.log" | tr '\n' ' ')"; continue
   fi
@@ -229,7 +230,9 @@ nvcc_v=$("$nvcc" --version 2>/dev/null | grep -i release | head -1)
   done
 } >"$stage/provenance.md"
 
-# Into place whole: the old set aside, the new one in, the old one removed.
+# Into place whole: the old set aside, the new one in, the old one removed
+# (not interrupted half-way).
+trap '' INT TERM HUP
 chmod 755 "$stage"
 old=
 if [ -e "$out" ]; then old="$out.old.$$"; mv "$out" "$old" || die "cannot move $out aside"; fi
