@@ -53,9 +53,11 @@ fi
 # folder traces/, gzipped and split under the 16 MiB a file that comes back from
 # a GPU node may have; `cat golden-gpu.tar.gz.part-* | tar xzf - -C
 # tests/golden-gpu` unpacks it), provenance.md and record.log.
-if [ $status -eq 0 ] && [ "${CPLAB_RECORD_GOLDENS:-0}" = 1 ]; then
-  make -j16 analysis/policy_text.h cplab-sim cplab-diff cplab-trace cplab-exec >"$out/build.log" 2>&1 || status=$?
-  [ $status -eq 0 ] || tail -20 "$out/build.log"
+if [ "${CPLAB_RECORD_GOLDENS:-0}" = 1 ]; then
+  if [ $status -ne 0 ]; then tail -20 "$out/configure.log"; else
+    make -j16 analysis/policy_text.h cplab-sim cplab-diff cplab-trace cplab-exec >"$out/build.log" 2>&1 || status=$?
+    [ $status -eq 0 ] || tail -20 "$out/build.log"
+  fi
   if [ $status -eq 0 ]; then
     CPLAB_BUILD=. sh tools/record-gpu-goldens.sh "$work/traces" >"$out/record.log" 2>&1 || status=$?
     cat "$out/record.log"
