@@ -83,3 +83,13 @@ tests_unit_test_vllm_paths_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
 tests_unit_test_vllm_paths_LDADD = libcplab_sim.la $(TEST_UNIT_LIBS)
 include tests/emu/local.mk
 include tests/portability/local.mk
+
+# GPU goldens (tests/golden-gpu/README.md): the executor's traces recorded on
+# an H200, against cplab-sim --numeric of the stored scenarios with the kernel
+# tolerance policy, and a tampered copy that must fail naming its row.
+# trace_poke changes one element of a copy (no h5py needed).
+check_PROGRAMS += tests/cli/trace_poke
+tests_cli_trace_poke_SOURCES = tests/cli/trace_poke.c
+tests_cli_trace_poke_LDADD = $(HDF5_LIBS)
+TESTS += tests/cli/golden_gpu.sh
+EXTRA_DIST += tests/cli/golden_gpu.sh tests/golden-gpu

@@ -6,7 +6,8 @@
 # runs the executor's agreement suite (tools/gpu-exec-suite.sh) and, with two
 # GPUs or more, the gather benchmark; $OUT (or BUNDLE_DIR/logs) receives
 # logs.tar.gz with every log and the summaries beside it. Exit status: the
-# first failure's.
+# first failure's. CPLAB_RECORD_GOLDENS=1 instead records the GPU goldens
+# (tools/record-gpu-goldens.sh; tests/golden-gpu/README.md).
 set -u
 bundle=$(cd "${1:?bundle directory}" && pwd); shift
 sys="$bundle/sysroot"
@@ -45,6 +46,30 @@ if [ $status -eq 0 ] && [ -n "${CPLAB_AGREE_ONLY:-}" ]; then
   done >"$out/agree-only.log" 2>&1
   tar czf "$final/logs.tar.gz" -C "$out" . && cp "$out/agree-only.log" "$final/"
   cat "$out/agree-only.log"
+  exit $status
+fi
+# CPLAB_RECORD_GOLDENS=1: only the programs, then tools/record-gpu-goldens.sh
+# (tests/golden-gpu/README.md). $final gets golden-gpu.tar.gz.part-* (the
+# folder traces/, gzipped and split under the 16 MiB a file that comes back from
+# a GPU node may have; `cat golden-gpu.tar.gz.part-* | tar xzf - -C
+# tests/golden-gpu` unpacks it), provenance.md and record.log.
+if [ "${CPLAB_RECORD_GOLDENS:-0}" = 1 ]; then
+  if [ $status -ne 0 ]; then tail -20 "$out/configure.log"; else
+    make -j16 analysis/policy_text.h cplab-sim cplab-diff cplab-trace cplab-exec >"$out/build.log" 2>&1 || status=$?
+    [ $status -eq 0 ] || tail -20 "$out/build.log"
+  fi
+  if [ $status -eq 0 ]; then
+    CPLAB_BUILD=. sh tools/record-gpu-goldens.sh "$work/traces" >"$out/record.log" 2>&1 || status=$?
+    cat "$out/record.log"
+    cp "$out/record.log" "$final/"
+  fi
+  if [ $status -eq 0 ]; then
+    rm -f "$final"/golden-gpu.tar.gz.part-*
+    tar czf - -C "$work" traces | split -b 15m - "$final/golden-gpu.tar.gz.part-" || status=$?
+    cp "$work/traces/provenance.md" "$final/"
+    ls -l "$final"
+  fi
+  tar czf "$final/logs.tar.gz" -C "$out" .
   exit $status
 fi
 [ $status -eq 0 ] && { make -j16 >"$out/build.log" 2>&1 || status=$?; }
