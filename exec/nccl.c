@@ -69,19 +69,10 @@ static int make_comms(exec_nccl *x, cplab_diag *d) {
 }
 
 static int member_heads(exec_nccl *x, const cplab_parallel *par, cplab_diag *d) {
-  int D = par->dcp, *m = calloc((size_t)D, sizeof *m);
-  x->member_tp = calloc((size_t)D, sizeof *x->member_tp);
-  int rc = m && x->member_tp ? cplab_group_members(par, CPLAB_GROUP_DCP, x->rank, m, d)
-                             : cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
-  x->shared_heads = 1;
-  for (int o = 0; o < D && !rc; o++) {
-    cplab_rank_ids id;
-    rc = cplab_rank_ids_get(par, m[o], &id, d);
-    x->member_tp[o] = id.tp;
-    x->shared_heads &= id.tp == x->ids.tp;
-  }
-  free(m);
-  return rc;
+  x->member_tp = calloc((size_t)par->dcp, sizeof *x->member_tp);
+  if (!x->member_tp) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
+  x->shared_heads = cplab_dcp_partial_blocks(par) == 1;
+  return cplab_dcp_member_tp(par, x->rank, x->member_tp, d);
 }
 
 int exec_nccl_alloc(const cplab_scenario *s, const cplab_layout *layout, int rank, int mpi, exec_nccl **out,
