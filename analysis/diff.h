@@ -3,6 +3,8 @@
  *                 plans the ranks wrote, and the digests that must agree
  *   diff_numeric.c  rank-invariance of the numeric tensors (replicated rows,
  *                 conversion, decode combine)
+ *   diff_partials.c  their partial-combine invariant: the LSE combine of the
+ *                 DCP members' stored decode partials = each one's output
  *   diff_agree.c  agreement of two runs: plans and integer tensors exact,
  *                 floats by policy, top-k sets modulo ties
  *   policy.c      the tolerance policy (analysis/policy.json, overridable)
@@ -30,6 +32,10 @@ typedef struct diff_tolerance {
 
 typedef struct diff_policy {
   diff_tolerance t[CPLAB_TT_COUNT]; /* per tensor; unused for exact ones */
+  /* --ranks partial-combine (diff_partials.c): the host's LSE combine of the
+   * stored decode partials against the stored attn_out / attn_lse; atol and
+   * rtol as that file states */
+  diff_tolerance combine;
 } diff_policy;
 
 /* Built-in defaults (analysis/policy.json), then an optional override file
@@ -89,10 +95,31 @@ json_t *diff_report_json(const diff_report *r, const char *mode);
 
 int diff_ranks(const char *run, const diff_policy *pol, diff_report *r, cplab_diag *d);
 /* The cases of one step's numeric rank checks; marked evaluated when the
- * step has numeric tensors. */
+ * step has numeric tensors (partials: when a rank stored decode partials). */
 typedef struct diff_numeric_cases {
-  diff_case *replicated, *conversion, *combine;
+  diff_case *replicated, *conversion, *combine, *partials;
 } diff_numeric_cases;
+
+/* One rank's numeric tensors of a layer as stored (diff_numeric.c reads
+ * them); partial_out / partial_lse NULL where the layer has none. */
+typedef struct diff_rank_layer {
+  int present;
+  int schema_minor; /* of the rank's file */
+  int64_t rows;
+  int k, heads;
+  int64_t *tokens;
+  int32_t *topk, *conv;
+  float *out, *lse;
+  int partial_heads; /* G·heads of the partials */
+  float *partial_out, *partial_lse;
+} diff_rank_layer;
+/* Global token of local token t of row (cplab_rank_plan's schedule). */
+int64_t diff_global_token(const cplab_rank_plan *p, const cplab_row *row, int64_t t);
+/* The partial-combine invariant of one layer of a step over every rank's
+ * stored tensors L[world] (diff_partials.c). */
+int diff_partials_check(diff_report *r, const cplab_step_input *in, int layer, cplab_rank_plan *const *plans,
+                        const diff_rank_layer *L, int world, const diff_tolerance *tol, diff_case *verdict,
+                        cplab_diag *d);
 /* The numeric tensors of one step of a run (diff_numeric.c): replicated rows,
  * conversion by the layout, decode combine = single-device attention.
  * plans[k]->layout must be the run's layout. */

@@ -7,7 +7,8 @@
  * cache digests; plans, converted indices and workspace digests are the
  * layout's own and are skipped (counted under "layout-specific"). A tensor
  * that one file's schema version predates (topk_valid of 1.1 against a 1.0
- * file) is counted under "newer-schema", not compared. */
+ * file, the decode partials of 1.2 against an older one) is counted under
+ * "newer-schema", not compared. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,7 +77,9 @@ static const char *group_of(const char *name) {
     case CPLAB_TT_TOPK_VALID: return "indexer";
     case CPLAB_TT_SAMPLED_TOKENS: return "rows";
     case CPLAB_TT_ATTN_OUT:
-    case CPLAB_TT_ATTN_LSE: return "attention";
+    case CPLAB_TT_ATTN_LSE:
+    case CPLAB_TT_ATTN_PARTIAL_OUT:
+    case CPLAB_TT_ATTN_PARTIAL_LSE: return "attention";
     case -1: return strcmp(name, "plans") == 0 ? "plans" : strcmp(name, "newer-schema") == 0 ? "schema" : "layout";
     default: return "caches";
   }
@@ -153,16 +156,21 @@ static int64_t ulp_distance(float a, float b) {
   return llabs((long long)ia - (long long)ib);
 }
 
+/* Per-row tensors of [rows, heads, 512] (attention outputs) and of
+ * [rows, heads] (their lse). */
+static int by_head(cplab_trace_tensor t) { return t == CPLAB_TT_ATTN_OUT || t == CPLAB_TT_ATTN_PARTIAL_OUT; }
+static int lse_by_head(cplab_trace_tensor t) { return t == CPLAB_TT_ATTN_LSE || t == CPLAB_TT_ATTN_PARTIAL_LSE; }
+
 /* "token 5 (request 2, position 37) head 3 column 17" for element (row, c)
  * of a per-row float tensor: attn_out rows are (sampled row, head) pairs,
- * attn_lse columns are heads. */
+ * attn_lse columns are heads (the partials' heads: block-major, SCHEMA.md). */
 static void element_meaning(const pair_ctx *x, cplab_trace_tensor t, const uint64_t *dims, size_t row, size_t c,
                             char *out, size_t cap) {
   char tok[96];
-  size_t m = t == CPLAB_TT_ATTN_OUT ? row / (size_t)dims[1] : row;
+  size_t m = by_head(t) ? row / (size_t)dims[1] : row;
   token_meaning(x->plan, x->sampled, (int64_t)m, tok, sizeof tok);
-  if (t == CPLAB_TT_ATTN_OUT) snprintf(out, cap, "%s head %zu column %zu", tok, row % (size_t)dims[1], c);
-  else if (t == CPLAB_TT_ATTN_LSE) snprintf(out, cap, "%s head %zu", tok, c);
+  if (by_head(t)) snprintf(out, cap, "%s head %zu column %zu", tok, row % (size_t)dims[1], c);
+  else if (lse_by_head(t)) snprintf(out, cap, "%s head %zu", tok, c);
   else snprintf(out, cap, "%s column %zu", tok, c);
 }
 
@@ -190,8 +198,8 @@ static void compare_float(pair_ctx *x, cplab_trace_tensor t, const uint64_t *dim
   ds->compared += (int64_t)n;
   x->r->compared_bytes += (int64_t)(8 * n);
   /* attention: rows (of heads) of a token whose top-k sets differ by ties are skipped */
-  int attn = t == CPLAB_TT_ATTN_OUT || t == CPLAB_TT_ATTN_LSE;
-  size_t per_token = t == CPLAB_TT_ATTN_OUT ? (size_t)dims[1] : 1;
+  int attn = by_head(t) || lse_by_head(t);
+  size_t per_token = by_head(t) ? (size_t)dims[1] : 1;
   for (size_t row = 0; row * cols < n; row++) {
     size_t tok = row / per_token;
     if (attn && x->swapped && (int64_t)tok < x->swapped_rows && (int64_t)tok < (int64_t)dims[0] && x->swapped[tok]) {
@@ -378,7 +386,7 @@ static int compare_layer(pair_ctx *x, cplab_trace *ta, cplab_trace *tb, cplab_di
       continue;
     }
     int vector = t == CPLAB_TT_KTH_SCORE || t == CPLAB_TT_SAMPLED_TOKENS || t == CPLAB_TT_DIGESTS || t == CPLAB_TT_TOPK_VALID;
-    int rank = vector ? 1 : t == CPLAB_TT_ATTN_OUT ? 3 : 2;
+    int rank = vector ? 1 : by_head((cplab_trace_tensor)t) ? 3 : 2;
     if (t == CPLAB_TT_DIGESTS && x->layouts_differ && p[t].dims[0] > 2) {
       dataset(x->r, x->pol, "layout-specific")->compared += (int64_t)p[t].dims[0] - 2;
       p[t].dims[0] = 2; /* the caches; the workspaces are the layout's */

@@ -8,7 +8,9 @@
  *                    to the stored top-k by that rank (§10.1 item 11);
  *   decode-combine   a decode row's combined attention equals single-device
  *                    attention over the union of its selected tokens, within
- *                    the policy's attn_out tolerance (§10.1 item 12). */
+ *                    the policy's attn_out tolerance (§10.1 item 12);
+ *   partial-combine  the LSE combine of the DCP members' stored decode
+ *                    partials equals each member's attention (diff_partials.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,23 +20,28 @@
 #include "diff.h"
 #include "reference.h"
 
-typedef struct rank_layer {
-  int present;
-  int64_t rows;
-  int k, heads;
-  int64_t *tokens;
-  int32_t *topk, *conv;
-  float *out, *lse;
-} rank_layer;
+typedef diff_rank_layer rank_layer;
 
 static void rank_layer_free(rank_layer *l) {
   free(l->tokens), free(l->topk), free(l->conv), free(l->out), free(l->lse);
+  free(l->partial_out), free(l->partial_lse);
   memset(l, 0, sizeof *l);
+}
+
+/* The decode partials (schema 1.2), where the layer stores them. */
+static int read_partials(cplab_trace *t, size_t step, int layer, rank_layer *l, cplab_diag *d) {
+  uint64_t dims[3];
+  int rc = cplab_trace_read_tensor(t, step, layer, CPLAB_TT_ATTN_PARTIAL_OUT, dims, (void **)&l->partial_out, d);
+  if (rc == CPLAB_ENOTFOUND) return 0;
+  if (!rc) l->partial_heads = (int)dims[1];
+  if (!rc) rc = cplab_trace_read_tensor(t, step, layer, CPLAB_TT_ATTN_PARTIAL_LSE, dims, (void **)&l->partial_lse, d);
+  return rc;
 }
 
 static int read_layer(cplab_trace *t, size_t step, int layer, rank_layer *l, cplab_diag *d) {
   uint64_t dims[3];
   memset(l, 0, sizeof *l);
+  l->schema_minor = cplab_trace_schema_minor(t);
   int rc = cplab_trace_read_tensor(t, step, layer, CPLAB_TT_SAMPLED_TOKENS, dims, (void **)&l->tokens, d);
   if (rc == CPLAB_ENOTFOUND) return 0; /* no rows stored for this rank */
   if (!rc) l->rows = (int64_t)dims[0];
@@ -44,12 +51,13 @@ static int read_layer(cplab_trace *t, size_t step, int layer, rank_layer *l, cpl
   if (!rc) rc = cplab_trace_read_tensor(t, step, layer, CPLAB_TT_ATTN_OUT, dims, (void **)&l->out, d);
   if (!rc) l->heads = (int)dims[1];
   if (!rc) rc = cplab_trace_read_tensor(t, step, layer, CPLAB_TT_ATTN_LSE, dims, (void **)&l->lse, d);
+  if (!rc) rc = read_partials(t, step, layer, l, d);
   l->present = rc == 0;
   if (rc) rank_layer_free(l);
   return rc;
 }
 
-static int64_t global_token(const cplab_rank_plan *p, const cplab_row *row, int64_t t) {
+int64_t diff_global_token(const cplab_rank_plan *p, const cplab_row *row, int64_t t) {
   return p->sched.token_offset[row->req] + row->start + (t - row->token_offset);
 }
 
@@ -61,12 +69,12 @@ static void replicated_rows(diff_report *r, size_t step, int layer, cplab_rank_p
     for (int64_t i = 0; L[a].present && i < L[a].rows; i++) {
       const cplab_row *ra = cplab_split_row_of(&plans[a]->split, L[a].tokens[i]);
       if (!ra) continue;
-      int64_t g = global_token(plans[a], ra, L[a].tokens[i]);
+      int64_t g = diff_global_token(plans[a], ra, L[a].tokens[i]);
       for (int b = a + 1; b < world; b++) {
         if (!L[b].present || plans[b]->ids.tp != plans[a]->ids.tp || L[b].k != L[a].k || L[b].heads != L[a].heads) continue;
         for (int64_t j = 0; j < L[b].rows; j++) {
           const cplab_row *rb = cplab_split_row_of(&plans[b]->split, L[b].tokens[j]);
-          if (!rb || global_token(plans[b], rb, L[b].tokens[j]) != g) continue;
+          if (!rb || diff_global_token(plans[b], rb, L[b].tokens[j]) != g) continue;
           size_t ho = (size_t)L[a].heads * CPLAB_MLA_NOPE_DIM;
           int same = memcmp(L[a].topk + i * L[a].k, L[b].topk + j * L[b].k, sizeof(int32_t) * (size_t)L[a].k) == 0 &&
                      memcmp(L[a].out + (size_t)i * ho, L[b].out + (size_t)j * ho, sizeof(float) * ho) == 0 &&
@@ -176,6 +184,8 @@ int diff_ranks_numeric(diff_report *r, cplab_trace *const *ranks, cplab_rank_pla
     if (!rc)
       replicated_rows(r, in->step_index, layers[li], plans, L, world, diff_report_dataset(r, "replicated rows"),
                       cases->replicated);
+    if (!rc)
+      rc = diff_partials_check(r, in, layers[li], plans, L, world, &pol->combine, cases->partials, d);
     for (int k = 0; !rc && k < world; k++)
       if (L[k].present) {
         conversion(r, in->step_index, layers[li], plans[k], &L[k], k, diff_report_dataset(r, "converted indices"),

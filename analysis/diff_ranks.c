@@ -37,6 +37,13 @@ static void step_cases_open(diff_report *r, size_t step, const diff_policy *pol,
   const diff_tolerance *t = &pol->t[CPLAB_TT_ATTN_OUT];
   snprintf(sc->num.combine->criterion, sizeof sc->num.combine->criterion,
            "combined attention within %g + %g |a| of single-device attention", t->atol, t->rtol);
+  sc->num.partials = diff_report_case(r, group, "partial-combine");
+  sc->num.partials->skip =
+      "not checked: no decode partials stored in this step (DCP 1, no combined row, or schema < 1.2)";
+  t = &pol->combine;
+  snprintf(sc->num.partials->criterion, sizeof sc->num.partials->criterion,
+           "LSE combine of the members' stored partials: out within %g + %g (1+|L|) m, lse within %g + %g (1+|L|)",
+           t->atol, t->rtol, t->atol, t->rtol);
 }
 
 /* The rule a violation of sim/check.c names first ("ownership: ..."), or -1. */

@@ -1,5 +1,6 @@
 /* The tolerance policy: defaults from analysis/policy.json (compiled in),
- * fields overridden by --policy FILE. */
+ * fields overridden by --policy FILE. Keys: the float tensors of the trace
+ * schema (agreement), and partial_combine (--ranks, diff_partials.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,17 +15,18 @@ static int apply(const json_t *root, const char *origin, diff_policy *p, cplab_d
   json_t *v;
   json_object_foreach((json_t *)root, key, v) {
     if (strcmp(key, "comment") == 0) continue;
-    int k = -1;
+    int k = -1, combine = strcmp(key, "partial_combine") == 0;
     for (int i = 0; i < CPLAB_TT_COUNT; i++)
       if (strcmp(cplab_trace_tensor_name((cplab_trace_tensor)i), key) == 0) k = i;
-    if (k < 0 || !json_is_object(v)) CPLAB_FAIL(d, CPLAB_ESCHEMA, "%s: '%s' is not a tensor of the trace schema", origin, key);
+    if ((k < 0 && !combine) || !json_is_object(v))
+      CPLAB_FAIL(d, CPLAB_ESCHEMA, "%s: '%s' is neither a tensor of the trace schema nor partial_combine", origin, key);
     const char *f;
     json_t *x;
     json_object_foreach(v, f, x) {
       if (!json_is_number(x) || json_number_value(x) < 0)
         CPLAB_FAIL(d, CPLAB_ESCHEMA, "%s: %s.%s must be a non-negative number", origin, key, f);
       double val = json_number_value(x);
-      diff_tolerance *t = &p->t[k];
+      diff_tolerance *t = combine ? &p->combine : &p->t[k];
       if (strcmp(f, "atol") == 0) t->atol = val;
       else if (strcmp(f, "rtol") == 0) t->rtol = val;
       else if (strcmp(f, "cosine") == 0) t->cosine = val;

@@ -2,12 +2,15 @@
 #include "cplab/maps.h"
 
 #include <gsl/gsl_randist.h>
+#include <math.h>
 #include <gsl/gsl_rng.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
 
 #include "cplab/kv.h"
+#include "cplab/kvformat.h"
+#include "cplab/ranks.h"
 #include "cplab/seed.h"
 
 /* Draw min(want, n) of the n tokens in pool (ascending stays ascending). */
@@ -91,6 +94,29 @@ int cplab_maps_sample(const cplab_step_input *in, const cplab_rank_plan *rp, int
   }
   *tokens = local;
   *n = m;
+  return 0;
+}
+
+int cplab_maps_partials_alloc(const cplab_rank_plan *rp, const int64_t *tokens, int64_t n, int heads, int *blocks,
+                              float **out, float **lse, cplab_diag *d) {
+  *out = *lse = NULL;
+  *blocks = cplab_dcp_partial_blocks(&rp->env.par);
+  int64_t combined = 0;
+  for (int64_t i = 0; i < n; i++) {
+    const cplab_row *row = cplab_split_row_of(&rp->split, tokens[i]);
+    combined += row && cplab_row_dcp_combined(&rp->env.par, row);
+  }
+  if (!combined) return 0;
+  size_t gh = (size_t)n * (size_t)*blocks * (size_t)heads;
+  *out = malloc(sizeof **out * gh * CPLAB_MLA_NOPE_DIM);
+  *lse = malloc(sizeof **lse * gh);
+  if (!*out || !*lse) {
+    free(*out), free(*lse);
+    *out = *lse = NULL;
+    CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory for the decode partials of %lld rows", (long long)n);
+  }
+  for (size_t i = 0; i < gh * CPLAB_MLA_NOPE_DIM; i++) (*out)[i] = NAN;
+  for (size_t i = 0; i < gh; i++) (*lse)[i] = NAN;
   return 0;
 }
 

@@ -75,6 +75,23 @@ cplab_q_gather cplab_q_gather_group(const cplab_parallel *p) {
   return p->dcp > p->pcp ? CPLAB_Q_GATHER_TP : CPLAB_Q_GATHER_NONE;
 }
 
+int cplab_dcp_partial_blocks(const cplab_parallel *p) {
+  return cplab_q_gather_group(p) == CPLAB_Q_GATHER_NONE ? 1 : p->dcp;
+}
+
+int cplab_dcp_member_tp(const cplab_parallel *p, int rank, int *member_tp, cplab_diag *d) {
+  int *m = malloc(sizeof *m * (size_t)p->dcp);
+  if (!m) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
+  int rc = cplab_group_members(p, CPLAB_GROUP_DCP, rank, m, d);
+  for (int o = 0; o < p->dcp && !rc; o++) {
+    cplab_rank_ids id;
+    rc = cplab_rank_ids_get(p, m[o], &id, d);
+    member_tp[o] = id.tp;
+  }
+  free(m);
+  return rc;
+}
+
 const char *cplab_q_gather_name(cplab_q_gather g) {
   switch (g) {
     case CPLAB_Q_GATHER_NONE: return "none";

@@ -205,6 +205,10 @@ int cplab_row_on_local_shard(const cplab_parallel *par, const cplab_row *row) {
   return !row->is_prefill || (par->dcp > 1 && !cplab_parallel_gathers_prefill(par));
 }
 
+int cplab_row_dcp_combined(const cplab_parallel *par, const cplab_row *row) {
+  return par->dcp > 1 && cplab_row_on_local_shard(par, row);
+}
+
 int64_t cplab_split_shard_tokens(const cplab_split *s, const cplab_parallel *par) {
   return par->dcp > 1 && !cplab_parallel_gathers_prefill(par) ? s->num_tokens : s->num_decode_tokens;
 }

@@ -40,6 +40,11 @@ typedef struct exec_layer {
   int num_digests;
   uint64_t *digests;
   int32_t *valid; /* [rows] entries of the kernel's top-k before its first -1 */
+  /* The rank's decode partials before the combine (SCHEMA.md
+   * attn_partial_out): [rows][blocks·heads][512] and [rows][blocks·heads],
+   * NaN on rows the combine does not see; NULL when no row is combined. */
+  int blocks;
+  float *partial_out, *partial_lse;
 } exec_layer;
 void exec_layer_free(exec_layer *l);
 

@@ -144,7 +144,8 @@ static cplab_trace_rows layer_view(const exec_layer *l) {
   return (cplab_trace_rows){.layer = l->layer, .rows = l->rows, .k = l->k, .heads = l->heads, .tokens = l->tokens,
                             .topk = l->topk, .converted = l->converted, .scores = l->scores, .kth = l->kth,
                             .out = l->out, .lse = l->lse, .num_digests = l->num_digests, .digests = l->digests,
-                            .valid = l->valid};
+                            .valid = l->valid, .partial_blocks = l->blocks, .partial_out = l->partial_out,
+                            .partial_lse = l->partial_lse};
 }
 
 /* One step on the single-device backend: plans, consensus, the layers. */

@@ -69,19 +69,10 @@ static int make_comms(exec_nccl *x, cplab_diag *d) {
 }
 
 static int member_heads(exec_nccl *x, const cplab_parallel *par, cplab_diag *d) {
-  int D = par->dcp, *m = calloc((size_t)D, sizeof *m);
-  x->member_tp = calloc((size_t)D, sizeof *x->member_tp);
-  int rc = m && x->member_tp ? cplab_group_members(par, CPLAB_GROUP_DCP, x->rank, m, d)
-                             : cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
-  x->shared_heads = 1;
-  for (int o = 0; o < D && !rc; o++) {
-    cplab_rank_ids id;
-    rc = cplab_rank_ids_get(par, m[o], &id, d);
-    x->member_tp[o] = id.tp;
-    x->shared_heads &= id.tp == x->ids.tp;
-  }
-  free(m);
-  return rc;
+  x->member_tp = calloc((size_t)par->dcp, sizeof *x->member_tp);
+  if (!x->member_tp) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
+  x->shared_heads = cplab_dcp_partial_blocks(par) == 1;
+  return cplab_dcp_member_tp(par, x->rank, x->member_tp, d);
 }
 
 int exec_nccl_alloc(const cplab_scenario *s, const cplab_layout *layout, int rank, int mpi, exec_nccl **out,
@@ -296,9 +287,11 @@ static int nccl_topk(exec_rank *c, const cplab_row *row, int64_t pos, int32_t *d
  * vLLM gathers the query heads over TP there, §1.4), the blocks are
  * all-gathered, and this rank keeps, from every peer, the block of its own
  * heads: dout[p] = peer p's partial for my heads. Where all members share
- * their heads (one TP rank per group) each peer computes one block. */
+ * their heads (one TP rank per group) each peer computes one block. The
+ * blocks this rank sends are its contribution (own, own_lse). */
 static int nccl_partials(exec_rank *c, const cplab_row *row, int64_t pos, const int32_t *topk, const int32_t *dtopk,
-                         const uint16_t *dq, float *dout, float *dl, exec_arena *a, cplab_diag *d) {
+                         const uint16_t *dq, float *dout, float *dl, float *own, float *own_lse, exec_arena *a,
+                         cplab_diag *d) {
   const exec_nccl *x = c->be;
   int K = c->k, H = c->heads, D = c->in->par->dcp, me = x->ids.dcp_rank, rc = 0;
   int blocks = x->shared_heads ? 1 : D; /* query blocks each peer computes */
@@ -337,6 +330,8 @@ static int nccl_partials(exec_rank *c, const cplab_row *row, int64_t pos, const 
     if (r != ncclSuccess) rc = cplab_diag_set(d, CPLAB_ENCCL, "ncclAllGather of decode partials failed: %s",
                                              ncclGetErrorString(r));
   }
+  if (!rc && own) rc = cplab_dev_copy(own, pout, sizeof(float) * ob * (size_t)blocks, d);
+  if (!rc && own) rc = cplab_dev_copy(own_lse, plse, sizeof(float) * (size_t)H * (size_t)blocks, d);
   /* From peer p's blocks, the one for my heads. */
   int mine = x->shared_heads ? 0 : me;
   for (int p = 0; p < D && !rc; p++) {

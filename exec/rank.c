@@ -34,7 +34,7 @@ void exec_arena_free(exec_arena *a) {
 
 void exec_layer_free(exec_layer *l) {
   free(l->tokens), free(l->topk), free(l->converted), free(l->scores), free(l->kth), free(l->out), free(l->lse);
-  free(l->digests), free(l->valid);
+  free(l->digests), free(l->valid), free(l->partial_out), free(l->partial_lse);
   memset(l, 0, sizeof *l);
 }
 
@@ -221,13 +221,14 @@ static int32_t topk_valid(const int32_t *topk, int k) {
 static int row_run(exec_rank *c, const cplab_row *row, int64_t pos, int64_t i, exec_layer *out, cplab_diag *d) {
   const cplab_step_input *in = c->in;
   int K = c->k, H = c->heads, D = in->par->dcp, rc = 0;
+  int G = out->blocks, keep = out->partial_out && cplab_row_dcp_combined(in->par, row); /* store its partials */
   int32_t id = (int32_t)in->step->requests[row->req].id, pos32 = (int32_t)pos;
   float scale = (float)cplab_model_softmax_scale(in->model);
   exec_arena a = {0};
   float *fout = malloc(sizeof(float) * (size_t)H * CPLAB_MLA_NOPE_DIM), *flse = malloc(sizeof(float) * (size_t)D * H);
   float *fscore = malloc(sizeof(float) * (size_t)K);
   double *dlse = malloc(sizeof(double) * (size_t)D * H);
-  void *did, *dpos, *dtopk, *dscore, *dconv, *dq, *dout, *dl, *dfin;
+  void *did, *dpos, *dtopk, *dscore, *dconv, *dq, *dout, *dl, *dfin, *dpart = NULL, *dpart_l = NULL;
   if (!fout || !flse || !fscore || !dlse) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
   if (!rc) rc = exec_arena_put(&a, &did, &id, sizeof id, d);
   if (!rc) rc = exec_arena_put(&a, &dpos, &pos32, sizeof pos32, d);
@@ -238,6 +239,8 @@ static int row_run(exec_rank *c, const cplab_row *row, int64_t pos, int64_t i, e
   if (!rc) rc = exec_arena_alloc(&a, &dout, sizeof(float) * (size_t)D * H * CPLAB_MLA_NOPE_DIM, d);
   if (!rc) rc = exec_arena_alloc(&a, &dl, sizeof(float) * (size_t)D * H, d);
   if (!rc) rc = exec_arena_alloc(&a, &dfin, sizeof(float) * (size_t)H * CPLAB_MLA_NOPE_DIM, d);
+  if (!rc && keep) rc = exec_arena_alloc(&a, &dpart, sizeof(float) * (size_t)G * H * CPLAB_MLA_NOPE_DIM, d);
+  if (!rc && keep) rc = exec_arena_alloc(&a, &dpart_l, sizeof(float) * (size_t)G * H, d);
   /* Indexer top-k (the backend decides where the keys come from). */
   if (!rc) rc = c->ops->topk(c, row, pos, dtopk, dscore, &a, d);
   int32_t *topk = out->topk + i * K;
@@ -260,7 +263,11 @@ static int row_run(exec_rank *c, const cplab_row *row, int64_t pos, int64_t i, e
     if (!rc) rc = cplab_dev_download(flse, dl, sizeof(float) * (size_t)H, d);
     for (int h = 0; !rc && h < H; h++) out->lse[i * H + h] = flse[h];
   } else if (!rc) { /* on the local shard: every DCP peer's partial, then the combine */
-    rc = c->ops->partials(c, row, pos, topk, dtopk, dq, dout, dl, &a, d);
+    rc = c->ops->partials(c, row, pos, topk, dtopk, dq, dout, dl, dpart, dpart_l, &a, d);
+    size_t gh = (size_t)G * H;
+    if (!rc && keep) rc = cplab_dev_download(out->partial_out + (size_t)i * gh * CPLAB_MLA_NOPE_DIM, dpart,
+                                             sizeof(float) * gh * CPLAB_MLA_NOPE_DIM, d);
+    if (!rc && keep) rc = cplab_dev_download(out->partial_lse + (size_t)i * gh, dpart_l, sizeof(float) * gh, d);
     if (!rc) rc = cplab_lse_combine(dl, dout, D, 1, H, dfin, NULL, d);
     if (!rc) rc = cplab_dev_download(flse, dl, sizeof(float) * (size_t)D * H, d);
     for (int j = 0; !rc && j < D * H; j++) dlse[j] = flse[j];
@@ -318,6 +325,9 @@ int exec_rank_layer(exec_rank *c, int64_t sampled_rows, exec_layer *out, cplab_d
   int rc = c->ws && c->ws_rows ? 0 : cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
   if (!rc) rc = cplab_maps_sample(c->in, rp, sampled_rows, &out->tokens, &out->rows, d);
   if (!rc) rc = layer_alloc(out, d);
+  if (!rc)
+    rc = cplab_maps_partials_alloc(rp, out->tokens, out->rows, out->heads, &out->blocks, &out->partial_out,
+                                   &out->partial_lse, d);
   for (int ch = 0; ch < nws && !rc; ch++) rc = c->ops->workspace(c, ch, d);
   if (!rc) rc = c->ops->keys_prepare(c, d);
   for (int64_t i = 0; i < out->rows && !rc; i++) {

@@ -31,9 +31,14 @@ typedef struct exec_ops {
   int (*topk)(exec_rank *c, const cplab_row *row, int64_t pos, int32_t *dtopk, float *dscore, exec_arena *a,
               cplab_diag *d);
   /* A decode row's partial results of every DCP peer for this rank's heads
-   * (query dq, the token at pos): dout [D][heads][512], dl [D][heads]. */
+   * (query dq, the token at pos): dout [D][heads][512], dl [D][heads]; and,
+   * unless own is NULL, what this rank contributes to the combine (SCHEMA.md
+   * attn_partial_out): its own shard's partial for each of `blocks` head
+   * blocks (cplab_dcp_partial_blocks: its own heads, or block o = DCP member
+   * o's), own [blocks][heads][512], own_lse [blocks][heads]. */
   int (*partials)(exec_rank *c, const cplab_row *row, int64_t pos, const int32_t *topk, const int32_t *dtopk,
-                  const uint16_t *dq, float *dout, float *dl, exec_arena *a, cplab_diag *d);
+                  const uint16_t *dq, float *dout, float *dl, float *own, float *own_lse, exec_arena *a,
+                  cplab_diag *d);
   /* Index into kv_read / idx_read of DCP peer o's cache slot (-1: unreadable). */
   int64_t (*slot)(const exec_rank *c, int o, int64_t slot);
   /* Free what keys_prepare made. */

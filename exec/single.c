@@ -10,6 +10,7 @@
 #include "cplab/kv.h"
 #include "cplab/kvformat.h"
 #include "cplab/maps.h"
+#include "cplab/ranks.h"
 #include "cplab_kernels.h"
 #include "rank.h"
 
@@ -150,25 +151,67 @@ static int single_topk(exec_rank *c, const cplab_row *row, int64_t pos, int32_t 
   return rc;
 }
 
+/* Scratch of one row's decode over a DCP slice (cplab_sparse_mla_decode_split). */
+typedef struct slice_decode {
+  int64_t off;       /* the slice's first slot in the all-ranks caches */
+  const void *dconv; /* the row's top-k converted for the slice's rank */
+  void *scratch;
+  size_t scratch_bytes;
+} slice_decode;
+
+/* Attention of query q (this rank's heads count) over one slice. */
+static int decode_slice(const exec_rank *c, const slice_decode *s, const uint16_t *q, float *out, float *lse,
+                        cplab_diag *d) {
+  const exec_single *x = c->be;
+  return cplab_sparse_mla_decode_split(q, 1, c->heads, x->kv + (size_t)s->off * CPLAB_MLA_ENTRY_BYTES, x->num_slots,
+                                       s->dconv, c->k, (float)cplab_model_softmax_scale(c->in->model), 0, out, lse,
+                                       s->scratch, s->scratch_bytes, NULL, d);
+}
+
+/* What this rank contributes to the combine (rank.h): its own slice with
+ * its own heads (dout[me], computed already), and where the DCP members
+ * hold other heads, with each member's query: what the NCCL backend's rank
+ * computes and all-gathers. s: this rank's own slice. */
+static int single_own(exec_rank *c, const cplab_row *row, int64_t pos, const slice_decode *s, const float *dout,
+                       const float *dl, float *own, float *own_lse, exec_arena *a, cplab_diag *d) {
+  const exec_single *x = c->be;
+  int H = c->heads, me = c->rp->ids.dcp_rank, G = cplab_dcp_partial_blocks(c->in->par), rc = 0;
+  const int *members = cplab_rank_table_members(x->t, CPLAB_GROUP_DCP, c->r);
+  int32_t id = (int32_t)c->in->step->requests[row->req].id, pos32 = (int32_t)pos;
+  size_t ob = (size_t)H * CPLAB_MLA_NOPE_DIM;
+  void *did, *dpos, *qo;
+  rc = exec_arena_put(a, &did, &id, sizeof id, d);
+  if (!rc) rc = exec_arena_put(a, &dpos, &pos32, sizeof pos32, d);
+  if (!rc) rc = exec_arena_alloc(a, &qo, sizeof(uint16_t) * (size_t)H * CPLAB_MLA_ROW_DIM, d);
+  for (int g = 0; g < G && !rc; g++) {
+    if (G == 1 || g == me) {
+      rc = cplab_dev_copy(own + (size_t)g * ob, dout + (size_t)me * ob, sizeof(float) * ob, d);
+      if (!rc) rc = cplab_dev_copy(own_lse + (size_t)g * H, dl + (size_t)me * H, sizeof(float) * (size_t)H, d);
+      continue;
+    }
+    int tp = x->t->ids[members[g]].tp; /* member g's heads */
+    rc = cplab_gen_mla_query(c->in->seed, (uint32_t)c->layer, did, dpos, 1, tp * H, H, qo, NULL, d);
+    if (!rc) rc = decode_slice(c, s, qo, own + (size_t)g * ob, own_lse + (size_t)g * H, d);
+  }
+  return rc;
+}
+
 /* Each DCP peer converts the row's top-k for itself and attends over its own slice. */
 static int single_partials(exec_rank *c, const cplab_row *row, int64_t pos, const int32_t *topk, const int32_t *dtopk,
-                           const uint16_t *dq, float *dout, float *dl, exec_arena *a, cplab_diag *d) {
-  (void)pos; /* every peer attends with this rank's query dq */
-  const exec_single *x = c->be;
-  int K = c->k, H = c->heads, rc = 0;
-  void *dconv, *scratch = NULL;
-  size_t scratch_bytes = 0;
+                           const uint16_t *dq, float *dout, float *dl, float *own, float *own_lse, exec_arena *a,
+                           cplab_diag *d) {
+  int K = c->k, H = c->heads, rc = 0; /* every peer attends with this rank's query dq */
+  void *dconv;
+  slice_decode s = {0};
   rc = exec_arena_alloc(a, &dconv, sizeof(int32_t) * (size_t)K, d);
-  if (!rc) rc = cplab_sparse_mla_decode_scratch(1, H, K, 0, &scratch_bytes, d);
-  if (!rc && scratch_bytes) rc = exec_arena_alloc(a, &scratch, scratch_bytes, d);
+  s.dconv = dconv;
+  if (!rc) rc = cplab_sparse_mla_decode_scratch(1, H, K, 0, &s.scratch_bytes, d);
+  if (!rc && s.scratch_bytes) rc = exec_arena_alloc(a, &s.scratch, s.scratch_bytes, d);
   for (int o = 0; o < c->in->par->dcp && !rc; o++) {
-    int64_t off = single_slot(c, o, 0);
+    s.off = single_slot(c, o, 0);
     rc = exec_row_convert(c, row, topk, dtopk, o, dconv, a, d);
-    if (!rc)
-      rc = cplab_sparse_mla_decode_split(dq, 1, H, x->kv + (size_t)off * CPLAB_MLA_ENTRY_BYTES, x->num_slots, dconv,
-                                         K, (float)cplab_model_softmax_scale(c->in->model), 0,
-                                         dout + (size_t)o * H * CPLAB_MLA_NOPE_DIM, dl + (size_t)o * H, scratch,
-                                         scratch_bytes, NULL, d);
+    if (!rc) rc = decode_slice(c, &s, dq, dout + (size_t)o * H * CPLAB_MLA_NOPE_DIM, dl + (size_t)o * H, d);
+    if (!rc && own && o == c->rp->ids.dcp_rank) rc = single_own(c, row, pos, &s, dout, dl, own, own_lse, a, d);
   }
   return rc;
 }

@@ -14,11 +14,12 @@
 #include "indexer_ref.h"
 #include "numeric_mem.h"
 #include "cplab/maps.h"
+#include "cplab/ranks.h"
 #include "reference.h"
 
 void sim_numeric_layer_free(sim_numeric_layer *l) {
   free(l->tokens), free(l->topk), free(l->converted), free(l->scores), free(l->kth), free(l->out), free(l->lse);
-  free(l->valid);
+  free(l->valid), free(l->partial_out), free(l->partial_lse);
   free(l->digests);
   memset(l, 0, sizeof *l);
 }
@@ -34,6 +35,9 @@ typedef struct row_ctx {
   double q[64][CPLAB_IDX_DIM];
   double w[64];        /* folded head weights of the indexer query */
   int index_heads;
+  int blocks;          /* head blocks of the rank's partials */
+  const int *member_tp; /* [dcp] TP rank of each DCP member */
+  float *pout, *plse;  /* this row's partials ([blocks][heads][512], [blocks][heads]); NULL: not stored */
 } row_ctx;
 
 static double logit(const row_ctx *c, const float *key /* sim_mem_key_row */) {
@@ -189,6 +193,46 @@ static size_t shard_rows(row_ctx *c, int o, const int32_t *conv) {
   return n;
 }
 
+/* The row's queries of TP rank tp's heads: q [heads][576]. */
+static void row_query(const row_ctx *c, int tp, double *q) {
+  const cplab_step_input *in = c->mem->in;
+  for (int h = 0; h < c->heads; h++) {
+    uint16_t bf[CPLAB_MLA_ROW_DIM];
+    cplab_kvformat_mla_query(in->seed, (uint32_t)c->mem->layer, c->id, (uint32_t)c->pos,
+                             (uint32_t)(tp * c->heads + h), bf);
+    bf16_row_to_double(bf, q + (size_t)h * CPLAB_MLA_ROW_DIM);
+  }
+}
+
+static void round_to_float(const double *x, size_t n, float *f) {
+  for (size_t i = 0; i < n; i++) f[i] = (float)x[i];
+}
+
+/* The rank's own partials of a combined row (SCHEMA.md attn_partial_out),
+ * rounded to float: its shard's attention with its own heads (part[me],
+ * computed for the combine), and where the DCP members hold other heads
+ * (blocks = D) with each member's, as vLLM's query all-gather makes a rank
+ * attend. q: scratch of heads·576. */
+static int row_partials(row_ctx *c, const int32_t *conv, double scale, const double *part, const double *plse,
+                        double *q, cplab_diag *d) {
+  int H = c->heads, me = c->mem->rp->ids.dcp_rank;
+  size_t ob = (size_t)H * SIM_MLA_V, n = c->blocks > 1 ? shard_rows(c, me, conv) : 0;
+  double *tmp = c->blocks > 1 ? malloc(sizeof(double) * (ob + (size_t)H)) : NULL;
+  if (c->blocks > 1 && !tmp) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory for the decode partials");
+  for (int g = 0; g < c->blocks; g++) {
+    const double *po = part + (size_t)me * ob, *pl = plse + (size_t)me * H;
+    if (c->blocks > 1 && g != me) {
+      row_query(c, c->member_tp[g], q);
+      sim_attention(q, H, c->scratch, n, scale, tmp, tmp + ob);
+      po = tmp, pl = tmp + ob;
+    }
+    round_to_float(po, ob, c->pout + (size_t)g * ob);
+    round_to_float(pl, (size_t)H, c->plse + (size_t)g * H);
+  }
+  free(tmp);
+  return 0;
+}
+
 /* Attention of the row: a prefill row over the workspace (or, without DCP,
  * the whole context); a row on the local shard per DCP shard, each peer
  * converting the same top-k for itself, then the LSE combine. */
@@ -206,12 +250,7 @@ static int row_attention(row_ctx *c, const int32_t *topk, const int32_t *conv, d
     rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory for attention");
     goto done;
   }
-  for (int h = 0; h < H; h++) {
-    uint16_t bf[CPLAB_MLA_ROW_DIM];
-    cplab_kvformat_mla_query(in->seed, (uint32_t)c->mem->layer, c->id, (uint32_t)c->pos,
-                             (uint32_t)(rp->ids.tp * H + h), bf);
-    bf16_row_to_double(bf, q + (size_t)h * CPLAB_MLA_ROW_DIM);
-  }
+  row_query(c, rp->ids.tp, q);
   if (!shard) {
     size_t n;
     if ((rc = prefill_rows(c, conv, &n, d)) != 0) goto done;
@@ -225,6 +264,7 @@ static int row_attention(row_ctx *c, const int32_t *topk, const int32_t *conv, d
     }
     if (D > 1) sim_lse_combine(D, H, plse, part, fin);
     else memcpy(fin, part, sizeof(double) * (size_t)H * SIM_MLA_V);
+    if (!rc && D > 1 && c->pout) rc = row_partials(c, conv, scale, part, plse, q, d);
   }
   memcpy(out, fin, sizeof(double) * (size_t)H * SIM_MLA_V);
   for (int h = 0; h < H; h++) lse[h] = !shard || D == 1 ? plse[h] : sim_lse_merge(D, plse + h, (size_t)H);
@@ -272,20 +312,32 @@ int sim_numeric_compute(const cplab_step_input *in, const cplab_rank_plan *rp, i
   out->heads = (int)(m->num_heads / in->par->tp);
   if (m->index_n_heads > 64) CPLAB_FAIL(d, CPLAB_EINVAL, "the numeric pass supports up to 64 indexer heads");
   sim_mem mem;
-  int rc = cplab_maps_sample(in, rp, sampled_rows, &out->tokens, &out->rows, d);
+  int *member_tp = malloc(sizeof(int) * (size_t)in->par->dcp);
+  int rc = member_tp ? 0 : cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
+  if (!rc) rc = cplab_maps_sample(in, rp, sampled_rows, &out->tokens, &out->rows, d);
   if (!rc) rc = sim_numeric_layer_alloc(out, d);
+  if (!rc)
+    rc = cplab_maps_partials_alloc(rp, out->tokens, out->rows, out->heads, &out->blocks, &out->partial_out,
+                                   &out->partial_lse, d);
+  if (!rc) rc = cplab_dcp_member_tp(in->par, rp->ids.rank, member_tp, d);
   if (!rc) rc = sim_mem_init(&mem, in, rp, layer, d);
   if (rc) {
+    free(member_tp);
     sim_numeric_layer_free(out);
     return rc;
   }
-  row_ctx c = {.mem = &mem, .k = out->k, .heads = out->heads, .index_heads = (int)m->index_n_heads};
+  row_ctx c = {.mem = &mem, .k = out->k, .heads = out->heads, .index_heads = (int)m->index_n_heads,
+               .blocks = out->blocks, .member_tp = member_tp};
+  size_t gh = (size_t)out->blocks * (size_t)out->heads;
   c.scratch = malloc(sizeof(double) * (size_t)out->k * CPLAB_MLA_ROW_DIM);
   if (!c.scratch) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
   for (int64_t i = 0; i < out->rows && !rc; i++) {
     c.row = cplab_split_row_of(&rp->split, out->tokens[i]);
     c.pos = c.row->start_pos + (out->tokens[i] - c.row->token_offset);
     c.id = (uint32_t)in->step->requests[c.row->req].id;
+    int combined = out->partial_out && cplab_row_dcp_combined(in->par, c.row);
+    c.pout = combined ? out->partial_out + (size_t)i * gh * SIM_MLA_V : NULL;
+    c.plse = combined ? out->partial_lse + (size_t)i * gh : NULL;
     size_t k = (size_t)out->k, h = (size_t)out->heads;
     int32_t *topk = out->topk + i * (int64_t)k, *conv = out->converted + i * (int64_t)k;
     rc = row_topk(&c, topk, out->scores + i * (int64_t)k, &out->kth[i], &out->valid[i], d);
@@ -295,6 +347,7 @@ int sim_numeric_compute(const cplab_step_input *in, const cplab_rank_plan *rp, i
   }
   if (!rc) rc = digests(&mem, out, d);
   free(c.scratch);
+  free(member_tp);
   sim_mem_fini(&mem);
   if (rc) sim_numeric_layer_free(out);
   return rc;

@@ -14,7 +14,9 @@
  *     gathered key shards, decode rows over their request's keys), the
  *     layout's conversion, and sparse MLA attention over what the converted
  *     indices point at: prefill rows over the gathered workspace, decode rows
- *     per DCP shard of the peers' caches followed by the LSE combine.
+ *     per DCP shard of the peers' caches followed by the LSE combine; of
+ *     rows that go through the combine, the rank's own partial (its shard,
+ *     with its heads, and with every DCP member's where they differ).
  *
  * Everything is read through the plan and the layout, never from the
  * single-rank truth, so a layout that maps a token to the wrong row gives a
@@ -55,6 +57,14 @@ typedef struct sim_numeric_layer {
   int32_t *valid;        /* [rows] valid top-k entries: min(k, keys the row sees) */
   double *out;           /* [rows][heads][512] (stored as float32 in traces) */
   double *lse;           /* [rows][heads] natural log */
+  /* This rank's decode partials before the DCP combine (SCHEMA.md
+   * attn_partial_out): its shard's attention with each of `blocks` head
+   * blocks (cplab_dcp_partial_blocks: its own heads, or every DCP member's);
+   * NaN on rows the combine does not see; NULL when no row of the layer is
+   * combined. */
+  int blocks;
+  float *partial_out;    /* [rows][blocks·heads][512], rounded from double */
+  float *partial_lse;    /* [rows][blocks·heads] */
   int num_digests;       /* CPLAB_TRACE_DIGEST_WORKSPACE + prefill chunks (cplab/trace.h) */
   uint64_t *digests;     /* see below */
 } sim_numeric_layer;

@@ -653,6 +653,31 @@ static int check_topk_valid(hid_t g, const char *where, int64_t rows, uint64_t m
   return rc;
 }
 
+/* The decode partials (1.2) come as a pair with one width, G·heads: G head
+ * blocks (cplab_dcp_partial_blocks, 1 or dcp) of attn_out's heads, and
+ * only in runs with DCP. */
+static int check_partials(cplab_trace *t, hid_t g, const char *where, int64_t rows, cplab_diag *d) {
+  int has_out = h5u_has(g, "attn_partial_out"), has_lse = h5u_has(g, "attn_partial_lse");
+  if (!has_out && !has_lse) return 0;
+  if (has_out != has_lse)
+    CPLAB_FAIL(d, CPLAB_ESCHEMA, "%s: attn_partial_out and attn_partial_lse must be stored together", where);
+  if (t->par.dcp < 2)
+    CPLAB_FAIL(d, CPLAB_ESCHEMA, "%s: decode partials in a run without DCP (dcp %d)", where, t->par.dcp);
+  uint64_t po[3], pl[3], ao[3];
+  int rc = check_tensor(g, where, CPLAB_TT_ATTN_PARTIAL_OUT, rows, t->max_elements, po, d);
+  if (!rc) rc = check_tensor(g, where, CPLAB_TT_ATTN_PARTIAL_LSE, rows, t->max_elements, pl, d);
+  if (!rc && po[1] != pl[1])
+    rc = cplab_diag_set(d, CPLAB_ESCHEMA, "%s: attn_partial_out has %llu heads, attn_partial_lse %llu", where,
+                        (unsigned long long)po[1], (unsigned long long)pl[1]);
+  if (rc || !h5u_has(g, "attn_out")) return rc;
+  rc = check_tensor(g, where, CPLAB_TT_ATTN_OUT, rows, t->max_elements, ao, d);
+  int blocks = cplab_dcp_partial_blocks(&t->par);
+  if (!rc && po[1] != (uint64_t)blocks * ao[1])
+    rc = cplab_diag_set(d, CPLAB_ESCHEMA, "%s: attn_partial_out has %llu heads, %d block(s) of attn_out's %llu expected",
+                        where, (unsigned long long)po[1], blocks, (unsigned long long)ao[1]);
+  return rc;
+}
+
 /* Rows of a layer's per-row tensors: its sampled_tokens (each a local token,
  * checked) or, without them, every local token. */
 static int layer_rows(hid_t g, const char *where, int64_t local_tokens, uint64_t max_elements, int64_t *rows,
@@ -711,6 +736,7 @@ static herr_t visit_layer(hid_t layers, const char *name, const H5L_info_t *info
     if (H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, &idx, visit_tensor, &inner) < 0 && !inner.rc)
       inner.rc = h5u_fail(w->d, "%s: cannot list the tensors", where);
     w->rc = inner.rc ? inner.rc : check_topk_valid(g, where, inner.local_tokens, w->t->max_elements, w->d);
+    if (!w->rc) w->rc = check_partials(w->t, g, where, inner.local_tokens, w->d);
   }
   h5u_close(g);
   return w->rc ? -1 : 0;

@@ -1,4 +1,4 @@
-/* traces/schema.h (internal): names and table columns of schema 1.1 (the
+/* traces/schema.h (internal): names and table columns of schema 1.2 (the
  * normative description is traces/SCHEMA.md; keep both in step). */
 #ifndef CPLAB_TRACE_SCHEMA_H
 #define CPLAB_TRACE_SCHEMA_H
@@ -15,6 +15,7 @@
 
 /* Layer tensors: element type, rank and the fixed size of the last dimension
  * (0 = free). Order = cplab_trace_tensor. */
+#include "cplab/trace.h"
 #include "h5util.h"
 typedef struct schema_tensor {
   const char *name;
@@ -30,7 +31,10 @@ static const schema_tensor schema_tensors[] = {
     {"topk", H5U_I32, 2, 0, 1, 0},          {"topk_converted", H5U_I32, 2, 0, 1, 0}, {"topk_scores", H5U_F32, 2, 0, 1, 0},
     {"kth_score", H5U_F32, 1, 0, 1, 0},     {"sampled_tokens", H5U_I64, 1, 0, 0, 0}, {"attn_out", H5U_F32, 3, 512, 1, 0},
     {"attn_lse", H5U_F32, 2, 0, 1, 0},      {"digests", H5U_U64, 1, 0, 0, 0},        {"topk_valid", H5U_I32, 1, 0, 1, 1},
+    {"attn_partial_out", H5U_F32, 3, 512, 1, 2}, {"attn_partial_lse", H5U_F32, 2, 0, 1, 2},
 };
+_Static_assert(sizeof schema_tensors / sizeof schema_tensors[0] == CPLAB_TT_COUNT,
+               "one schema entry per cplab_trace_tensor, in its order");
 /* /groups (schema 1.1): int32 attributes, in the order schema_group_values
  * gives them, and one member list per cplab_group_kind. */
 #include "cplab/ranks.h"

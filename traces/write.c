@@ -430,8 +430,10 @@ int cplab_trace_commit(cplab_trace_writer *w, cplab_diag *d) {
 }
 
 int cplab_trace_write_rows(cplab_trace_writer *w, size_t step, const cplab_trace_rows *r, cplab_diag *d) {
-  uint64_t n = (uint64_t)r->rows, k = (uint64_t)r->k, h = (uint64_t)r->heads;
-  int rc = 0;
+  uint64_t n = (uint64_t)r->rows, k = (uint64_t)r->k, h = (uint64_t)r->heads, gh = (uint64_t)r->partial_blocks * h;
+  int rc = r->partial_out && (r->partial_blocks < 1 || !r->partial_lse)
+               ? cplab_diag_set(d, CPLAB_EINVAL, "decode partials need their lse and a head block count >= 1")
+               : 0;
   if (n > 0) {
     const struct {
       cplab_trace_tensor t;
@@ -442,6 +444,8 @@ int cplab_trace_write_rows(cplab_trace_writer *w, size_t step, const cplab_trace
         {CPLAB_TT_TOPK_CONVERTED, {n, k}, r->converted}, {CPLAB_TT_TOPK_SCORES, {n, k}, r->scores},
         {CPLAB_TT_KTH_SCORE, {n}, r->kth},               {CPLAB_TT_ATTN_OUT, {n, h, 512}, r->out},
         {CPLAB_TT_ATTN_LSE, {n, h}, r->lse},              {CPLAB_TT_TOPK_VALID, {n}, r->valid},
+        {CPLAB_TT_ATTN_PARTIAL_OUT, {n, gh, 512}, r->partial_out},
+        {CPLAB_TT_ATTN_PARTIAL_LSE, {n, gh}, r->partial_out ? r->partial_lse : NULL},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0] && !rc; i++)
       if (rows[i].data) rc = cplab_trace_write_tensor(w, step, r->layer, rows[i].t, rows[i].dims, rows[i].data, 0, d);

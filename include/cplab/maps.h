@@ -28,6 +28,14 @@ extern "C" {
  * layout samples the same global tokens. */
 int cplab_maps_sample(const cplab_step_input *in, const cplab_rank_plan *rp, int64_t sampled_rows, int64_t **tokens,
                       int64_t *n, cplab_diag *d);
+/* The rank's decode partials of a layer's n sampled local tokens
+ * (traces/SCHEMA.md "Decode partials"): where any of them sits on a row whose
+ * attention is the DCP LSE combine (cplab_row_dcp_combined), *out [n][G·heads]
+ * [512] and *lse [n][G·heads] (malloc'd), every element NaN, the value of
+ * rows the combine does not see, until a combined row writes its own; else
+ * both NULL. *blocks = G (cplab_dcp_partial_blocks). */
+int cplab_maps_partials_alloc(const cplab_rank_plan *rp, const int64_t *tokens, int64_t n, int heads, int *blocks,
+                              float **out, float **lse, cplab_diag *d);
 
 /* Where each row of a gathered buffer comes from: DCP peer peer[i]'s cache
  * slot slot[i], or peer[i] = -1 for a row no shard writes (padding). Each

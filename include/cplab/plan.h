@@ -199,6 +199,10 @@ void cplab_split_free(cplab_split *s);
  * FlashMLASparseImpl._forward_fp8_kv_mixed_batch). 0 for a prefill row over
  * the gathered workspace (PCP + DCP) or over the whole context (DCP 1). */
 int cplab_row_on_local_shard(const cplab_parallel *par, const cplab_row *row);
+/* 1 when row's attention is the LSE combine of DCP partials: a row on the
+ * local shard with dcp > 1 (its partials are what traces/SCHEMA.md's
+ * attn_partial_out and attn_partial_lse store). */
+int cplab_row_dcp_combined(const cplab_parallel *par, const cplab_row *row);
 /* Local tokens of rows on the local shard: they lead (decodes first), so
  * they are tokens [0, this). */
 int64_t cplab_split_shard_tokens(const cplab_split *s, const cplab_parallel *par);

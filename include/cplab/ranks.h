@@ -55,6 +55,16 @@ const char *cplab_group_name(cplab_group_kind kind);
 int cplab_group_members(const cplab_parallel *p, cplab_group_kind kind, int rank, int *members, cplab_diag *d);
 
 cplab_q_gather cplab_q_gather_group(const cplab_parallel *p);
+/* The TP rank of each member of rank's DCP group, in dcp_rank order
+ * (member_tp holds dcp ints): member o attends with the heads of TP rank
+ * member_tp[o]. */
+int cplab_dcp_member_tp(const cplab_parallel *p, int rank, int *member_tp, cplab_diag *d);
+/* Head blocks of a rank's decode partial (traces/SCHEMA.md
+ * attn_partial_out): 1 where the DCP peers hold the same heads
+ * (cplab_q_gather_group NONE: dcp 1, or dcp = pcp), else dcp: after vLLM's
+ * query all-gather a rank attends over its shard with the heads of every
+ * member, block o being member o's. */
+int cplab_dcp_partial_blocks(const cplab_parallel *p);
 const char *cplab_q_gather_name(cplab_q_gather g);
 cplab_combine cplab_combine_kind(const cplab_parallel *p);
 const char *cplab_combine_name(cplab_combine c);

@@ -21,9 +21,9 @@
 extern "C" {
 #endif
 
-#define CPLAB_TRACE_SCHEMA "1.1.0"
+#define CPLAB_TRACE_SCHEMA "1.2.0"
 #define CPLAB_TRACE_SCHEMA_MAJOR 1
-#define CPLAB_TRACE_SCHEMA_MINOR 1
+#define CPLAB_TRACE_SCHEMA_MINOR 2
 
 /* What produced the trace; never compared. The library adds versions
  * (cplab, HDF5, compiler) and the host name itself. */
@@ -71,6 +71,12 @@ typedef enum cplab_trace_tensor {
   CPLAB_TT_ATTN_LSE,       /* float32 [rows, heads]: natural-log LSE of each row */
   CPLAB_TT_DIGESTS,        /* uint64 [n]: XXH3-64 digests standing in for tensors not stored */
   CPLAB_TT_TOPK_VALID,     /* int32 [rows]: valid (non -1) entries of each row's topk (schema 1.1) */
+  /* Schema 1.2: this rank's decode partials before the DCP LSE combine, for
+   * layers with a combined row (cplab_row_dcp_combined); G head blocks
+   * (cplab_dcp_partial_blocks), block o = DCP member o's heads when G = dcp;
+   * rows the combine does not see are NaN. */
+  CPLAB_TT_ATTN_PARTIAL_OUT, /* float32 [rows, G·heads, 512]: attention over this rank's shard */
+  CPLAB_TT_ATTN_PARTIAL_LSE, /* float32 [rows, G·heads]: its natural-log LSE (-inf: empty shard) */
   CPLAB_TT_COUNT
 } cplab_trace_tensor;
 
@@ -109,6 +115,9 @@ typedef struct cplab_trace_rows {
   int num_digests;
   const uint64_t *digests;
   const int32_t *valid;               /* [rows]: valid entries of each topk row; NULL: not stored */
+  int partial_blocks;                 /* G of the partials (1, or dcp: cplab_dcp_partial_blocks) */
+  const float *partial_out;           /* [rows][G·heads][512]: this rank's decode partials; NULL: not stored */
+  const float *partial_lse;           /* [rows][G·heads] */
 } cplab_trace_rows;
 int cplab_trace_write_rows(cplab_trace_writer *w, size_t step, const cplab_trace_rows *r, cplab_diag *d);
 

@@ -21,7 +21,7 @@ expect_exit 2 "-o with another extension" "$SIM" --scenario smoke -o "$WORK/x.tx
 expect_grep "$WORK/err" "use NAME.h5 for a trace or NAME.json" "names the choice"
 
 expect_exit 0 "validate the run" "$TRACE" validate "$WORK/a/smoke.h5"
-expect_grep "$WORK/out" "valid cplab trace (schema 1.1.0)" "says valid"
+expect_grep "$WORK/out" "valid cplab trace (schema 1.2.0)" "says valid"
 expect_exit 0 "validate a rank file" "$TRACE" validate -q "$WORK/a/smoke.r0001.h5"
 expect_exit 0 "ls" "$TRACE" ls "$WORK/a/smoke.h5"
 expect_grep "$WORK/out" "run file from sim" "ls names the kind"
@@ -87,7 +87,7 @@ if [ -n "$PY" ]; then
   sed -n '/^```python$/,/^```$/p' "$top_srcdir/docs/traces-python.md" | sed '1d;$d' |
     sed "s|/tmp/smoke.h5|$WORK/a/smoke.h5|" >"$WORK/example.py"
   expect_exit 0 "the Python example of docs/traces-python.md" "$PY" "$WORK/example.py"
-  expect_grep "$WORK/out" "^1.1.0 2 3$" "h5py reads the root attributes"
+  expect_grep "$WORK/out" "^1.2.0 2 3$" "h5py reads the root attributes"
   expect_grep "$WORK/out" "^r0001 rows:" "h5py follows the rank links"
 else
   echo "python3-h5py not installed: skipped that check"

@@ -4,6 +4,7 @@
  * of cplab: it writes in place, with no schema checks.
  *   trace_poke get FILE DATASET INDEX        print element INDEX (flat, row-major)
  *   trace_poke set FILE DATASET INDEX VALUE  overwrite it; prints "OLD -> NEW"
+ *   trace_poke add FILE DATASET INDEX DELTA  add DELTA to it; prints "OLD -> NEW"
  *   trace_poke attr FILE OBJECT NAME         print the string attribute NAME of OBJECT
  * Datasets of integers (1, 2, 4 or 8 bytes) and of float32/float64 are read
  * and written as double or long long; exit 0, or 2 with a message. */
@@ -16,6 +17,7 @@
 static int usage(void) {
   fprintf(stderr, "usage: trace_poke get FILE DATASET INDEX\n"
                   "       trace_poke set FILE DATASET INDEX VALUE\n"
+                  "       trace_poke add FILE DATASET INDEX DELTA\n"
                   "       trace_poke attr FILE OBJECT NAME\n");
   return 2;
 }
@@ -42,7 +44,7 @@ static int print_attr(hid_t file, const char *obj, const char *name) {
 int main(int argc, char **argv) {
   if (argc < 5) return usage();
   const char *cmd = argv[1], *path = argv[2], *obj = argv[3];
-  int set = !strcmp(cmd, "set");
+  int add = !strcmp(cmd, "add"), set = add || !strcmp(cmd, "set");
   if (!strcmp(cmd, "attr") ? argc != 5 : set ? argc != 6 : strcmp(cmd, "get") || argc != 5) return usage();
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
   hid_t f = H5Fopen(path, set ? H5F_ACC_RDWR : H5F_ACC_RDONLY, H5P_DEFAULT);
@@ -86,8 +88,8 @@ int main(int argc, char **argv) {
       rc = 0;
       if (set) {
         errno = 0;
-        if (cls == H5T_FLOAT) dv = strtod(argv[5], &end);
-        else iv = strtoll(argv[5], &end, 10);
+        if (cls == H5T_FLOAT) dv = strtod(argv[5], &end) + (add ? dv : 0);
+        else iv = strtoll(argv[5], &end, 10) + (add ? iv : 0);
         if (errno || *end || !*argv[5]) {
           fprintf(stderr, "\ntrace_poke: bad value '%s'\n", argv[5]);
           rc = 2;

@@ -15,6 +15,7 @@ if [ "${gpus:-0}" -lt 1 ]; then echo "SKIP: no GPU"; exit 77; fi
 if [ -z "$MPIRUN" ]; then echo "SKIP: no mpirun"; exit 77; fi
 cat >"$WORK/exact.json" <<'JSON'
 { "attn_out": { "atol": 0, "rtol": 0, "ulp": 0, "cosine": 0 }, "attn_lse": { "atol": 0, "rtol": 0, "ulp": 0, "cosine": 0 },
+  "attn_partial_out": { "atol": 0, "rtol": 0, "ulp": 0, "cosine": 0 }, "attn_partial_lse": { "atol": 0, "rtol": 0, "ulp": 0, "cosine": 0 },
   "topk_scores": { "atol": 0, "rtol": 0, "ulp": 0, "cosine": 0 }, "kth_score": { "atol": 0, "rtol": 0, "ulp": 0, "cosine": 0 },
   "topk": { "tie_eps": 0 } }
 JSON

@@ -18,6 +18,8 @@ typedef struct run_data {
   float scores[64 * K], kth[64], lse[64 * HEADS];
   int32_t valid[64];  /* topk_valid, written when has_valid */
   int has_valid;
+  float plse[64 * HEADS]; /* attn_partial_lse, written when has_partial (its lse alone: the diff pairs none) */
+  int has_partial;
   const char *schema; /* cplab_schema the files claim, NULL: the writer's */
 } run_data;
 
@@ -48,8 +50,9 @@ static void base_data(run_data *r) {
     r->valid[m] = K;
   }
   r->has_valid = 1;
+  r->has_partial = 0;
   r->schema = NULL;
-  for (int i = 0; i < 64 * HEADS; i++) r->lse[i] = 1.0f + 0.01f * (float)i;
+  for (int i = 0; i < 64 * HEADS; i++) r->lse[i] = 1.0f + 0.01f * (float)i, r->plse[i] = 0.5f - 0.01f * (float)i;
 }
 
 /* Make a file claim another schema version (an older writer's file). */
@@ -93,7 +96,8 @@ static void write_run(const char *name, const run_data *r) {
       cplab_trace_write_tensor(w, 0, 0, CPLAB_TT_TOPK_SCORES, tk, r->scores, 1, &d) ||
       cplab_trace_write_tensor(w, 0, 0, CPLAB_TT_KTH_SCORE, kth, r->kth, 1, &d) ||
       cplab_trace_write_tensor(w, 0, 0, CPLAB_TT_ATTN_LSE, lse, r->lse, 1, &d) ||
-      (r->has_valid && cplab_trace_write_tensor(w, 0, 0, CPLAB_TT_TOPK_VALID, kth, r->valid, 1, &d)))
+      (r->has_valid && cplab_trace_write_tensor(w, 0, 0, CPLAB_TT_TOPK_VALID, kth, r->valid, 1, &d)) ||
+      (r->has_partial && cplab_trace_write_tensor(w, 0, 0, CPLAB_TT_ATTN_PARTIAL_LSE, lse, r->plse, 1, &d)))
     fail_msg("write: %s", d.msg);
   assert_int_equal(cplab_trace_commit(w, &d), 0);
   if (r->schema) claim_schema(rpath, r->schema);
@@ -255,6 +259,23 @@ static void test_tie_swapped_attention(void **state) {
   diff_report_free(&r);
 }
 
+/* b lacks a tensor a holds: no difference where b claims an older schema
+ * (counted under newer-schema), one ("only in A", in the message) where b
+ * is of the writer's schema. */
+static void expect_schema_gap(const run_data *a, run_data *b, const char *older, const char *only_in_a) {
+  diff_report r;
+  b->schema = older;
+  compare(a, b, &r);
+  assert_int_equal(r.differences, 0);
+  assert_int_equal(dataset(&r, "newer-schema")->compared, tokens);
+  diff_report_free(&r);
+  b->schema = NULL;
+  compare(a, b, &r);
+  assert_int_equal(r.differences, 1);
+  assert_non_null(strstr(r.first[0], only_in_a));
+  diff_report_free(&r);
+}
+
 /* topk_valid is compared exactly; a file whose schema (1.0) predates it is
  * no difference for lacking it, a 1.1 file is. */
 static void test_topk_valid(void **state) {
@@ -272,23 +293,40 @@ static void test_topk_valid(void **state) {
   diff_report_free(&r);
   b = a;
   b.has_valid = 0;
-  b.schema = "1.0.0";
+  expect_schema_gap(&a, &b, "1.0.0", "topk_valid: rank 0 step 0 layer 0: only in A");
+}
+
+/* The decode partials (1.2) are compared by the policy's attn_partial_*
+ * entries and named by token and head; a file of 1.1 lacks them without
+ * a difference, a 1.2 file does not. */
+static void test_partials(void **state) {
+  (void)state;
+  static run_data a, b;
+  base_data(&a);
+  a.has_partial = 1;
+  b = a;
+  b.plse[1 * HEADS + 7] += 5e-4f; /* within attn_partial_lse's atol 1e-3 */
+  diff_report r;
   compare(&a, &b, &r);
   assert_int_equal(r.differences, 0);
-  assert_int_equal(dataset(&r, "newer-schema")->compared, tokens);
+  assert_true(dataset(&r, "attn_partial_lse")->max_abs > 0);
   diff_report_free(&r);
-  b.schema = NULL;
+  b.plse[1 * HEADS + 7] += 0.01f;
   compare(&a, &b, &r);
-  assert_int_equal(r.differences, 1);
-  assert_non_null(strstr(r.first[0], "topk_valid: rank 0 step 0 layer 0: only in A"));
+  assert_int_equal(dataset(&r, "attn_partial_lse")->differences, 1);
+  assert_non_null(strstr(r.first[0], "attn_partial_lse: rank 0 step 0 layer 0 token 1 "));
+  assert_non_null(strstr(r.first[0], " head 7: "));
   diff_report_free(&r);
+  b = a;
+  b.has_partial = 0;
+  expect_schema_gap(&a, &b, "1.1.0", "attn_partial_lse: rank 0 step 0 layer 0: only in A");
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_identical), cmocka_unit_test(test_quantised_byte), cmocka_unit_test(test_float_policy),
       cmocka_unit_test(test_topk_ties), cmocka_unit_test(test_row_scale), cmocka_unit_test(test_tie_swapped_attention),
-      cmocka_unit_test(test_topk_valid),
+      cmocka_unit_test(test_topk_valid), cmocka_unit_test(test_partials),
   };
   return cmocka_run_group_tests_name("diff", tests, setup, teardown);
 }

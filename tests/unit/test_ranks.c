@@ -82,6 +82,7 @@ static void test_tp2_pcp2_dcp4(void **state) {
     assert_int_equal(t->ids[r].dcp_rank, dcp_rank_of[r]);
   }
   assert_int_equal(cplab_q_gather_group(&t->par), CPLAB_Q_GATHER_TP);
+  assert_int_equal(cplab_dcp_partial_blocks(&t->par), 4); /* the members hold two TP ranks' heads */
   cplab_rank_table_free(t);
 }
 
@@ -189,11 +190,25 @@ static void test_property_groups_partition(void **state) {
       prop_check(&pr, trial, groups * size == t->world, "%s groups of size %d do not tile world %d",
                  cplab_group_name((cplab_group_kind)k), size, t->world);
     }
+    int *member_tp = malloc(sizeof(int) * (size_t)p.dcp);
     for (int r = 0; r < t->world; r++) {
       const cplab_rank_ids *id = &t->ids[r];
       prop_check(&pr, trial, r == (id->pp * p.pcp + id->pcp) * p.tp + id->tp, "rank numbering of %d", r);
       prop_check(&pr, trial, id->dcp_rank == (id->tp * p.pcp + id->pcp) % p.dcp, "dcp_rank of %d", r);
+      /* The decode partials' head blocks: 1 exactly where every DCP member
+       * holds r's heads (its TP rank), else one per member. */
+      prop_check(&pr, trial, cplab_dcp_member_tp(&p, r, member_tp, &d) == 0, "member_tp of %d: %s", r, d.msg);
+      const int *m = cplab_rank_table_members(t, CPLAB_GROUP_DCP, r);
+      int shared = 1;
+      for (int o = 0; o < p.dcp; o++) {
+        prop_check(&pr, trial, member_tp[o] == t->ids[m[o]].tp, "member_tp[%d] of %d", o, r);
+        shared &= member_tp[o] == id->tp;
+      }
+      prop_check(&pr, trial, cplab_dcp_partial_blocks(&p) == (shared ? 1 : p.dcp),
+                 "tp%d pcp%d dcp%d: %d partial blocks, members %s heads", p.tp, p.pcp, p.dcp,
+                 cplab_dcp_partial_blocks(&p), shared ? "share" : "differ in");
     }
+    free(member_tp);
     if (p.tp == 1 && p.dcp == p.pcp) /* §10.1 inv. 1: the DCP group equals the PCP group */
       for (int r = 0; r < t->world; r++)
         prop_check(&pr, trial,

@@ -3,6 +3,7 @@
  * wrong-type, wrong-shape, missing-key and out-of-range files with the right
  * message (never a crash). */
 #include <hdf5.h>
+#include <math.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -241,25 +242,45 @@ static void expect_invalid(const char *path, const char *fragment) {
   cplab_trace_close(t);
 }
 
+/* Rank 0's file NAME.r0000.h5 of scenario s in dir (its path in path[256])
+ * with every step's plan, open for layer tensors; tokens[step] gets each
+ * step's local tokens (may be NULL). */
+static cplab_trace_writer *rank0_with_plans(const cplab_scenario *s, const char *name, char *path, int64_t *tokens) {
+  cplab_diag d = {0};
+  snprintf(path, 256, "%s/%s.r0000.h5", dir, name);
+  cplab_trace_writer *w = NULL;
+  assert_int_equal(cplab_trace_create(path, s, 0, &prov, &w, &d), 0);
+  for (size_t st = 0; st < s->num_steps; st++) {
+    cplab_step_input in = {&s->steps[st], st, s->seed, &s->par, &s->model, cplab_layout_find("vllm")};
+    cplab_rank_plan *p = NULL;
+    assert_int_equal(cplab_rank_plan_derive(&in, 0, 0, &p, &d), 0);
+    assert_int_equal(cplab_trace_write_plan(w, st, p, &d), 0);
+    if (tokens) tokens[st] = p->split.num_tokens;
+    cplab_rank_plan_free(p);
+  }
+  return w;
+}
+
+/* Commit w (at path) and open the file, which must validate. */
+static cplab_trace *commit_valid(cplab_trace_writer *w, const char *path) {
+  cplab_diag d = {0};
+  cplab_trace *t = NULL;
+  assert_int_equal(cplab_trace_commit(w, &d), 0);
+  assert_int_equal(cplab_trace_open(path, &t, &d), 0);
+  if (cplab_trace_validate(t, &d)) fail_msg("validate: %s", d.msg);
+  return t;
+}
+
 /* Layer tensors and events: written, validated, read back equal; shapes the
  * schema forbids are refused by the writer or rejected by the reader. */
 static void test_tensors_and_events(void **state) {
   (void)state;
   cplab_scenario *s = load("smoke");
   char path[256];
-  snprintf(path, sizeof path, "%s/tensors.r0000.h5", dir);
-  cplab_diag d = {0};
-  cplab_trace_writer *w = NULL;
-  assert_int_equal(cplab_trace_create(path, s, 0, &prov, &w, &d), 0);
   int64_t tokens[3];
-  for (size_t st = 0; st < s->num_steps; st++) {
-    cplab_step_input in = {&s->steps[st], st, s->seed, &s->par, &s->model, cplab_layout_find("vllm")};
-    cplab_rank_plan *p = NULL;
-    assert_int_equal(cplab_rank_plan_derive(&in, 0, 0, &p, &d), 0);
-    assert_int_equal(cplab_trace_write_plan(w, st, p, &d), 0);
-    tokens[st] = p->split.num_tokens;
-    cplab_rank_plan_free(p);
-  }
+  assert_true(s->num_steps <= 3);
+  cplab_trace_writer *w = rank0_with_plans(s, "tensors", path, tokens);
+  cplab_diag d = {0};
   enum { SLOTS = 300, K = 16 };
   uint8_t *kv = malloc(SLOTS * 656);
   for (int i = 0; i < SLOTS * 656; i++) kv[i] = (uint8_t)(i * 131 + 7);
@@ -283,10 +304,7 @@ static void test_tensors_and_events(void **state) {
   cplab_diag_clear(&d);
   cplab_trace_event ev[2] = {{0, 0, 3, 100, 250, 4096}, {1, -1, 12, 300, 300, 0}};
   assert_int_equal(cplab_trace_write_events(w, ev, 2, &d), 0);
-  assert_int_equal(cplab_trace_commit(w, &d), 0);
-  cplab_trace *t = NULL;
-  assert_int_equal(cplab_trace_open(path, &t, &d), 0);
-  if (cplab_trace_validate(t, &d)) fail_msg("validate: %s", d.msg);
+  cplab_trace *t = commit_valid(w, path);
   uint64_t dims[3];
   void *back = NULL;
   for (int layer = 0; layer < 2; layer++) {
@@ -355,6 +373,64 @@ static void test_tensors_and_events(void **state) {
   cplab_trace_close(t);
   free(kv);
   free(topk);
+  cplab_scenario_free(s);
+}
+
+/* Schema 1.2: a layer's decode partials (smoke: TP1/PCP2/DCP2, one head
+ * block) go through write_rows, validate and read back; a pair split, widths
+ * that disagree or a width other than G·heads are rejected. */
+static void test_decode_partials(void **state) {
+  (void)state;
+  cplab_scenario *s = load("smoke");
+  char path[256];
+  cplab_trace_writer *w = rank0_with_plans(s, "partials", path, NULL);
+  cplab_diag d = {0};
+  enum { H = 64, N = 2, V = 512 };
+  assert_int_equal(cplab_dcp_partial_blocks(&s->par), 1);
+  int64_t tokens[N] = {0, 1};
+  static float out[N * H * V], lse[N * H], pout[N * H * V], plse[N * H];
+  for (int i = 0; i < N * H * V; i++) out[i] = 0.001f * (float)(i % 997), pout[i] = i < H * V ? 0.5f : NAN;
+  for (int i = 0; i < N * H; i++) lse[i] = 2.5f, plse[i] = i < H ? 1.75f : NAN;
+  cplab_trace_rows rows = {.layer = 0, .rows = N, .heads = H, .tokens = tokens, .out = out, .lse = lse,
+                           .partial_blocks = 0, .partial_out = pout, .partial_lse = plse};
+  assert_int_equal(cplab_trace_write_rows(w, 1, &rows, &d), CPLAB_EINVAL);
+  assert_non_null(strstr(d.msg, "head block count"));
+  cplab_diag_clear(&d);
+  rows.partial_blocks = 1;
+  if (cplab_trace_write_rows(w, 1, &rows, &d)) fail_msg("write_rows: %s", d.msg);
+  cplab_trace *t = commit_valid(w, path);
+  uint64_t dims[3];
+  void *back = NULL;
+  assert_int_equal(cplab_trace_read_tensor(t, 1, 0, CPLAB_TT_ATTN_PARTIAL_OUT, dims, &back, &d), 0);
+  assert_true(dims[0] == N && dims[1] == H && dims[2] == V);
+  assert_memory_equal(back, pout, sizeof pout);
+  free(back);
+  assert_int_equal(cplab_trace_read_tensor(t, 1, 0, CPLAB_TT_ATTN_PARTIAL_LSE, dims, &back, &d), 0);
+  assert_true(dims[0] == N && dims[1] == H);
+  assert_memory_equal(back, plse, sizeof plse);
+  free(back);
+  cplab_trace_close(t);
+  assert_int_equal(cplab_trace_tensor_since_minor(CPLAB_TT_ATTN_PARTIAL_OUT), 2);
+  const char *layer = "steps/000001/layers/000";
+  char name[96];
+  hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT); /* twice the heads in both: not G·heads (G = 1) */
+  hsize_t wide[3] = {N, 2 * H, V}, wide_lse[2] = {N, 2 * H}, narrow_lse[2] = {N, H / 2};
+  float *big = calloc((size_t)N * 2 * H * V, sizeof *big);
+  snprintf(name, sizeof name, "%s/attn_partial_out", layer);
+  replace_dataset(f, name, H5T_NATIVE_FLOAT, 3, wide, big);
+  snprintf(name, sizeof name, "%s/attn_partial_lse", layer);
+  replace_dataset(f, name, H5T_NATIVE_FLOAT, 2, wide_lse, big);
+  H5Fclose(f);
+  expect_invalid(path, "attn_partial_out has 128 heads, 1 block(s) of attn_out's 64 expected");
+  f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  replace_dataset(f, name, H5T_NATIVE_FLOAT, 2, narrow_lse, big);
+  H5Fclose(f);
+  expect_invalid(path, "attn_partial_out has 128 heads, attn_partial_lse 32");
+  f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  H5Ldelete(f, name, H5P_DEFAULT);
+  H5Fclose(f);
+  expect_invalid(path, "attn_partial_out and attn_partial_lse must be stored together");
+  free(big);
   cplab_scenario_free(s);
 }
 
@@ -663,7 +739,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_round_trip_builtins), cmocka_unit_test(test_round_trip_random),
       cmocka_unit_test(test_byte_identical),      cmocka_unit_test(test_tensors_and_events),
-      cmocka_unit_test(test_groups_and_spec_tokens),
+      cmocka_unit_test(test_groups_and_spec_tokens), cmocka_unit_test(test_decode_partials),
       cmocka_unit_test(test_malformed_rejected),
       cmocka_unit_test(test_truncated_and_bitflipped), cmocka_unit_test(test_killed_writer),
   };
