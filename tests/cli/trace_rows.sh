@@ -4,7 +4,8 @@
 # --json prints, and the workspace rows cplab-trace rows derives from a
 # stored plan equal the converted top-k indices of the numeric pass (the
 # simulator's conversion of the same tokens); the deinterleaved key rows of
-# one request are distinct. Exit codes of `rows` are those of dump.
+# one request are distinct and follow vLLM's rule (a mutant breaks it).
+# Exit codes of `rows` are those of dump.
 . "$top_srcdir/tests/lib.sh"
 TRACE="$top_builddir/cplab-trace"
 
@@ -89,6 +90,53 @@ EOF
   expect_exit 0 "rows' workspace rows equal the numeric pass's conversion" "$H5PY" "$WORK/rows.py" "$TRACE" "$WORK/n/smoke.h5"
   expect_grep "$WORK/out" " 0 differ$" "no converted index differs"
   sed 's/^/  /' "$WORK/out"
+  # The deinterleaved key rows against vLLM's rule (build_pcp_global_chunk_plan,
+  # generalised to interleave I as the gather lays shards out) on mixed
+  # (W 4, I 4), and the mutant that deinterleaves as if I were 1.
+  cat >"$WORK/deint.py" <<'EOF'
+import subprocess, sys
+import h5py
+trace, run = sys.argv[1], sys.argv[2]
+f = h5py.File(run, "r")
+W, I = int(f["config"].attrs["dcp"]), int(f["config"].attrs["interleave"])
+checked = bad = 0
+def local(t): return (t // I // W) * I + t % I
+for r in range(int(f.attrs["world_size"])):
+    for s in range(int(f.attrs["num_steps"])):
+        out = subprocess.run([trace, "rows", run, "--rank", str(r), "--step", str(s)], check=True,
+                             capture_output=True, text=True).stdout.splitlines()[2:]
+        by_req = {}
+        for l in out:
+            x = l.split()
+            if int(x[5]) >= 0: by_req.setdefault(int(x[1]), []).append((int(x[3]), int(x[5])))
+        for q, toks in by_req.items():
+            # The rule: row = owner · padded_total + padded_cu + local, owner = (pos / I) mod W,
+            # local = (pos / I / W) · I + pos mod I. Per owner, row - local is one constant c_o,
+            # and the c_o lie on one line in o (slope padded_total).
+            c = {}
+            for pos, de in toks:
+                checked += 1
+                c.setdefault((pos // I) % W, set()).add(de - local(pos))
+            owners = sorted(c)
+            if any(len(v) != 1 for v in c.values()):
+                bad += 1
+                print("rank %d step %d request %d: tokens of one owner are not consecutive key rows" % (r, s, q))
+                continue
+            cs = [next(iter(c[o])) for o in owners]
+            if len(owners) > 1:
+                slope = (cs[1] - cs[0]) // (owners[1] - owners[0])
+                if any(cs[i] - cs[0] != slope * (owners[i] - owners[0]) for i in range(len(owners))) or slope <= 0:
+                    bad += 1
+                    print("rank %d step %d request %d: owners' rows %s do not follow one shard stride" % (r, s, q, cs))
+print("%d key rows checked against the deinterleave rule (W %d, I %d), %d differ" % (checked, W, I, bad))
+sys.exit(1 if bad or not checked else 0)
+EOF
+  expect_exit 0 "rows' deinterleaved key rows follow the rule (mixed: DCP 4, interleave 4)" "$H5PY" "$WORK/deint.py" \
+    "$TRACE" "$WORK/m/mixed.h5"
+  expect_grep "$WORK/out" "key rows checked against the deinterleave rule (W 4, I 4), 0 differ$" "every key row checked"
+  expect_exit 0 "cplab-sim -o mixed with mutant-bad-deinterleave" "$SIM" --scenario mixed --layout mutant-bad-deinterleave \
+    -q -o "$WORK/m/bad.h5"
+  expect_exit 1 "the mutant's key rows break the rule" "$H5PY" "$WORK/deint.py" "$TRACE" "$WORK/m/bad.h5"
 else
   echo "python3-h5py not installed: skipped the comparison with the numeric pass"
 fi
