@@ -1,14 +1,26 @@
 // Decode indexer logits (reference §6.2) straight from the paged indexer
 // cache: no gather, each row's keys read once through its block-table row.
-// Contract in cplab_kernels.h; the tile's products and the head reduction
-// are idx_tc.cuh's (mma.sync: one query's heads are at most 128 columns).
+// Contract in cplab_kernels.h; the head reduction is idx_tc.cuh's.
 //
 // A block is one warpgroup and takes one row and a chunk of its keys, in
 // tiles of 64 through a ring of DL_STAGES buffers filled by cp.async while
 // earlier tiles are multiplied. The kernel is bound by the key bytes (132 a
-// key against 2·128·heads products): the ring keeps DL_STAGES · 8.4 KB of
-// each block in flight, and the chunk shrinks with the work so that a small
-// batch still spreads over every SM.
+// key against 2·128·heads products), so a tile lands in shared memory as
+// the cache holds it, 64 entries of 132 bytes: where the tile is one run of
+// a cache block (block size a power of two >= 64, every key valid) that is 528
+// copies of 16 bytes, about four a thread; elsewhere each row is copied a
+// word a lane through its own slot. The products read that image directly,
+// as A fragments in registers: a product only needs A's and B's k columns in
+// the same order, so thread t of a quad takes words 8t + 2kk and 8t + 2kk + 1
+// of its rows at k-step kk (lds.32, conflict-free at the 33-word row stride:
+// row + 8t covers the banks), and the query heads are laid out once, at the
+// block's start, with their words in that order (B: K-major, the 128-byte
+// swizzle). On sm_90a the products are wgmma m64nHPk32 with A from
+// registers: Hopper has no fp8 mma.sync (ptxas turns mma.sync e4m3 into an
+// f16 HMMA pair behind byte conversions: 2,800 warp instructions a tile,
+// the kernel's limit, seen by ncu), elsewhere mma.sync over the same
+// fragments (B by ldmatrix). The chunk shrinks with the work so that a
+// small batch still spreads over every SM.
 #include <cuda_runtime.h>
 
 #include <math.h>
@@ -20,7 +32,12 @@
 #define DL_STAGES 4
 #define DL_MAX_HEADS 128
 #define DL_MAX_CHUNK_TILES 16 // at most 1024 keys a block
-#define DL_TILE_BYTES (IT_TILE * IT_ROW)
+#define DL_WORDS (CPLAB_IDX_ENTRY_BYTES / 4) // 33 words a cache entry
+#define DL_TILE_BYTES (IT_TILE * CPLAB_IDX_ENTRY_BYTES)
+#define DL_TILE_CHUNKS (DL_TILE_BYTES / 16)
+
+static_assert(DL_TILE_BYTES % 16 == 0, "a whole tile is 16-byte chunks");
+static_assert(CPLAB_IDX_SCALE_OFFSET == 4 * IT_WORDS, "the scale is word 32 of an entry");
 
 struct dl_args {
   const uint8_t *q;
@@ -34,16 +51,27 @@ struct dl_args {
   const int32_t *row_req, *row_keys;
   int64_t n;
   int chunk_tiles;
+  int run_shift; // log2 of the block size where whole tiles may be copied as runs (a power of two >= 64, the
+                 // cache 16-byte aligned), else -1
   float *logits;
 };
 
-// Shared memory of a block; starts 1024-byte aligned (the swizzle's atoms).
+// Shared memory of a block; starts 1024-byte aligned (the swizzle's atoms:
+// the ring is 33 of them).
 template <int HP> struct dl_smem {
-  unsigned char q[HP * IT_ROW];
   unsigned char k[DL_STAGES][DL_TILE_BYTES];
-  float kscale[DL_STAGES][IT_TILE];
+  unsigned char q[HP * IT_ROW];
   float w[HP];
 };
+static_assert(DL_STAGES * DL_TILE_BYTES % 1024 == 0, "the heads start on a swizzle atom");
+
+// Where logical word L of a head's row (k-step L / 8, word L % 8 of its 32
+// bytes) comes from: the word a thread's A fragment holds there
+// (dl_products).
+static __device__ __forceinline__ int dl_word_src(int L) {
+  int kk = L / 8, j = L % 8;
+  return j < 4 ? 8 * j + 2 * kk : 8 * (j - 4) + 2 * kk + 1;
+}
 
 // The cache slot of the row's local key l, -1 where the block table or the
 // slot is outside its range (a zero key: scale 0, logit 0, as
@@ -57,26 +85,89 @@ static __device__ __forceinline__ int32_t dl_slot(const dl_args &a, const int32_
   return b >= 0 && slot < a.num_slots ? (int32_t)slot : -1;
 }
 
-// Tile `tile` of the row's keys into ring buffer b. Warp w copies the rows
-// it multiplies (16w .. 16w + 15): lane r < 16 finds row r's slot once,
-// then each row goes out as 32 word copies, one a lane, its slot broadcast
-// by a shuffle; lane r also copies row r's scale.
+// Tile `tile` of the row's keys into ring buffer b, entry r at r·132. A run
+// where the launcher allows runs (block sizes of 2^s >= 64: the block and
+// slot by shifts) and the tile's block holds all 64 keys in range; else warp w copies its own rows (16w .. 16w + 15): lane
+// r < 16 finds row r's slot once, then each row goes out as 32 word copies,
+// one a lane, its slot broadcast by a shuffle, and lane r copies row r's
+// scale. Zero rows where a key has no slot or is past the row's keys.
 template <int HP>
 static __device__ void dl_load_tile(dl_smem<HP> *s, int b, const dl_args &a, const int32_t *bt, int64_t keys,
                                     int64_t tile) {
+  unsigned char *dst = s->k[b];
+  uint32_t l0 = (uint32_t)(tile * IT_TILE);
+  if (a.run_shift >= 0 && l0 + IT_TILE <= keys) {
+    uint32_t blk = l0 >> a.run_shift;
+    int32_t e = blk < (uint32_t)a.max_blocks ? bt[blk] : -1;
+    int64_t first = ((int64_t)e << a.run_shift) + (l0 & ((1u << a.run_shift) - 1));
+    if (e >= 0 && first + IT_TILE <= a.num_slots) {
+      const uint8_t *src = a.cache + (size_t)first * CPLAB_IDX_ENTRY_BYTES;
+      constexpr int whole = DL_TILE_CHUNKS / IT_THREADS; // 4 chunks every thread, then 16 threads one more
+#pragma unroll
+      for (int u = 0; u <= whole; u++) {
+        int i = (int)threadIdx.x + u * IT_THREADS;
+        if (u < whole || i < DL_TILE_CHUNKS) cp_async_16(dst + 16 * i, src + 16 * i, true);
+      }
+      return;
+    }
+  }
   int lane = threadIdx.x % 32, r0 = 16 * (threadIdx.x / 32);
-  int64_t l = tile * IT_TILE + r0 + (lane % 16);
-  int32_t mine = l < keys ? dl_slot(a, bt, (uint32_t)l) : -1;
-  unsigned char *dst = s->k[b] + 4 * (lane % 4);
+  uint32_t l = l0 + r0 + (lane % 16);
+  int32_t mine = l < keys ? dl_slot(a, bt, l) : -1;
   const uint8_t *src = a.cache + 4 * lane;
 #pragma unroll
   for (int r = 0; r < 16; r++) {
     int32_t slot = __shfl_sync(0xFFFFFFFFu, mine, r);
-    cp_async_4(dst + it_off(r0 + r, lane / 4), slot >= 0 ? src + (size_t)slot * CPLAB_IDX_ENTRY_BYTES : dst, slot >= 0);
+    unsigned char *row = dst + (r0 + r) * CPLAB_IDX_ENTRY_BYTES;
+    cp_async_4(row + 4 * lane, slot >= 0 ? src + (size_t)slot * CPLAB_IDX_ENTRY_BYTES : row, slot >= 0);
   }
-  if (lane < 16)
-    cp_async_4(&s->kscale[b][r0 + lane],
-               mine >= 0 ? a.cache + (size_t)mine * CPLAB_IDX_ENTRY_BYTES + CPLAB_IDX_SCALE_OFFSET : NULL, mine >= 0);
+  if (lane < 16) {
+    unsigned char *sc = dst + (r0 + lane) * CPLAB_IDX_ENTRY_BYTES + CPLAB_IDX_SCALE_OFFSET;
+    cp_async_4(sc, mine >= 0 ? a.cache + (size_t)mine * CPLAB_IDX_ENTRY_BYTES + CPLAB_IDX_SCALE_OFFSET : sc,
+               mine >= 0);
+  }
+}
+
+// acc[NT][4] = S for this warp's 16 keys of the tile (rows 16w + g, + 8)
+// and the 8·NT head columns, in mma_m16n8k16's D layout. A fragment of
+// k-step kk: words 8t + 2kk (a0, a1) and 8t + 2kk + 1 (a2, a3) of the rows.
+template <int NT>
+static __device__ __forceinline__ void dl_products(float (&acc)[NT][4], const unsigned char *tile,
+                                                   const unsigned char *heads) {
+#pragma unroll
+  for (int j = 0; j < NT; j++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) acc[j][e] = 0.0f;
+  int lane = threadIdx.x % 32, w = (threadIdx.x / 32) % 4, g = lane / 4, t = lane % 4;
+  const uint32_t *r0 = (const uint32_t *)(tile + (16 * w + g) * CPLAB_IDX_ENTRY_BYTES) + 8 * t;
+  const uint32_t *r1 = r0 + 8 * DL_WORDS;
+  uint32_t a[IT_KSTEPS][4];
+#pragma unroll
+  for (int kk = 0; kk < IT_KSTEPS; kk++) {
+    a[kk][0] = r0[2 * kk], a[kk][1] = r1[2 * kk], a[kk][2] = r0[2 * kk + 1], a[kk][3] = r1[2 * kk + 1];
+  }
+#ifdef CPLAB_HAVE_WGMMA
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < IT_KSTEPS; kk++) wgmma_e4m3_ra<NT>(acc, a[kk], wgmma_desc(heads + 32 * kk, 16, 1024));
+  wgmma_commit();
+  wgmma_wait<0>();
+#pragma unroll
+  for (int j = 0; j < NT; j++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) wgmma_fence_operand(acc[j][e]);
+#else
+  int i = lane / 8, r = lane % 8;
+#pragma unroll
+  for (int kk = 0; kk < IT_KSTEPS; kk++)
+#pragma unroll
+    for (int j = 0; j < NT; j += 2) {
+      uint32_t b[4];
+      ldmatrix_x4(b, heads + it_off(8 * (j + i / 2) + r, 2 * kk + i % 2)); // heads of tiles j, j + 1 x both halves
+      mma_m16n8k32_e4m3(acc[j], a[kk], b);
+      mma_m16n8k32_e4m3(acc[j + 1], a[kk], b + 2);
+    }
+#endif
 }
 
 template <int HP> __global__ void __launch_bounds__(IT_THREADS) logits_decode_kernel(const dl_args a) {
@@ -96,9 +187,11 @@ template <int HP> __global__ void __launch_bounds__(IT_THREADS) logits_decode_ke
   for (int64_t j = max(c0, t1 * IT_TILE) + threadIdx.x; j < c1; j += blockDim.x) out[j] = -INFINITY;
   if (t1 <= t0) return;
 
-  it_copy_rows(s->q, HP, [&](int c) -> const unsigned char * {
-    return c < a.heads ? a.q + (row * a.heads + c) * IT_ROW : NULL;
-  });
+  for (int i = threadIdx.x; i < HP * IT_WORDS; i += blockDim.x) {
+    int c = i / IT_WORDS, L = i % IT_WORDS;
+    unsigned char *d = s->q + it_off(c, L / 4) + 4 * (L % 4);
+    cp_async_4(d, c < a.heads ? a.q + (row * a.heads + c) * IT_ROW + 4 * dl_word_src(L) : d, c < a.heads);
+  }
   for (int c = threadIdx.x; c < HP; c += blockDim.x) s->w[c] = c < a.heads ? a.weight[row * a.heads + c] : 0.0f;
   for (int st = 0; st < DL_STAGES - 1; st++) {
     if (t0 + st < t1) dl_load_tile(s, st, a, bt, keys, t0 + st);
@@ -114,12 +207,13 @@ template <int HP> __global__ void __launch_bounds__(IT_THREADS) logits_decode_ke
     cp_async_commit();
 
     float acc[NT][4];
-    it_products_mma<NT>(acc, s->k[b], s->q);
+    dl_products<NT>(acc, s->k[b], s->q);
     float sum[it_sums<NT, HP>::N];
     it_head_sums<NT, HP>(acc, s->w, sum);
     int kr = 16 * warp + g + 8 * it_value<1>(t, 0);
     int64_t col = tile * IT_TILE + kr;
-    if (it_owner<1>(t) && col < c1) out[col] = col < keys ? sum[0] * s->kscale[b][kr] : -INFINITY;
+    float scale = *(const float *)(s->k[b] + kr * CPLAB_IDX_ENTRY_BYTES + CPLAB_IDX_SCALE_OFFSET);
+    if (it_owner<1>(t) && col < c1) out[col] = col < keys ? sum[0] * scale : -INFINITY;
   }
   cp_async_wait<0>();
 }
@@ -167,8 +261,12 @@ extern "C" int cplab_indexer_logits_decode(const uint8_t *q, const float *weight
   KCHECK_ARG(d, m <= KGRID_MAX_X && n <= INT32_MAX && num_slots <= INT32_MAX,
              "cplab_indexer_logits_decode: %lld rows x %lld keys over %lld slots exceed the kernel's limits (2^31 - 1)",
              (long long)m, (long long)n, (long long)num_slots);
-  dl_args a = {q,         weight,   m, heads, idx_cache, num_slots, max_blocks && num_req ? block_table : NULL,
-               num_req,   max_blocks, block_size, row_req, row_keys, n, 0, logits};
+  dl_args a = {q,          weight,     m,          heads,   idx_cache, num_slots,
+               max_blocks && num_req ? block_table : NULL,    num_req, max_blocks,
+               block_size, row_req,    row_keys,   n,       0,         -1,
+               logits};
+  if (kaligned(idx_cache, 16) && block_size >= IT_TILE && (block_size & (block_size - 1)) == 0)
+    for (a.run_shift = 0; (1 << a.run_shift) < block_size;) a.run_shift++;
   int rc = decode_chunk_tiles(m, n, d, &a.chunk_tiles);
   if (rc) return rc;
   KCHECK_ARG(d, (n + (int64_t)a.chunk_tiles * IT_TILE - 1) / ((int64_t)a.chunk_tiles * IT_TILE) <= 65535,

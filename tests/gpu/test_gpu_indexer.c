@@ -864,7 +864,8 @@ static void tk_split(uint64_t *rng) {
  * table with a few negative and out-of-range entries, rows with key counts
  * from 0 past the table's reach and past n, a row outside the table. */
 static long decode_case(uint64_t *rng, int heads, double *worst, long *ties) {
-  int B = (int)(kt_int(rng, 0, 2) == 0 ? 1 : kt_int(rng, 0, 1) ? 16 : 64);
+  static const int block_sizes[] = {1, 16, 64, 128}; /* 64 and 128: whole tiles copied as runs */
+  int B = block_sizes[kt_int(rng, 0, 3)];
   int num_req = (int)kt_int(rng, 1, 4), max_blocks = (int)kt_int(rng, 1, 1200 / B + 1);
   int64_t num_slots = (int64_t)max_blocks * B + kt_int(rng, 0, 50), m = kt_int(rng, 1, 6);
   int64_t n = kt_int(rng, 1, (int64_t)max_blocks * B + 100);
@@ -966,7 +967,7 @@ static void logits_decode_random(uint64_t *rng) {
     bad += b;
   }
   kt_check(bad == 0 && ties > 0,
-           "indexer_logits_decode: %d random paged cases (block sizes 1/16/64, negative and out-of-range table "
+           "indexer_logits_decode: %d random paged cases (block sizes 1/16/64/128, negative and out-of-range table "
            "entries, rows outside the table, key counts 0 .. past n): max error %.3g of the row's max |logit| (<= %g), "
            "-inf after the row's keys, %ld equal entries bit-identical: %ld wrong values in %ld cases",
            cases, worst, LOGIT_TOL, ties, bad, failing);
