@@ -27,7 +27,11 @@
 //     (then a barrier makes the data visible to the other threads).
 //     cp_async_4: the same for 4 bytes (4-byte aligned), through L1 (.ca:
 //     the only form of the small sizes).
-// sm_80 and later: the build's sm_90 and sm_100 targets have them all.
+// sm_80 and later: the build's sm_90 and sm_100 targets have them all. But
+// Hopper has no fp8 mma.sync in hardware: ptxas lowers mma_m16n8k32_e4m3 on
+// sm_90 to f16 HMMA pairs behind byte conversions (~5x the instructions;
+// ncu of the decode logits kernel, bench/NOTES.md), so sm_90a kernels take
+// wgmma for fp8 (below) and keep mma.sync for the other targets.
 #ifndef CPLAB_KERNELS_MMA_CUH
 #define CPLAB_KERNELS_MMA_CUH
 
