@@ -1,7 +1,8 @@
 // kernels/idx_tc.cuh: the tensor-core core of the indexer logits kernels
-// (indexer.cu over gathered keys, indexer_decode.cu over the paged cache):
-// what a warpgroup does with a tile of 64 keys once the tile and the query
-// heads are e4m3 in shared memory. Included by those files only; the
+// (indexer.cu over gathered keys; indexer_decode.cu over the paged cache
+// takes the head reduction and the swizzle from here, its products are its
+// own): what a warpgroup does with a tile of 64 keys once the tile and the
+// query heads are e4m3 in shared memory. Included by those files only; the
 // instructions are mma.cuh's.
 //
 // The product is S = K · Q^T with the keys as the M side (64 a tile: warp w
@@ -18,10 +19,10 @@
 // an ldmatrix reads in distinct banks.
 //
 // On sm_90a (CPLAB_HAVE_WGMMA) a tile of 256 columns is four wgmma
-// m64n256k32 e4m3; elsewhere (sm_100, the CPU emulation), and for the
-// decode kernel's narrower tiles everywhere, mma.sync m16n8k32 over ldmatrix
-// fragments fills the same registers, so all but the wgmma products runs in
-// the emulation. fp8 products are exact; the tensor cores add them in an
+// m64n256k32 e4m3; elsewhere (sm_100, the CPU emulation) mma.sync m16n8k32
+// over ldmatrix fragments fills the same registers, so all but the wgmma
+// products runs in the emulation (on sm_90 mma.sync e4m3 is not hardware:
+// mma.cuh). fp8 products are exact; the tensor cores add them in an
 // order and with an internal precision of their own (Hopper's fp8 path
 // keeps fewer bits than fp32: an H200 showed errors up to 5e-4 of the row's
 // max |logit|, the emulation's double model 1e-7; tests/gpu/
