@@ -251,7 +251,7 @@ int cplab_topk_split(const float *logits, int64_t m, int64_t n, const int32_t *k
  * best first (a higher logit, then the lower position), -1 after the valid
  * ones, and score (may be NULL) their logits: exactly what cplab_topk over
  * every key in position order gives. 1 <= D, interleave >= 1,
- * 1 <= k <= CPLAB_TOPK_MAX; positions below 2^32. */
+ * 1 <= k <= CPLAB_TOPK_MAX; positions below 2^31 (they are written as int32). */
 int cplab_topk_merge(const int32_t *cand_idx, const float *cand_score, int D, int64_t m, int k, int interleave,
                      int32_t *idx, float *score, void *stream, cplab_diag *d);
 

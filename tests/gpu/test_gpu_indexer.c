@@ -415,9 +415,13 @@ static void merge_cases(uint64_t *rng) {
     cases++, good += merge_case(rng, D, I, k, N, dist);
   }
   good += merge_case(rng, 2, 1, 4, 1, 5) + merge_case(rng, 4, 64, 2048, 3000, 5); /* all tied */
-  cases += 2;
+  /* 16 owners' lists of 2048 (256 KiB) do not fit a block's shared memory:
+   * the searches read global memory. */
+  good += merge_case(rng, 16, 1, 2048, 34000, 0) + merge_case(rng, 16, 64, 2048, 6000, 8);
+  cases += 4;
   kt_check(good == cases,
-           "topk_merge: %d cases (D 1..8, interleave 1..64, k 1..2048, ties, ±0, -inf, rows shorter than k) equal "
+           "topk_merge: %d cases (D 1..8 from shared memory, 16 from global memory, interleave 1..64, k 1..2048, ties, ±0, "
+           "-inf, rows shorter than k) equal "
            "cplab_topk over all keys: indices, scores and padding (%d differ)",
            cases, cases - good);
   int32_t one = 0;
