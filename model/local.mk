@@ -1,0 +1,20 @@
+# model/: cplab-model, predicted TTFT and TPOT of any layout from measured
+# kernels and links (issue 23; model/README.md).
+#   table.c  the kernel cost table (kernels.json or the documented format)
+#   link.c   the link model per collective and tier
+#   step.c   a step's time from the plans' per-rank work (the dry run's
+#            derivation and cplab-bench's step arithmetic, called)
+#   calib.c  calibration on committed GPU results and the validation
+#   main.c   the command line
+noinst_LTLIBRARIES += libcplab_model.la
+libcplab_model_la_SOURCES = %reldir%/table.c %reldir%/table.h %reldir%/link.c %reldir%/link.h \
+	%reldir%/step.c %reldir%/step.h %reldir%/calib.c %reldir%/calib.h
+libcplab_model_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/bench/layers -I$(top_srcdir)/analysis
+libcplab_model_la_LIBADD = libcplab_benchplan.la
+
+bin_PROGRAMS += model/cplab-model
+model_cplab_model_SOURCES = %reldir%/main.c
+model_cplab_model_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/bench/layers -I$(top_srcdir)/analysis
+model_cplab_model_LDADD = libcplab_model.la $(CPLAB_CORE_LIBS) $(HDF5_LIBS)
+EXTRA_DIST += %reldir%/README.md
+
