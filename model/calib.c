@@ -493,6 +493,60 @@ static int nccl_entry(doc *man, const char *dir, size_t idx, const cplab_model_l
   return rc;
 }
 
+/* graph-from-eager: a graph-mode point from its measured eager twin, plus
+ * the model's difference between the two modes (the MoE path and the
+ * collectives the graph's plan changes, less the calibrated saving). The
+ * kernels' work is the same in both plans, so no table is needed. */
+static int graph_entry(doc *man, const char *dir, size_t idx, double copy_gbps, const cplab_model_params *pa, sink *s,
+                       json_t *skipped, cplab_diag *d) {
+  const json_t *pe = json_array_get(json_object_get(man->root, "graph_from_eager"), idx);
+  char path[CPLAB_PATH_MAX], rf[512], layouts[MAX_FILES][512];
+  int nl = 0;
+  cplab_json_index(path, "graph_from_eager", idx);
+  int rc = cplab_json_expect_object(&man->r, pe, path);
+  if (!rc) rc = cplab_json_get_string(&man->r, pe, path, "results", 1, NULL, rf, sizeof rf);
+  if (!rc) rc = string_list(man, pe, path, "layouts", 1, layouts, &nl);
+  doc x = {0};
+  meta m;
+  if (!rc) rc = doc_open(&x, dir, rf, d);
+  if (!rc) rc = read_meta(&x, &m);
+  size_t n = rc ? 0 : num_points(&x);
+  point *pts = calloc(n + 1, sizeof *pts);
+  if (!pts) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
+  for (size_t i = 0; i < n && !rc; i++) rc = read_point(&x, i, &pts[i], d);
+  cplab_model_inputs in = {NULL, NULL, copy_gbps, pa, (int)m.layers, 1};
+  for (size_t i = 0; i < n && !rc; i++) {
+    const point *p = &pts[i], *e = NULL;
+    const char *why = NULL;
+    if (p->graph == CPLAB_BENCH_EAGER || !in_list(layouts, nl, p->layout.label)) continue;
+    for (size_t j = 0; j < n; j++)
+      if (pts[j].graph == CPLAB_BENCH_EAGER && same_config(&pts[j], p)) e = &pts[j];
+    if (!e) continue;
+    rc = excluded(man, pe, path, p, &why);
+    if (!rc && why) {
+      json_t *c = config_json(&m, p, m.backend);
+      json_object_set_new(c, "source", json_string(rf));
+      json_object_set_new(c, "reason", json_string(why));
+      json_array_append_new(skipped, c);
+      continue;
+    }
+    cplab_model_result rg, re;
+    if (!rc) rc = predict_point(&m, p, &in, &rg, d);
+    if (!rc) rc = predict_point(&m, e, &in, &re, d);
+    if (rc) {
+      cplab_diag_prefix(d, "%s: %s: ", x.path, p->path);
+      break;
+    }
+    json_t *c = json_pack("{s:o, s:s, s:f, s:f, s:b, s:b}", "configuration", config_json(&m, p, m.backend), "source", rf,
+                          "eager_measured_ms", e->median, "model_graph_minus_eager_ms", rg.step_ms - re.step_ms,
+                          "moe_fast_path_graph", rg.moe_fast_path, "moe_fast_path_eager", re.moe_fast_path);
+    rc = sink_add(s, "graph-from-eager", c, e->median + rg.step_ms - re.step_ms, p->median, d);
+  }
+  free(pts);
+  doc_close(&x);
+  return rc;
+}
+
 /* Median and max of |error| over the entries of one category (NULL: all). */
 static json_t *summary(const sink *s, const char *cat) {
   double *v = malloc((size_t)(s->n + 1) * sizeof *v), mx = 0;
@@ -525,7 +579,7 @@ int cplab_model_validate(const char *manifest, json_t **out, cplab_diag *d) {
   char ver[32], gather[512];
   int rc = doc_open(&man, ".", manifest, d);
   static const char *const keys[] = {"cplab_model_validation", "calibration", "link_calibration", "predict",
-                                     "nccl_from_single", "link_preset", NULL};
+                                     "nccl_from_single", "graph_from_eager", NULL};
   if (!rc) rc = cplab_json_check_keys(&man.r, man.root, "(top level)", keys);
   if (!rc) rc = cplab_json_get_string(&man.r, man.root, "(top level)", "cplab_model_validation", 1, NULL, ver, sizeof ver);
   if (!rc && strncmp(ver, "1.", 2) != 0)
@@ -533,8 +587,10 @@ int cplab_model_validate(const char *manifest, json_t **out, cplab_diag *d) {
   if (!rc) rc = cplab_json_get_string(&man.r, man.root, "(top level)", "link_calibration", 1, NULL, gather, sizeof gather);
   const json_t *pred = man.root ? json_object_get(man.root, "predict") : NULL;
   const json_t *nccl = man.root ? json_object_get(man.root, "nccl_from_single") : NULL;
+  const json_t *graphs = man.root ? json_object_get(man.root, "graph_from_eager") : NULL;
   if (!rc) rc = cplab_json_expect_array(&man.r, pred, "predict", 1, MAX_FILES);
   if (!rc && nccl) rc = cplab_json_expect_array(&man.r, nccl, "nccl_from_single", 1, MAX_FILES);
+  if (!rc && graphs) rc = cplab_json_expect_array(&man.r, graphs, "graph_from_eager", 1, MAX_FILES);
   /* The copy ceiling of the single-device backend: the first predict entry's first table. */
   double copy_gbps = 0;
   if (!rc) {
@@ -562,16 +618,19 @@ int cplab_model_validate(const char *manifest, json_t **out, cplab_diag *d) {
   sink s = {json_array(), NULL, NULL, 0, 0};
   for (size_t i = 0; !rc && i < json_array_size(pred); i++) rc = predict_entry(&man, dir, i, &co.params, &s, skipped, d);
   for (size_t i = 0; !rc && nccl && i < json_array_size(nccl); i++) rc = nccl_entry(&man, dir, i, &link, &co.params, &s, skipped, d);
+  for (size_t i = 0; !rc && graphs && i < json_array_size(graphs); i++)
+    rc = graph_entry(&man, dir, i, copy_gbps, &co.params, &s, skipped, d);
   if (!rc && s.n == 0) rc = cplab_diag_set(d, CPLAB_EINVAL, "%s: no prediction", manifest);
   if (!rc) {
     json_t *all = summary(&s, NULL);
-    *out = json_pack("{s:s, s:s, s:O, s:O, s:O, s:{s:o, s:i, s:O, s:{s:s, s:f, s:f}}, s:{s:o, s:o}, s:O, s:O}",
+    *out = json_pack("{s:s, s:s, s:O, s:O, s:O, s:{s:o, s:i, s:O, s:{s:s, s:f, s:f}}, s:{s:o, s:o, s:o}, s:O, s:O}",
                      "cplab_model_validation", "1.0.0", "manifest", "manifest.json",
                      "predictions", json_object_get(all, "predictions"), "median_abs_error",
                      json_object_get(all, "median_abs_error"), "max_abs_error", json_object_get(all, "max_abs_error"),
                      "calibration", "params", params_json(&co), "points", co.points, "sources", sources, "link",
                      "name", link.name, "latency_us", link.intra.latency_us, "busbw_gbps", link.intra.busbw_gbps,
                      "by_category", "model", summary(&s, "model"), "nccl-from-single", summary(&s, "nccl-from-single"),
+                     "graph-from-eager", summary(&s, "graph-from-eager"),
                      "excluded", skipped, "entries", s.entries);
     json_decref(all);
     if (!*out) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");

@@ -18,3 +18,6 @@ model_cplab_model_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/bench/layers -I$(top
 model_cplab_model_LDADD = libcplab_model.la $(CPLAB_CORE_LIBS) $(HDF5_LIBS)
 EXTRA_DIST += %reldir%/README.md
 
+
+TESTS += tests/cli/model_validation.sh
+EXTRA_DIST += tests/cli/model_validation.sh
