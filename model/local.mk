@@ -21,3 +21,11 @@ EXTRA_DIST += %reldir%/README.md
 
 TESTS += tests/cli/model_validation.sh
 EXTRA_DIST += tests/cli/model_validation.sh
+
+check_PROGRAMS += tests/unit/test_model
+TESTS += tests/unit/test_model tests/cli/model_cli.sh
+EXTRA_DIST += tests/cli/model_cli.sh
+tests_unit_test_model_SOURCES = tests/unit/test_model.c tests/unit/testutil.h
+tests_unit_test_model_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/%reldir% -I$(top_srcdir)/bench/layers \
+	-I$(top_srcdir)/analysis -DCPLAB_SRCDIR='"$(abs_top_srcdir)"'
+tests_unit_test_model_LDADD = libcplab_model.la $(TEST_UNIT_LIBS) $(HDF5_LIBS)
