@@ -251,7 +251,7 @@ static int calibrate(doc *man, const char *dir, double copy_gbps, calib_out *co,
     for (int k = 0; k < 2; k++)
       if (!(sav[g][k] = calloc(4096, sizeof(double)))) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
   cplab_model_params zero = {0};
-  cplab_model_inputs in = {NULL, NULL, copy_gbps, &zero, 1, 1};
+  cplab_model_inputs in = {NULL, NULL, copy_gbps, &zero, 1, 1, 1, 1, 0, 0, 1};
   for (int f = 0; f < nf && !rc; f++) {
     doc x;
     meta m;
@@ -400,7 +400,7 @@ static int predict_entry(doc *man, const char *dir, size_t idx, const cplab_mode
   meta m;
   if (!rc) rc = doc_open(&x, dir, res_file, d);
   if (!rc) rc = read_meta(&x, &m);
-  cplab_model_inputs in = {t, NULL, t ? t->copy_gbps : 0, pa, (int)m.layers, 1};
+  cplab_model_inputs in = {t, NULL, t ? t->copy_gbps : 0, pa, (int)m.layers, 1, 1, 1, 0, 0, 1};
   for (size_t i = 0; !rc && i < num_points(&x); i++) {
     point p;
     const char *why = NULL;
@@ -465,7 +465,7 @@ static int nccl_entry(doc *man, const char *dir, size_t idx, const cplab_model_l
   point *sp = calloc(ns + 1, sizeof *sp);
   if (!sp) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
   for (size_t i = 0; i < ns && !rc; i++) rc = read_point(&xs, i, &sp[i], d);
-  cplab_model_inputs in = {NULL, link, 0, pa, (int)mn.layers, 1};
+  cplab_model_inputs in = {NULL, link, 0, pa, (int)mn.layers, 1, 1, 1, 0, 0, 1};
   for (size_t i = 0; !rc && i < num_points(&xn); i++) {
     point p;
     rc = read_point(&xn, i, &p, d);
@@ -514,7 +514,7 @@ static int graph_entry(doc *man, const char *dir, size_t idx, double copy_gbps, 
   point *pts = calloc(n + 1, sizeof *pts);
   if (!pts) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
   for (size_t i = 0; i < n && !rc; i++) rc = read_point(&x, i, &pts[i], d);
-  cplab_model_inputs in = {NULL, NULL, copy_gbps, pa, (int)m.layers, 1};
+  cplab_model_inputs in = {NULL, NULL, copy_gbps, pa, (int)m.layers, 1, 1, 1, 0, 0, 1};
   for (size_t i = 0; i < n && !rc; i++) {
     const point *p = &pts[i], *e = NULL;
     const char *why = NULL;

@@ -41,6 +41,10 @@ static void usage(FILE *out) {
         "  --link PRESET|FILE    h200 (default) or gb200, or a link file\n"
         "  --link-calibrate FILE calibrate the intra-node tier from a cplab-gather-bench JSON\n"
         "  --layers N            decoder layers per step (default: the preset's)\n"
+        "  --card h200|gb200     the card (default h200, the tables' card): kernel times and fitted lines\n"
+        "                        scaled by its compute and bandwidth ratios, its memory, its link preset\n"
+        "  --model-set F=V,...   model fields over the preset, e.g. max_position_embeddings=1048576\n"
+        "  --weight-bytes B      0.5, 1 or 2 bytes a weight for the memory columns (default 1: fp8)\n"
         "  --extrapolate         allow shapes outside the tables' measured range (counted per row)\n\n"
         "Validation:\n"
         "  --validate MANIFEST   calibrate and predict as the manifest says; the validation document\n"
@@ -59,12 +63,26 @@ static void usage(FILE *out) {
 
 enum {
   OPT_PRESET = CPLAB_OPT_PROGRAM, OPT_LAYOUTS, OPT_PREFILL, OPT_DECODE, OPT_BATCH, OPT_OUT_TOKENS, OPT_GRAPHS,
-  OPT_TABLE, OPT_PARAMS, OPT_BACKEND, OPT_LINK, OPT_LINK_CAL, OPT_LAYERS, OPT_EXTRAPOLATE, OPT_VALIDATE, OPT_CHECK
+  OPT_TABLE, OPT_PARAMS, OPT_BACKEND, OPT_LINK, OPT_LINK_CAL, OPT_LAYERS, OPT_EXTRAPOLATE, OPT_VALIDATE, OPT_CHECK,
+  OPT_CARD, OPT_MODEL_SET, OPT_WEIGHT_BYTES
 };
+
+/* Cards by their parameters against the H200 the tables were measured on
+ * (ESTIMATES from datasheets: dense bf16 989 TFLOPS and 4.8 TB/s HBM3e,
+ * 141 GB; GB200's Blackwell GPU 2.5 PFLOPS and 8 TB/s, 186 GB), with the
+ * link preset of the same name. */
+typedef struct card {
+  const char *name;
+  double compute, memory, gb;
+} card;
+static const card cards[] = {{"h200", 1.0, 1.0, 141.0}, {"gb200", 2500.0 / 989.0, 8.0 / 4.8, 186.0}};
 
 typedef struct args {
   const char *preset, *layouts, *prefill, *decode, *graphs, *params, *backend, *link, *link_cal, *validate, *check;
   const char *tables[MAX_TABLES];
+  const char *model_set;
+  const card *card;
+  double weight_bytes;
   int num_tables, extrapolate;
   int64_t batch, out_tokens, layers;
 } args;
@@ -83,6 +101,16 @@ static int option(void *ctx, int opt, const char *arg, cplab_diag *d) {
   case OPT_VALIDATE: a->validate = arg; return 0;
   case OPT_CHECK: a->check = arg; return 0;
   case OPT_EXTRAPOLATE: a->extrapolate = 1; return 0;
+  case OPT_MODEL_SET: a->model_set = arg; return 0;
+  case OPT_CARD:
+    for (size_t i = 0; i < sizeof cards / sizeof *cards; i++)
+      if (strcmp(arg, cards[i].name) == 0) return a->card = &cards[i], 0;
+    CPLAB_FAIL(d, CPLAB_EUSAGE, "--card %s: expected h200 or gb200", arg);
+  case OPT_WEIGHT_BYTES:
+    if (strcmp(arg, "0.5") && strcmp(arg, "1") && strcmp(arg, "2"))
+      CPLAB_FAIL(d, CPLAB_EUSAGE, "--weight-bytes %s: expected 0.5 (fp4), 1 (fp8) or 2 (bf16)", arg);
+    a->weight_bytes = strtod(arg, NULL);
+    return 0;
   case OPT_TABLE:
     if (a->num_tables == MAX_TABLES) CPLAB_FAIL(d, CPLAB_EUSAGE, "--table: at most %d", MAX_TABLES);
     a->tables[a->num_tables++] = arg;
@@ -110,6 +138,8 @@ static int parse(int argc, char **argv, cplab_cli *cli, args *a, cplab_diag *d) 
       {"link", required_argument, NULL, OPT_LINK},           {"link-calibrate", required_argument, NULL, OPT_LINK_CAL},
       {"layers", required_argument, NULL, OPT_LAYERS},       {"extrapolate", no_argument, NULL, OPT_EXTRAPOLATE},
       {"validate", required_argument, NULL, OPT_VALIDATE},   {"check", required_argument, NULL, OPT_CHECK},
+      {"card", required_argument, NULL, OPT_CARD},           {"model-set", required_argument, NULL, OPT_MODEL_SET},
+      {"weight-bytes", required_argument, NULL, OPT_WEIGHT_BYTES},
       {NULL, 0, NULL, 0}};
   int rc = cplab_cli_parse(argc, argv, CPLAB_CLI_COMMON_SHORTOPTS, longopts, cli, option, a, NULL, d);
   if (rc || cli->help || cli->version) return rc;
@@ -189,10 +219,18 @@ static int predict_one(void *ctx, const cplab_bench_config *c, cplab_diag *d) {
   json_t *ph = json_object();
   for (int k = 0; k < CPLAB_MODEL_PHASES; k++) json_object_set_new(ph, cplab_model_phase_name(k), json_real(r.phase_ms[k]));
   const char *metric = c->workload->kind == CPLAB_BENCH_PREFILL ? "TTFT" : "TPOT";
-  json_array_append_new(x->rows, json_pack("{s:s, s:s, s:s, s:s, s:i, s:f, s:o, s:i, s:b}", "layout", c->layout->label,
-                                           "workload", wl, "graph", cplab_bench_graph_name(c->graph), "metric", metric,
-                                           "gpus", c->layout->tp * c->layout->pcp, "ms", r.step_ms, "phases_ms", ph,
-                                           "extrapolated", r.extrapolated, "moe_fast_path", r.moe_fast_path));
+  int gpus = c->layout->tp * c->layout->pcp;
+  /* Tokens a second per GPU: a prefill's new tokens over its TTFT, a decode step's rows over its TPOT. */
+  double tokens = c->workload->kind == CPLAB_BENCH_PREFILL ? (double)(c->workload->tokens * c->workload->batch)
+                                                           : (double)c->workload->batch;
+  json_array_append_new(x->rows, json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:f, s:f, s:o, s:i, s:b, s:f, s:f, s:f}",
+                                           "layout", c->layout->label, "workload", wl, "graph",
+                                           cplab_bench_graph_name(c->graph), "metric", metric, "gpus", gpus, "tokens",
+                                           (json_int_t)c->workload->tokens, "batch", (json_int_t)c->workload->batch,
+                                           "ms", r.step_ms, "tokens_per_s_per_gpu", tokens / (r.step_ms / 1e3) / gpus,
+                                           "phases_ms", ph, "extrapolated", r.extrapolated, "moe_fast_path",
+                                           r.moe_fast_path, "weights_gb_per_rank", r.weights_gb, "kv_gb_per_rank",
+                                           r.kv_gb, "max_context", r.max_context));
   return 0;
 }
 
@@ -203,6 +241,7 @@ static int predict(const args *a, const cplab_cli *cli, cplab_diag *d) {
   m.seed = cli->has_seed ? cli->seed : 20261129, m.interleave = 1, m.block_size = 64;
   int none = !a->prefill && !a->decode;
   int rc = cplab_bench_parse_layouts(&m, a->layouts, d);
+  if (!rc && a->model_set) rc = cplab_bench_parse_model_set(&m, a->model_set, d);
   if (!rc) rc = cplab_bench_parse_graphs(&m, a->graphs, d);
   if (!rc && (none || a->prefill))
     rc = cplab_bench_add_workloads(&m, CPLAB_BENCH_PREFILL, none ? "32768" : a->prefill, a->batch, a->out_tokens, d);
@@ -216,34 +255,38 @@ static int predict(const args *a, const cplab_cli *cli, cplab_diag *d) {
   if (!rc) rc = cplab_model_params_load(a->params, &params, d);
   int nccl = !a->backend || strcmp(a->backend, "nccl") == 0;
   if (!rc) {
-    const char *l = a->link ? a->link : "h200";
+    const char *l = a->link ? a->link : a->card->name;
     rc = strchr(l, '/') || strstr(l, ".json") ? cplab_model_link_load(l, &link, d) : cplab_model_link_preset(l, &link, d);
   }
   if (!rc && a->link_cal) rc = cplab_model_link_calibrate(a->link_cal, &link, d);
-  pctx x = {{t, nccl ? &link : NULL, t ? t->copy_gbps : 0, &params, (int)a->layers, a->extrapolate}, a->backend,
-            json_array()};
+  pctx x = {{t, nccl ? &link : NULL, t ? t->copy_gbps : 0, &params, (int)a->layers, a->extrapolate, a->card->compute,
+             a->card->memory, a->card->gb, 0.9, a->weight_bytes},
+            a->backend, json_array()};
   if (!rc) rc = cplab_bench_for_each(&m, predict_one, &x, d);
   json_t *tables = json_array();
   for (size_t i = 0; t && i < t->num_sources; i++) json_array_append_new(tables, json_string(t->sources[i]));
   if (!rc && cli->json) {
-    json_t *doc = json_pack("{s:s, s:s, s:i, s:s, s:o, s:s, s:s, s:{s:f, s:f}, s:O}", "cplab_model", "1.0.0", "preset",
-                            a->preset, "layers", (int)a->layers, "backend", nccl ? "nccl" : "single", "tables", tables,
+    json_t *doc = json_pack("{s:s, s:s, s:s, s:i, s:s, s:o, s:s, s:s, s:{s:f, s:f}, s:O}", "cplab_model", "1.0.0", "preset",
+                            a->preset, "card", a->card->name, "layers", (int)a->layers, "backend", nccl ? "nccl" : "single", "tables", tables,
                             "params", a->params, "link", nccl ? link.name : "device copies", "intra", "latency_us",
                             link.intra.latency_us, "busbw_gbps", link.intra.busbw_gbps, "predictions", x.rows);
     tables = NULL;
     rc = write_doc(doc, cli->out, d);
     json_decref(doc);
   } else if (!rc) {
-    printf("# cplab-model: %s, %d layers, %s backend%s%s\n# tables:", a->preset, (int)a->layers,
+    printf("# cplab-model: %s, %d layers, card %s, %s backend%s%s\n# tables:", a->preset, (int)a->layers, a->card->name,
            nccl ? "nccl" : "single-device", nccl ? ", link " : "", nccl ? link.name : "");
     for (size_t i = 0; i < t->num_sources; i++) printf(" %s", t->sources[i]);
-    printf("\n# params: %s\n# %-10s %-44s %-9s %-6s %12s %12s\n", a->params, "layout", "workload", "graph", "metric",
-           "ms", "extrapolated");
+    printf("\n# params: %s\n# %-10s %-44s %-9s %-6s %12s %12s %9s %9s %11s %12s\n", a->params, "layout", "workload",
+           "graph", "metric", "ms", "tok/s/GPU", "weightGB", "kvGB", "max_ctx", "extrapolated");
     for (size_t i = 0; i < json_array_size(x.rows); i++) {
       const json_t *r = json_array_get(x.rows, i);
-      printf("  %-10s %-44s %-9s %-6s %12.4f %12lld\n", json_string_value(json_object_get(r, "layout")),
-             json_string_value(json_object_get(r, "workload")), json_string_value(json_object_get(r, "graph")),
-             json_string_value(json_object_get(r, "metric")), json_real_value(json_object_get(r, "ms")),
+      printf("  %-10s %-44s %-9s %-6s %12.4f %12.1f %9.1f %9.2f %11.0f %12lld\n",
+             json_string_value(json_object_get(r, "layout")), json_string_value(json_object_get(r, "workload")),
+             json_string_value(json_object_get(r, "graph")), json_string_value(json_object_get(r, "metric")),
+             json_real_value(json_object_get(r, "ms")), json_real_value(json_object_get(r, "tokens_per_s_per_gpu")),
+             json_real_value(json_object_get(r, "weights_gb_per_rank")), json_real_value(json_object_get(r, "kv_gb_per_rank")),
+             json_real_value(json_object_get(r, "max_context")),
              (long long)json_integer_value(json_object_get(r, "extrapolated")));
     }
   }
@@ -256,7 +299,7 @@ int main(int argc, char **argv) {
   cplab_cli cli;
   cplab_diag d = {0};
   args a = {.preset = "glm-5", .layouts = "tp4,pcp4,tp4dcp4,pcp4dcp4", .graphs = "eager,full", .batch = 1,
-            .out_tokens = 16};
+            .out_tokens = 16, .card = &cards[0], .weight_bytes = 1};
   cplab_cli_init(&cli, NULL);
   if (parse(argc, argv, &cli, &a, &d)) {
     cplab_cli_usage_error(PROG, &d);

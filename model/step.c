@@ -43,7 +43,9 @@ typedef struct rank_ctx {
   const cplab_model_inputs *in;
   const cplab_parallel *par;
   double copy_rate; /* single-device backend: bytes per us of a device copy */
+  double compute, memory; /* the card's ratios (inputs' scales, 1 when 0) */
   cplab_model_result *res;
+  double weights, kv_tokens, contexts; /* the busiest rank's, at the last step */
 } rank_ctx;
 
 /* One collective's time in ms; features counted on the single-device backend. */
@@ -76,8 +78,21 @@ static int kernel_ms(rank_ctx *c, cplab_model_kernel k, double series, double wo
   int rc = cplab_model_table_time(c->in->table, k, series, work, c->in->extrapolate, &l, d);
   if (rc) return rc;
   c->res->extrapolated += l.extrapolated;
-  *acc += l.time_us / 1e3;
+  int compute = k == CPLAB_MK_ATTN_PREFILL || k == CPLAB_MK_LOGITS_PREFILL; /* tensor-core bound */
+  *acc += l.time_us / 1e3 / (compute ? c->compute : c->memory);
   return 0;
+}
+
+/* Weights (bytes) of rank plan p's share of the model over `layers` layers. */
+static double weight_bytes(const cplab_model *m, const cplab_parallel *par, const cplab_bench_work *w, int layers,
+                           double per_param) {
+  double d = (double)m->hidden_size, I = (double)m->moe_intermediate_size, S = (double)par->tp * par->pcp;
+  int moe_layers = layers > m->first_dense_layers ? layers - (int)m->first_dense_layers : layers;
+  double attn = w->tokens > 0 ? w->proj_flop / (2.0 * (double)w->tokens) : 0; /* 2 FLOP a weight a token */
+  double moe = ((double)m->n_routed_experts + (double)m->n_shared_experts) / S * 3 * d * I + d * (double)m->n_routed_experts;
+  double dense = 3 * d * (double)m->dense_intermediate_size / par->tp;
+  double embed = 2 * (double)m->vocab_size * d / par->tp;
+  return per_param * (attn * layers + moe * moe_layers + dense * (layers - moe_layers) + embed);
 }
 
 /* Expected GB of expert weights one shard reads for `rows` rows. */
@@ -118,9 +133,17 @@ static int rank_layer(rank_ctx *c, const cplab_step_input *si, const cplab_rank_
   }
   if (rc) return rc;
   /* Projections and MoE: the fitted lines (calib.h). */
-  double proj = w.tokens > 0 ? (pa->proj_a_us + pa->proj_us_per_gflop * w.proj_flop / 1e9) / 1e3 : 0;
+  double proj = w.tokens > 0 ? (pa->proj_a_us + pa->proj_us_per_gflop * w.proj_flop / 1e9 / c->compute) / 1e3 : 0;
   double gb = moe_weight_gb(m, T * P, (double)w.moe_rows);
-  double moe = w.moe_rows > 0 ? (pa->moe_a_us + pa->moe_us_per_gb * gb + pa->moe_us_per_gflop * w.moe_flop / 1e9) / 1e3 : 0;
+  double moe = w.moe_rows > 0 ? (pa->moe_a_us + pa->moe_us_per_gb * gb / c->memory +
+                                 pa->moe_us_per_gflop * w.moe_flop / 1e9 / c->compute) / 1e3
+                              : 0;
+  /* Memory: this rank's weights and KV shard (every request's local length). */
+  double kv = 0, ctx = 0;
+  for (size_t q = 0; q < si->step->num_requests; q++) kv += (double)p->local_len[q], ctx += (double)p->sched.seq_len[q];
+  double wb = weight_bytes(m, c->par, &w, c->in->layers, c->in->weight_bytes);
+  if (wb + kv * c->in->layers * 788.0 > c->weights + c->kv_tokens * c->in->layers * 788.0)
+    c->weights = wb, c->kv_tokens = kv, c->contexts = ctx;
   ADD(SEG_PRE, PH_PROJ, proj);
   ADD(SEG_MID, PH_MOE, moe);
   f->proj_gflop = w.proj_flop / 1e9, f->moe_gb = gb, f->moe_gflop = w.moe_flop / 1e9;
@@ -178,7 +201,8 @@ int cplab_model_predict(const cplab_scenario *s, const cplab_model_inputs *in, c
                "ceilings.copy_gbps)");
   if (s->num_steps == 0) CPLAB_FAIL(d, CPLAB_EINVAL, "the scenario has no step");
   int world = cplab_parallel_world(&s->par);
-  rank_ctx c = {in, &s->par, in->copy_gbps / 2 * 1e3, out};
+  rank_ctx c = {in, &s->par, in->copy_gbps / 2 * 1e3, in->compute_scale > 0 ? in->compute_scale : 1,
+                in->memory_scale > 0 ? in->memory_scale : 1, out, 0, 0, 0};
   double *seg = calloc((size_t)world * CPLAB_BENCH_SEGMENTS * ROW, sizeof *seg), *outs = calloc((size_t)world, sizeof *outs);
   double *zero = calloc((size_t)world, sizeof *zero);
   if (!seg || !outs || !zero) {
@@ -191,6 +215,7 @@ int cplab_model_predict(const cplab_scenario *s, const cplab_model_inputs *in, c
     memset(seg, 0, (size_t)world * CPLAB_BENCH_SEGMENTS * ROW * sizeof *seg);
     cplab_model_features step_f = {0};
     int graph = 0;
+    c.weights = c.kv_tokens = c.contexts = 0;
     for (int r = 0; r < world && !rc; r++) {
       cplab_rank_plan *p = NULL;
       cplab_model_features f = {0};
@@ -218,5 +243,12 @@ int cplab_model_predict(const cplab_scenario *s, const cplab_model_inputs *in, c
     out->features.copy_us += step_f.copy_us / n;
   }
   free(seg), free(outs), free(zero);
+  if (!rc) { /* memory at the last step */
+    double per_token = c.contexts > 0 ? c.kv_tokens / c.contexts * in->layers * 788.0 : 0; /* B a context token */
+    out->weights_gb = c.weights / 1e9, out->kv_gb = c.kv_tokens * in->layers * 788.0 / 1e9;
+    double free_b = in->card_gb * 1e9 * (in->mem_util > 0 ? in->mem_util : 1) - c.weights;
+    size_t R = s->steps[s->num_steps - 1].num_requests;
+    out->max_context = in->card_gb > 0 && free_b > 0 && per_token > 0 && R > 0 ? free_b / per_token / (double)R : 0;
+  }
   return rc;
 }

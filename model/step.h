@@ -57,6 +57,14 @@ typedef struct cplab_model_inputs {
   const cplab_model_params *params;
   int layers;      /* decoder layers per step */
   int extrapolate; /* allow lookups outside the table (table.h) */
+  /* A card not at hand, from its parameters (--card): kernel times and the
+   * fitted lines divided by its compute and memory-bandwidth ratios to the
+   * card the tables were measured on (0: 1). Compute-bound: prefill
+   * attention and logits, GEMM FLOP terms; the others memory-bound. */
+  double compute_scale, memory_scale;
+  /* Memory (0: not reported): the card's bytes, the fraction a serving
+   * engine may use (vLLM's gpu_memory_utilization), bytes per weight. */
+  double card_gb, mem_util, weight_bytes;
 } cplab_model_inputs;
 
 /* What calibration fits against, per step averaged: the slowest rank's. */
@@ -70,6 +78,13 @@ typedef struct cplab_model_result {
   double phase_ms[CPLAB_MODEL_PHASES];  /* summed as the step is */
   cplab_model_features features;
   int extrapolated; /* table lookups outside the measured shapes */
+  /* The busiest rank's memory at the last step: weights (attention and
+   * indexer from the plan's projection FLOP / 2 per token, its MoE shard,
+   * embeddings split over TP) and its KV shard (656 + 132 B a token and
+   * layer: the fp8_ds_mla entry and the indexer key); max_context: the
+   * longest context per request of the batch that fits in card_gb *
+   * mem_util beside the weights (0 when card_gb is 0 or nothing fits). */
+  double weights_gb, kv_gb, max_context;
   int graph;        /* 0 eager, 1 piecewise, 2 full: the plan's runtime mode */
   int moe_fast_path;
 } cplab_model_result;

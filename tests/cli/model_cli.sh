@@ -24,10 +24,10 @@ for l in tp4 pcp4 tp4dcp4 pcp4dcp4; do
 done
 expect_grep "$WORK/out" "^# tables: .*2026-12-01-decode-splits-h200/kernels.json" "the tables used are named"
 expect_grep "$WORK/out" "^# params: .*validation.json" "the parameters used are named"
-expect_grep "$WORK/out" "78 layers, nccl backend, link preset h200" "layers, backend and link named"
+expect_grep "$WORK/out" "78 layers, card h200, nccl backend, link preset h200" "layers, card, backend and link named"
 # pcp4's TTFT is below tp4's (the change's direction), from the model's own numbers.
-tp=$(awk '$1 == "tp4" && $2 == "prefill" && $(NF - 3) == "eager" {print $(NF - 1)}' "$WORK/out")
-pcp=$(awk '$1 == "pcp4" && $2 == "prefill" && $(NF - 3) == "eager" {print $(NF - 1)}' "$WORK/out")
+tp=$(awk '$1 == "tp4" && $2 == "prefill" && $(NF - 7) == "eager" {print $(NF - 5)}' "$WORK/out")
+pcp=$(awk '$1 == "pcp4" && $2 == "prefill" && $(NF - 7) == "eager" {print $(NF - 5)}' "$WORK/out")
 if awk -v a="$pcp" -v b="$tp" 'BEGIN { exit !(a > 0 && a < b) }'; then pass "pcp4 TTFT $pcp < tp4 $tp"; else
   fail "pcp4 TTFT '$pcp', tp4 '$tp'"; fi
 
@@ -44,9 +44,17 @@ if cmp -s "$WORK/a.json" "$WORK/b.json"; then pass "deterministic output"; else 
 # GB200's faster NVLink: a TP decode step is not slower; the single-device backend runs too.
 "$MODEL" "$@" --extrapolate --layouts tp4 --decode 32768 --out-tokens 2 --graphs eager --layers 1 >"$WORK/h"
 "$MODEL" "$@" --extrapolate --layouts tp4 --decode 32768 --out-tokens 2 --graphs eager --layers 1 --link gb200 >"$WORK/g"
-h=$(awk '$1 == "tp4" {print $(NF - 1)}' "$WORK/h"); g=$(awk '$1 == "tp4" {print $(NF - 1)}' "$WORK/g")
+h=$(awk '$1 == "tp4" {print $(NF - 5)}' "$WORK/h"); g=$(awk '$1 == "tp4" {print $(NF - 5)}' "$WORK/g")
 if awk -v a="$g" -v b="$h" 'BEGIN { exit !(a > 0 && a < b) }'; then pass "gb200 link $g ms < h200 $h ms"; else
   fail "gb200 '$g', h200 '$h'"; fi
+# Memory: GLM-5's fp8 weights over 4 ranks do not fit an H200 (no context fits), at fp4 over 8 they do.
+"$MODEL" "$@" --extrapolate --layouts tp4 --decode 32768 --out-tokens 2 --graphs eager >"$WORK/m4"
+"$MODEL" "$@" --extrapolate --layouts pcp8dcp8 --decode 32768 --out-tokens 2 --graphs eager --weight-bytes 0.5 >"$WORK/m8"
+c4=$(awk '$1 == "tp4" {print $(NF - 1)}' "$WORK/m4"); c8=$(awk '$1 == "pcp8dcp8" {print $(NF - 1)}' "$WORK/m8")
+if [ "$c4" = 0 ] && awk -v a="$c8" 'BEGIN { exit !(a > 1000000) }'; then pass "tp4 fits no context, pcp8dcp8 at fp4 $c8 tokens"; else
+  fail "longest contexts: tp4 '$c4', pcp8dcp8 '$c8'"; fi
+expect_exit 2 "bad --weight-bytes" "$MODEL" "$@" --weight-bytes 3
+expect_exit 2 "bad --card" "$MODEL" "$@" --card tpu
 expect_exit 0 "single-device backend" "$MODEL" "$@" --extrapolate --layouts tp4 --decode 32768 --backend single --layers 1
 
 # Refusals, exit 2, each naming what is wrong.

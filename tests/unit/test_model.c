@@ -333,7 +333,7 @@ static cplab_scenario *scenario(const char *layout, cplab_bench_kind kind, int64
 
 static double predict(const cplab_scenario *s, const cplab_model_table *t, const cplab_model_link *link,
                       const cplab_model_params *pa, int layers, cplab_model_result *r) {
-  cplab_model_inputs in = {t, link, t->copy_gbps, pa, layers, 0};
+  cplab_model_inputs in = {t, link, t->copy_gbps, pa, layers, 0, 1, 1, 0, 0, 1};
   cplab_diag d = {0};
   int rc = cplab_model_predict(s, &in, r, &d);
   if (rc) print_error("%s\n", d.msg);
@@ -396,7 +396,7 @@ static void test_step_structure(void **state) {
       if (k != CPLAB_MK_ATTN_PREFILL) add(small, (cplab_model_kernel)k, sr, 1, 1), add(small, (cplab_model_kernel)k, sr, 1e12, 1e12);
   add(small, CPLAB_MK_ATTN_PREFILL, 64, 1, 1); /* prefill attention measured at one tiny shape only */
   small->copy_gbps = 4000;
-  cplab_model_inputs in = {small, &link, 4000, &pa, 1, 0};
+  cplab_model_inputs in = {small, &link, 4000, &pa, 1, 0, 1, 1, 0, 0, 1};
   assert_int_equal(cplab_model_predict(s, &in, &r, &d), CPLAB_ERANGE);
   assert_non_null(strstr(d.msg, "sparse_mla_prefill"));
   assert_non_null(strstr(d.msg, "rank 0"));
