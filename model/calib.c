@@ -558,6 +558,28 @@ static json_t *summary(const sink *s, const char *cat) {
   return json_pack("{s:i, s:f, s:f}", "predictions", n, "median_abs_error", med, "max_abs_error", mx);
 }
 
+/* Median and max of each phase's |error| over the model category's entries
+ * (where the run measured the phase and it is not zero). */
+static json_t *phase_summary(const json_t *entries) {
+  json_t *out = json_object();
+  for (int k = 0; k < CPLAB_MODEL_PHASES; k++) {
+    size_t n = json_array_size(entries), m = 0;
+    double *v = malloc((n + 1) * sizeof *v), mx = 0;
+    for (size_t i = 0; v && i < n; i++) {
+      const json_t *e = json_array_get(entries, i), *ph = json_object_get(json_object_get(e, "phases_ms"), cplab_model_phase_name(k));
+      const json_t *cat = json_object_get(e, "category");
+      if (!ph || strcmp(json_string_value(cat), "model") != 0) continue;
+      double pr = json_real_value(json_object_get(ph, "predicted")), me = json_real_value(json_object_get(ph, "measured"));
+      if (me > 0) v[m] = fabs(pr - me) / me, mx = fmax(mx, v[m]), m++;
+    }
+    double med = v ? median_of(v, (int)m) : 0;
+    free(v);
+    json_object_set_new(out, cplab_model_phase_name(k), json_pack("{s:i, s:f, s:f}", "predictions", (int)m,
+                                                                  "median_abs_error", med, "max_abs_error", mx));
+  }
+  return out;
+}
+
 static json_t *params_json(const calib_out *co) {
   const cplab_model_params *p = &co->params;
   return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:{s:[f, f], s:[f, f]}, s:{s:[i, i], s:[i, i]}}", "proj_a_us",
@@ -623,14 +645,14 @@ int cplab_model_validate(const char *manifest, json_t **out, cplab_diag *d) {
   if (!rc && s.n == 0) rc = cplab_diag_set(d, CPLAB_EINVAL, "%s: no prediction", manifest);
   if (!rc) {
     json_t *all = summary(&s, NULL);
-    *out = json_pack("{s:s, s:s, s:O, s:O, s:O, s:{s:o, s:i, s:O, s:{s:s, s:f, s:f}}, s:{s:o, s:o, s:o}, s:O, s:O}",
+    *out = json_pack("{s:s, s:s, s:O, s:O, s:O, s:{s:o, s:i, s:O, s:{s:s, s:f, s:f}}, s:{s:o, s:o, s:o}, s:o, s:O, s:O}",
                      "cplab_model_validation", "1.0.0", "manifest", "manifest.json",
                      "predictions", json_object_get(all, "predictions"), "median_abs_error",
                      json_object_get(all, "median_abs_error"), "max_abs_error", json_object_get(all, "max_abs_error"),
                      "calibration", "params", params_json(&co), "points", co.points, "sources", sources, "link",
                      "name", link.name, "latency_us", link.intra.latency_us, "busbw_gbps", link.intra.busbw_gbps,
                      "by_category", "model", summary(&s, "model"), "nccl-from-single", summary(&s, "nccl-from-single"),
-                     "graph-from-eager", summary(&s, "graph-from-eager"),
+                     "graph-from-eager", summary(&s, "graph-from-eager"), "model_by_phase", phase_summary(s.entries),
                      "excluded", skipped, "entries", s.entries);
     json_decref(all);
     if (!*out) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");

@@ -16,7 +16,7 @@ bin_PROGRAMS += model/cplab-model
 model_cplab_model_SOURCES = %reldir%/main.c
 model_cplab_model_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/bench/layers -I$(top_srcdir)/analysis
 model_cplab_model_LDADD = libcplab_model.la $(CPLAB_CORE_LIBS) $(HDF5_LIBS)
-EXTRA_DIST += %reldir%/README.md
+EXTRA_DIST += %reldir%/README.md bench/run-model-projections.sh
 
 
 TESTS += tests/cli/model_validation.sh
