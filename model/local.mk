@@ -4,11 +4,14 @@
 #   link.c   the link model per collective and tier
 #   step.c   a step's time from the plans' per-rank work (the dry run's
 #            derivation and cplab-bench's step arithmetic, called)
-#   calib.c  calibration on committed GPU results and the validation
+#   results.c  the validation's inputs: cplab-bench results, a point's scenario
+#   calib.c    calibration on committed GPU results, parameters read back
+#   validate.c predictions of the held-out results, summary, comparison
 #   main.c   the command line
 noinst_LTLIBRARIES += libcplab_model.la
 libcplab_model_la_SOURCES = %reldir%/table.c %reldir%/table.h %reldir%/link.c %reldir%/link.h \
-	%reldir%/step.c %reldir%/step.h %reldir%/calib.c %reldir%/calib.h
+	%reldir%/step.c %reldir%/step.h %reldir%/results.c %reldir%/results.h %reldir%/calib.c %reldir%/calib.h \
+	%reldir%/validate.c
 libcplab_model_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/bench/layers -I$(top_srcdir)/analysis
 libcplab_model_la_LIBADD = libcplab_benchplan.la
 
