@@ -20,7 +20,9 @@ static void accumulate(cplab_bench_work *acc, const cplab_bench_work *w, double 
   acc->proj_flop += w->proj_flop / steps, acc->moe_flop += w->moe_flop / steps;
   acc->indexer_pairs += w->indexer_pairs / steps, acc->indexer_flop += w->indexer_flop / steps;
   acc->logits_bytes += w->logits_bytes / steps;
+  acc->prefill_pairs += w->prefill_pairs / steps, acc->decode_pairs += w->decode_pairs / steps;
   acc->attn_rows += w->attn_rows / steps, acc->attn_flop += w->attn_flop / steps;
+  acc->attn_prefill_rows += w->attn_prefill_rows / steps, acc->attn_decode_rows += w->attn_decode_rows / steps;
   for (int c = 0; c < CPLAB_CW_COUNT; c++) acc->comm_bytes[c] += w->comm_bytes[c] / steps;
 }
 

@@ -46,7 +46,7 @@ int cplab_bench_work_of(const cplab_step_input *in, const cplab_rank_plan *p, cp
   if (!p || p->split.num_rows < 0) CPLAB_FAIL(d, CPLAB_EINVAL, "plan cost: no plan");
   int T = par->tp, P = par->pcp, D = par->dcp;
   int64_t K = m->index_topk, heads_local = m->num_heads / T, heads_dcp = heads_local * (D < T ? D : T);
-  double pairs = 0, attn_prefill = 0, attn_decode = 0;
+  double pairs = 0, decode_pairs = 0, attn_prefill = 0, attn_decode = 0;
   for (int i = 0; i < p->split.num_rows; i++) {
     const cplab_row *r = &p->split.rows[i];
     if (r->len <= 0) continue;
@@ -61,7 +61,7 @@ int cplab_bench_work_of(const cplab_step_input *in, const cplab_rank_plan *p, cp
       attn_decode += own_attn / D;
     } else {
       out->decode_tokens += r->len;
-      pairs += (double)r->len * (double)r->dcp_local_seq_len;
+      decode_pairs += (double)r->len * (double)r->dcp_local_seq_len;
       attn_decode += (double)r->len * (double)min64(K, r->seq_len) / D;
     }
   }
@@ -69,10 +69,13 @@ int cplab_bench_work_of(const cplab_step_input *in, const cplab_rank_plan *p, cp
   out->moe_rows = p->sched.moe_fast_path ? out->tokens : (int64_t)P * p->sched.padded_num_tokens;
   out->proj_flop = (double)out->tokens * proj_flop_per_token(m, heads_local);
   out->moe_flop = (double)out->moe_rows * moe_flop_per_row(m, T * P);
+  out->prefill_pairs = pairs, out->decode_pairs = decode_pairs;
+  pairs += decode_pairs;
   out->indexer_pairs = pairs;
   out->indexer_flop = pairs * 2.0 * (double)m->index_n_heads * (double)m->index_head_dim;
   out->logits_bytes = pairs * 8.0; /* fp32 logits written, then read by the top-k */
   out->attn_rows = attn_prefill + attn_decode;
+  out->attn_prefill_rows = attn_prefill, out->attn_decode_rows = attn_decode;
   out->attn_flop = ATTN_FLOP_PER_ROW_HEAD * (attn_prefill * (double)heads_local + attn_decode * (double)heads_dcp);
   for (int c = 0; c < p->num_collectives; c++) {
     const cplab_collective *col = &p->collectives[c];

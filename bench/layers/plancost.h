@@ -36,7 +36,13 @@ typedef struct cplab_bench_work {
   double proj_flop;    /* attention and indexer projections */
   double moe_flop;     /* router, routed experts (expected), shared slice */
   double indexer_pairs, indexer_flop, logits_bytes;
+  double prefill_pairs, decode_pairs; /* indexer_pairs of prefill rows (causal) and of decode rows (own keys) */
   double attn_rows;    /* attended (query, row) pairs summed over query tokens */
+  /* attn_rows split by kernel: prefill rows over the workspace with the rank's
+   * H/T heads, and rows on the decode path (decode rows, and prefill rows of
+   * DCP without PCP) with the DCP group's heads. cplab-model looks each up in
+   * its own kernel's cost table. */
+  double attn_prefill_rows, attn_decode_rows;
   double attn_flop;
   double comm_bytes[CPLAB_CW_COUNT]; /* bytes this rank contributes, per purpose */
 } cplab_bench_work;
