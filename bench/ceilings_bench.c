@@ -31,6 +31,7 @@
 
 #include "ceilings.h"
 #include "config.h"
+#include "cplab/atomic.h"
 #include "cplab/cli.h"
 #include "cplab_kernels.h"
 #include "cplab_stream.h"
@@ -221,7 +222,7 @@ int main(int argc, char **argv) {
       cplab_diag_set(&d, CPLAB_ENOMEM, "cannot serialise the JSON document");
       die(&d);
     }
-    ck_lab(cplab_write_file_atomic(o.out, text, strlen(text), &d), &d);
+    ck_lab(cplab_atomic_write(o.out, text, strlen(text), &d), &d);
     free(text);
   }
   json_decref(doc);

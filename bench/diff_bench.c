@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cplab/atomic.h"
 #include "cplab/cli.h"
 #include "diff.h"
 
@@ -105,7 +106,7 @@ int main(int argc, char **argv) {
     json_t *j = json_pack("{s:s, s:I, s:f, s:f}", "bench", "diff_exact", "compared_bytes", (json_int_t)compared,
                           "seconds", med, "gb_per_s", rate);
     char *text = json_dumps(j, JSON_INDENT(2));
-    if (cli.out) rc = cplab_write_file_atomic(cli.out, text, strlen(text), &d);
+    if (cli.out) rc = cplab_atomic_write(cli.out, text, strlen(text), &d);
     if (cli.json) printf("%s\n", text);
     free(text);
     json_decref(j);

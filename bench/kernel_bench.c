@@ -21,6 +21,7 @@
 
 #include "ceilings.h"
 #include "config.h"
+#include "cplab/atomic.h"
 #include "cplab/cli.h"
 #include "cplab_kernels.h"
 #include "cplab_stream.h"
@@ -276,7 +277,7 @@ static int write_json(const char *path, json_t *doc, cplab_diag *d) {
     CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
   }
   withnl[n] = '\n', withnl[n + 1] = '\0';
-  int rc = cplab_write_file_atomic(path, withnl, n + 1, d);
+  int rc = cplab_atomic_write(path, withnl, n + 1, d);
   free(withnl);
   return rc;
 }

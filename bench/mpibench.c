@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "config.h"
+#include "cplab/atomic.h"
 #include "cplab/cli.h"
 
 /* ---- checked calls ------------------------------------------------------ */
@@ -219,7 +220,7 @@ json_t *mpibench_doc_header(const mpibench_ctx *c, const char *bench, int reps, 
 int mpibench_write_json(const json_t *doc, const char *path, cplab_diag *d) {
   char *text = json_dumps(doc, JSON_INDENT(2));
   if (!text) return cplab_diag_set(d, CPLAB_ENOMEM, "cannot serialise the JSON document");
-  int rc = cplab_write_file_atomic(path, text, strlen(text), d);
+  int rc = cplab_atomic_write(path, text, strlen(text), d);
   free(text);
   return rc;
 }

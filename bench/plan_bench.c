@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "check.h"
+#include "cplab/atomic.h"
 #include "cplab/cli.h"
 #include "cplab/plan.h"
 
@@ -187,7 +188,7 @@ int main(int argc, char **argv) {
     if (!rc && cli.out) {
       size_t n = strlen(text);
       text[n] = '\n';
-      rc = cplab_write_file_atomic(cli.out, text, n + 1, &d);
+      rc = cplab_atomic_write(cli.out, text, n + 1, &d);
       text[n] = '\0';
     }
     if (!rc && cli.json) printf("%s\n", text);

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cplab/atomic.h"
 #include "cplab/cli.h"
 #include "cplab/trace.h"
 
@@ -193,7 +194,7 @@ int main(int argc, char **argv) {
                           "ratio", mpw / mtw, "read", "trace_s", mtr, "fread_s", mpr, "ratio", mpr / mtr,
                           "deflate_64mib_s", cz);
     char *text = json_dumps(j, JSON_INDENT(2));
-    if (cli.out) rc = cplab_write_file_atomic(cli.out, text, strlen(text), &d);
+    if (cli.out) rc = cplab_atomic_write(cli.out, text, strlen(text), &d);
     if (cli.json) printf("%s\n", text);
     free(text);
     json_decref(j);

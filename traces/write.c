@@ -1,13 +1,11 @@
 /* Writing traces: see include/cplab/trace.h and traces/SCHEMA.md. */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
+#include "cplab/atomic.h"
 #include "cplab/trace.h"
 #include "h5util.h"
 #include "schema.h"
@@ -125,29 +123,17 @@ int cplab_trace_create(const char *path, const cplab_scenario *s, int rank, cons
   if (strcmp(prov->producer, "sim") != 0 && strcmp(prov->producer, "exec") != 0)
     CPLAB_FAIL(d, CPLAB_EINVAL, "trace producer must be sim or exec, got '%s'", prov->producer);
   cplab_trace_writer *w = calloc(1, sizeof *w);
-  size_t n = strlen(path);
-  if (!w || !(w->path = strdup(path)) || !(w->tmp = malloc(n + 16))) {
+  if (!w || !(w->path = strdup(path))) {
     writer_free(w);
     CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
   }
   w->rank = rank;
   w->file = -1;
-  snprintf(w->tmp, n + 16, "%s.tmp.XXXXXX", path);
-  int fd = mkstemp(w->tmp);
-  if (fd < 0) {
-    int e = errno;
+  int begun = cplab_atomic_begin(path, &w->tmp, d);
+  if (begun) {
     writer_free(w);
-    CPLAB_FAIL(d, CPLAB_EIO, "cannot create a temporary file beside '%s': %s", path, strerror(e));
+    return begun;
   }
-  /* mkstemp makes 0600 files; traces are ordinary shareable files. */
-  if (fchmod(fd, 0644) != 0) {
-    int e = errno;
-    close(fd);
-    unlink(w->tmp);
-    writer_free(w);
-    CPLAB_FAIL(d, CPLAB_EIO, "cannot chmod '%s': %s", path, strerror(e));
-  }
-  close(fd);
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), fcpl = H5Pcreate(H5P_FILE_CREATE);
   int rc = 0;
   /* Pinned format bounds and no timestamps: the same run, the same bytes. */
@@ -416,15 +402,8 @@ int cplab_trace_commit(cplab_trace_writer *w, cplab_diag *d) {
   int rc = 0;
   if (H5Fflush(w->file, H5F_SCOPE_LOCAL) < 0 || H5Fclose(w->file) < 0) rc = h5u_fail(d, "cannot finish '%s'", w->tmp);
   w->file = -1;
-  /* On disk before it gets its name: after a crash the final name holds
-   * either the old file or the complete new one. */
-  int fd = rc ? -1 : open(w->tmp, O_RDONLY);
-  if (!rc && (fd < 0 || fsync(fd) != 0))
-    rc = cplab_diag_set(d, CPLAB_EIO, "cannot flush '%s' to disk: %s", w->tmp, strerror(errno));
-  if (fd >= 0) close(fd);
-  if (!rc && rename(w->tmp, w->path) != 0)
-    rc = cplab_diag_set(d, CPLAB_EIO, "cannot rename '%s' to '%s': %s", w->tmp, w->path, strerror(errno));
-  if (rc) unlink(w->tmp);
+  if (!rc) rc = cplab_atomic_commit(w->tmp, w->path, d);
+  else unlink(w->tmp);
   writer_free(w);
   return rc;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cplab/atomic.h"
 #include "cplab/cli.h"
 #include "cplab/parallel.h"
 #include "cplab/scenario.h"
@@ -352,7 +353,7 @@ void report_text_free(report_text *t) {
 
 int report_text_commit(report_text *t, const char *path, cplab_diag *d) {
   int rc = t->f ? report_text_close(t, d) : 0;
-  if (!rc) rc = cplab_write_file_atomic(path, t->data, t->len, d);
+  if (!rc) rc = cplab_atomic_write(path, t->data, t->len, d);
   report_text_free(t);
   return rc;
 }

@@ -62,7 +62,7 @@ int report_text_open(report_text *t, cplab_diag *d);
 int report_text_close(report_text *t, cplab_diag *d);
 void report_text_free(report_text *t);
 /* Close t (if still open) and write it to path atomically
- * (cplab_write_file_atomic); frees t either way. */
+ * (cplab_atomic_write); frees t either way. */
 int report_text_commit(report_text *t, const char *path, cplab_diag *d);
 
 #endif

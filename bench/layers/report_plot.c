@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cplab/atomic.h"
 #include "report.h"
 #include "report_internal.h"
 
@@ -248,9 +249,10 @@ static int render_images(const char *dir, const char *base, char (*names)[1100],
     for (int k = 0; k < IMAGE_KINDS; k++) {
       snprintf(final, sizeof final, "%s/%s.%s", dir, names[i], image_kinds[k]);
       snprintf(tmp, sizeof tmp, "%s%s", final, suffix);
-      if (!rc && rename(tmp, final) != 0)
+      if (!rc && access(tmp, F_OK) != 0)
         rc = cplab_diag_set(d, CPLAB_EIO, "gnuplot did not make '%s': %s", final, strerror(errno));
-      unlink(tmp);
+      if (!rc) rc = cplab_atomic_commit(tmp, final, d);
+      else unlink(tmp);
     }
   return rc;
 }

@@ -116,11 +116,6 @@ int cplab_cli_under_mpirun(void);
  * error of getopt's '?' (an unknown option, or one missing its argument). */
 int cplab_cli_getopt_error(char **argv, const char *shortopts, cplab_diag *d);
 
-/* Write len bytes to path atomically: a temporary file in the same
- * directory, flushed and renamed over path, so a crash never leaves a
- * partial file and an existing file is replaced only by a complete one. */
-int cplab_write_file_atomic(const char *path, const void *data, size_t len, cplab_diag *d);
-
 #ifdef __cplusplus
 }
 #endif

@@ -2,6 +2,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cplab/atomic.h"
 #include "cplab/cli.h"
 #include "cplab/log.h"
 #include "cplab/model.h"
@@ -168,8 +169,8 @@ static void test_write_atomic(void **state) {
   char path[128];
   snprintf(path, sizeof path, "%s/out.json", dir);
   cplab_diag d = {0};
-  assert_int_equal(cplab_write_file_atomic(path, "old\n", 4, &d), 0);
-  assert_int_equal(cplab_write_file_atomic(path, "new!\n", 5, &d), 0);
+  assert_int_equal(cplab_atomic_write(path, "old\n", 4, &d), 0);
+  assert_int_equal(cplab_atomic_write(path, "new!\n", 5, &d), 0);
   FILE *f = fopen(path, "r");
   char buf[16] = {0};
   assert_int_equal(fread(buf, 1, sizeof buf, f), 5);
@@ -181,10 +182,53 @@ static void test_write_atomic(void **state) {
   /* A directory that does not exist: error, nothing left behind. */
   char bad[160];
   snprintf(bad, sizeof bad, "%s/missing/out.json", dir);
-  assert_int_equal(cplab_write_file_atomic(bad, "x", 1, &d), CPLAB_EIO);
+  assert_int_equal(cplab_atomic_write(bad, "x", 1, &d), CPLAB_EIO);
   assert_non_null(strstr(d.msg, "cannot create a temporary file beside"));
   unlink(path);
   assert_int_equal(rmdir(dir), 0); /* empty: no temporary files remain */
+}
+
+/* The two halves the HDF5 writers use: begin leaves an empty 0644 file
+ * beside the target; a commit that cannot rename (the target is a
+ * non-empty directory) removes the temporary file and keeps the target. */
+static void test_atomic_begin_commit(void **state) {
+  (void)state;
+  char dir[] = "/tmp/cplab-test-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char path[128], sub[160];
+  snprintf(path, sizeof path, "%s/out.h5", dir);
+  cplab_diag d = {0};
+  char *tmp = NULL;
+  assert_int_equal(cplab_atomic_begin(path, &tmp, &d), 0);
+  assert_non_null(strstr(tmp, "/out.h5.tmp."));
+  struct stat st;
+  assert_int_equal(stat(tmp, &st), 0);
+  assert_true(st.st_size == 0 && (st.st_mode & 0777) == 0644);
+  assert_int_equal(cplab_atomic_commit(tmp, path, &d), 0);
+  assert_int_equal(stat(path, &st), 0);
+  assert_int_equal(access(tmp, F_OK), -1);
+  free(tmp);
+  unlink(path);
+  /* rename over a non-empty directory fails */
+  assert_int_equal(mkdir(path, 0755), 0);
+  snprintf(sub, sizeof sub, "%s/keep", path);
+  FILE *f = fopen(sub, "w");
+  assert_non_null(f);
+  fclose(f);
+  assert_int_equal(cplab_atomic_begin(path, &tmp, &d), 0);
+  assert_int_equal(cplab_atomic_commit(tmp, path, &d), CPLAB_EIO);
+  assert_non_null(strstr(d.msg, "cannot rename"));
+  assert_int_equal(access(tmp, F_OK), -1);
+  assert_int_equal(access(sub, F_OK), 0);
+  free(tmp);
+  /* a temporary file that is not there cannot be committed (a fresh diag:
+   * the first error wins) */
+  cplab_diag d2 = {0};
+  assert_int_equal(cplab_atomic_commit("/nonexistent-cplab/x.tmp", path, &d2), CPLAB_EIO);
+  assert_non_null(strstr(d2.msg, "cannot flush"));
+  unlink(sub);
+  assert_int_equal(rmdir(path), 0);
+  assert_int_equal(rmdir(dir), 0);
 }
 
 static void test_model_presets(void **state) {
@@ -271,7 +315,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_error_names),        cmocka_unit_test(test_diag_first_error_wins),
       cmocka_unit_test(test_log_levels),         cmocka_unit_test(test_parse_u64),
-      cmocka_unit_test(test_cli_parse),          cmocka_unit_test(test_write_atomic),
+      cmocka_unit_test(test_cli_parse),          cmocka_unit_test(test_write_atomic), cmocka_unit_test(test_atomic_begin_commit),
       cmocka_unit_test(test_model_presets),      cmocka_unit_test(test_parallel_dcp_rules),
       cmocka_unit_test(test_parallel_other_rules),
   };
