@@ -4,8 +4,6 @@
  * exactly), are written to --dir and compared; the rate is the compared bytes
  * (both sides) over the wall time of the whole comparison (open, read,
  * compare), the median of --reps. Page cache is not dropped. */
-#include <gsl/gsl_sort.h>
-#include <gsl/gsl_statistics_double.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +12,7 @@
 
 #include "cplab/atomic.h"
 #include "cplab/cli.h"
+#include "cplab/stats.h"
 #include "diff.h"
 
 #define PROG "cplab-diff-bench"
@@ -97,8 +96,7 @@ int main(int argc, char **argv) {
     cplab_diag_report(stderr, PROG, &d);
     return CPLAB_EXIT_ERROR;
   }
-  gsl_sort(secs, 1, 5);
-  double med = gsl_stats_median_from_sorted_data(secs, 1, 5), rate = (double)compared / med / 1e9;
+  double med = cplab_stats_median(secs, 5), rate = (double)compared / med / 1e9;
   printf("# cplab-diff agreement on exact datasets: %.0f MB compared (both sides), %lld differences\n",
          (double)compared / 1e6, (long long)differences);
   printf("  median of 5: %.3f s, %.2f GB/s\n", med, rate);

@@ -2,8 +2,6 @@
  * (contract in mpibench.h). */
 #include "mpibench.h"
 
-#include <gsl/gsl_sort.h>
-#include <gsl/gsl_statistics_double.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,19 +174,12 @@ void mpibench_max_over_ranks(double *t, int n) {
 
 /* ---- results ----------------------------------------------------------------- */
 
-mpibench_stats mpibench_summarise(double *v, int n) {
-  gsl_sort(v, 1, (size_t)n);
-  return (mpibench_stats){gsl_stats_median_from_sorted_data(v, 1, (size_t)n), v[0], v[n - 1],
-                          gsl_stats_quantile_from_sorted_data(v, 1, (size_t)n, 0.1),
-                          gsl_stats_quantile_from_sorted_data(v, 1, (size_t)n, 0.9)};
+void mpibench_summarise_series(double *t, int n, int reps, cplab_spread *st) {
+  for (int i = 0; i < n; i++) st[i] = cplab_stats_spread(t + (size_t)i * (size_t)reps, (size_t)reps);
 }
 
-void mpibench_summarise_series(double *t, int n, int reps, mpibench_stats *st) {
-  for (int i = 0; i < n; i++) st[i] = mpibench_summarise(t + (size_t)i * (size_t)reps, reps);
-}
-
-json_t *mpibench_stats_json(const mpibench_stats *s) {
-  return json_pack("{s:f, s:f, s:f, s:f, s:f}", "median", 1e6 * s->med, "min", 1e6 * s->min, "max", 1e6 * s->max,
+json_t *mpibench_stats_json(const cplab_spread *s) {
+  return json_pack("{s:f, s:f, s:f, s:f, s:f}", "median", 1e6 * s->median, "min", 1e6 * s->min, "max", 1e6 * s->max,
                    "p10", 1e6 * s->p10, "p90", 1e6 * s->p90);
 }
 

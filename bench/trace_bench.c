@@ -12,8 +12,6 @@
  * .. read everything), the median of --reps (sides alternate which goes
  * first); files live in --dir (default /tmp) and are removed after every
  * repetition. Page cache is not dropped, for either side. */
-#include <gsl/gsl_sort.h>
-#include <gsl/gsl_statistics_double.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +20,7 @@
 
 #include "cplab/atomic.h"
 #include "cplab/cli.h"
+#include "cplab/stats.h"
 #include "cplab/trace.h"
 
 #define PROG "cplab-trace-bench"
@@ -34,10 +33,7 @@ static double now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static double median(double *v, int n) {
-  gsl_sort(v, 1, (size_t)n);
-  return gsl_stats_median_from_sorted_data(v, 1, (size_t)n);
-}
+static double median(double *v, int n) { return cplab_stats_median(v, (size_t)n); }
 
 typedef struct sizes {
   uint64_t dims[2];
