@@ -102,17 +102,13 @@ static int bind_device(mpibench_ctx *c, cplab_diag *d) {
   CK_MPI(MPI_Comm_rank(node, &node_rank));
   CK_MPI(MPI_Comm_size(node, &node_size));
   CK_MPI(MPI_Comm_free(&node));
-  uint64_t local = (uint64_t)node_rank; /* where mpirun does not say */
-  const char *env = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-  if (env && cplab_parse_u64(env, &local) != 0)
-    CPLAB_FAIL(d, CPLAB_EINVAL, "OMPI_COMM_WORLD_LOCAL_RANK='%s' is not a number", env);
-  int rc = cplab_gpu_query(&c->gpu, d);
+  int rc = cplab_gpu_query(&c->gpu, d), dev = 0;
   if (rc == CPLAB_ENODEV) cplab_diag_prefix(d, "rank %d: this benchmark needs one GPU per MPI rank: ", c->rank);
   if (rc) return rc;
   if (node_size > c->gpu.device_count)
     CPLAB_FAIL(d, CPLAB_ENODEV, "%d ranks on this node but %d GPUs visible: run one rank per GPU", node_size,
                c->gpu.device_count);
-  int dev = (int)(local % (uint64_t)c->gpu.device_count);
+  if ((rc = cplab_cli_pick_gpu(node_rank, c->gpu.device_count, &dev, d))) return rc;
   CK_CUDA(cudaSetDevice(dev));
   CK_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
   c->l2_bytes = (size_t)l2;

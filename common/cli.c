@@ -67,6 +67,16 @@ int cplab_cli_under_mpirun(void) {
   return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK");
 }
 
+int cplab_cli_pick_gpu(int node_rank, int device_count, int *device, cplab_diag *d) {
+  if (device_count < 1) CPLAB_FAIL(d, CPLAB_ENODEV, "no CUDA device visible");
+  uint64_t local = node_rank < 0 ? 0 : (uint64_t)node_rank;
+  const char *env = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  if (env && cplab_parse_u64(env, &local) != 0)
+    CPLAB_FAIL(d, CPLAB_EINVAL, "OMPI_COMM_WORLD_LOCAL_RANK='%s' is not a number", env);
+  *device = (int)(local % (uint64_t)device_count);
+  return 0;
+}
+
 int cplab_cli_getopt_error(char **argv, const char *shortopts, cplab_diag *d) {
   if (optopt > 0 && optopt < 0x100 && strchr(shortopts, optopt))
     CPLAB_FAIL(d, CPLAB_EUSAGE, "option '-%c' needs an argument", optopt);

@@ -162,6 +162,33 @@ static void test_cli_parse(void **state) {
   }
 }
 
+/* The GPU pick: the launcher's local rank, else the caller's node rank,
+ * modulo the devices; a local rank that is not a number and no device are
+ * errors. */
+static void test_pick_gpu(void **state) {
+  (void)state;
+  const char *var = "OMPI_COMM_WORLD_LOCAL_RANK";
+  char *saved = getenv(var) ? strdup(getenv(var)) : NULL;
+  cplab_diag d = {0};
+  int dev = -1;
+  assert_int_equal(unsetenv(var), 0);
+  assert_int_equal(cplab_cli_pick_gpu(5, 4, &dev, &d), 0);
+  assert_int_equal(dev, 1);
+  assert_int_equal(setenv(var, "6", 1), 0);
+  assert_int_equal(cplab_cli_pick_gpu(0, 4, &dev, &d), 0);
+  assert_int_equal(dev, 2); /* the launcher's word wins over the fallback */
+  assert_int_equal(cplab_cli_pick_gpu(0, 8, &dev, &d), 0);
+  assert_int_equal(dev, 6);
+  assert_int_equal(setenv(var, "two", 1), 0);
+  assert_int_equal(cplab_cli_pick_gpu(0, 8, &dev, &d), CPLAB_EINVAL);
+  assert_non_null(strstr(d.msg, "OMPI_COMM_WORLD_LOCAL_RANK='two' is not a number"));
+  cplab_diag e = {0};
+  assert_int_equal(cplab_cli_pick_gpu(0, 0, &dev, &e), CPLAB_ENODEV);
+  if (saved) setenv(var, saved, 1);
+  else unsetenv(var);
+  free(saved);
+}
+
 static void test_write_atomic(void **state) {
   (void)state;
   char dir[] = "/tmp/cplab-test-XXXXXX";
@@ -315,7 +342,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_error_names),        cmocka_unit_test(test_diag_first_error_wins),
       cmocka_unit_test(test_log_levels),         cmocka_unit_test(test_parse_u64),
-      cmocka_unit_test(test_cli_parse),          cmocka_unit_test(test_write_atomic), cmocka_unit_test(test_atomic_begin_commit),
+      cmocka_unit_test(test_cli_parse),          cmocka_unit_test(test_pick_gpu), cmocka_unit_test(test_write_atomic), cmocka_unit_test(test_atomic_begin_commit),
       cmocka_unit_test(test_model_presets),      cmocka_unit_test(test_parallel_dcp_rules),
       cmocka_unit_test(test_parallel_other_rules),
   };
