@@ -335,14 +335,6 @@ int cplab_trace_link_ranks(cplab_trace_writer *w, int world, cplab_diag *d) {
   return rc;
 }
 
-const char *cplab_trace_tensor_name(cplab_trace_tensor t) {
-  return t >= 0 && t < CPLAB_TT_COUNT ? schema_tensors[t].name : "?";
-}
-
-int cplab_trace_tensor_since_minor(cplab_trace_tensor t) {
-  return t >= 0 && t < CPLAB_TT_COUNT ? schema_tensors[t].since_minor : CPLAB_TRACE_SCHEMA_MINOR;
-}
-
 /* Open (creating as needed) a group path like "steps/000003/layers/012". */
 static hid_t open_or_create(hid_t file, const char *path, cplab_diag *d) {
   if (H5Lexists(file, path, H5P_DEFAULT) > 0) {
@@ -359,7 +351,7 @@ int cplab_trace_write_tensor(cplab_trace_writer *w, size_t step, int layer, cpla
   if (w->rank < 0) CPLAB_FAIL(d, CPLAB_EINVAL, "tensors go into rank files, not the run file");
   if (tensor < 0 || tensor >= CPLAB_TT_COUNT || layer < 0 || layer > 999)
     CPLAB_FAIL(d, CPLAB_EINVAL, "unknown tensor %d or layer %d", (int)tensor, layer);
-  const schema_tensor *st = &schema_tensors[tensor];
+  const cplab_trace_tensor_info *st = cplab_trace_tensor_info_of(tensor);
   if (st->last && dims[st->rank - 1] != st->last)
     CPLAB_FAIL(d, CPLAB_EINVAL, "tensor %s needs a last dimension of %llu, got %llu", st->name,
                (unsigned long long)st->last, (unsigned long long)dims[st->rank - 1]);
@@ -371,7 +363,7 @@ int cplab_trace_write_tensor(cplab_trace_writer *w, size_t step, int layer, cpla
   hid_t layers = open_or_create(w->file, path, d);
   snprintf(path, sizeof path, "%s/layers/%03d", step_path, layer);
   hid_t g = layers < 0 ? -1 : open_or_create(w->file, path, d);
-  int rc = g < 0 ? (d->code ? d->code : CPLAB_EHDF5) : h5u_write_ex(g, st->name, st->type, st->rank, dims, data, compress, d);
+  int rc = g < 0 ? (d->code ? d->code : CPLAB_EHDF5) : h5u_write_ex(g, st->name, schema_h5_type(st->dtype), st->rank, dims, data, compress, d);
   h5u_close(g);
   h5u_close(layers);
   return rc;
