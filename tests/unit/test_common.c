@@ -336,6 +336,14 @@ static void test_parallel_other_rules(void **state) {
   assert_int_equal(m, CPLAB_GRAPH_FULL_DECODE_ONLY);
   assert_string_equal(cplab_graph_mode_name(m), "FULL_DECODE_ONLY");
   assert_int_equal(cplab_graph_mode_parse("full", &m), CPLAB_ENOTFOUND);
+  /* cplab-bench's words: every labelled mode round-trips, FULL has none */
+  for (int g = 0; g < CPLAB_GRAPH_LABELED; g++) {
+    assert_int_equal(cplab_graph_mode_parse_label(cplab_graph_mode_label((cplab_graph_mode)g), &m), 0);
+    assert_int_equal(m, g);
+  }
+  assert_string_equal(cplab_graph_mode_label(CPLAB_GRAPH_FULL_AND_PIECEWISE), "full");
+  assert_string_equal(cplab_graph_mode_label(CPLAB_GRAPH_FULL), "?");
+  assert_int_equal(cplab_graph_mode_parse_label("FULL", &m), CPLAB_ENOTFOUND);
 }
 
 int main(void) {
