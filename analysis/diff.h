@@ -113,8 +113,12 @@ typedef struct diff_rank_layer {
   int partial_heads; /* G·heads of the partials */
   float *partial_out, *partial_lse;
 } diff_rank_layer;
-/* Global token of local token t of row (cplab_rank_plan's schedule). */
-int64_t diff_global_token(const cplab_rank_plan *p, const cplab_row *row, int64_t t);
+/* Global token of local token t of row (cplab_rank_plan's schedule). Inline
+ * here: both diff_numeric.c and diff_partials.c need it, and the partials'
+ * check must not reach back into the file that calls it. */
+static inline int64_t diff_global_token(const cplab_rank_plan *p, const cplab_row *row, int64_t t) {
+  return p->sched.token_offset[row->req] + row->start + (t - row->token_offset);
+}
 /* The partial-combine invariant of one layer of a step over every rank's
  * stored tensors L[world] (diff_partials.c). */
 int diff_partials_check(diff_report *r, const cplab_step_input *in, int layer, cplab_rank_plan *const *plans,

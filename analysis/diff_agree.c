@@ -45,50 +45,28 @@ static void token_meaning(const cplab_rank_plan *p, const int64_t *sampled, int6
   snprintf(out, cap, "row %lld", (long long)m);
 }
 
+/* The comparison follows the tensor's type in the table (h5diff's dispatch
+ * on the file's type): integers and stored bits (quantised caches, bf16
+ * workspaces, digests) exactly, floats by tolerance. The top-k and its
+ * conversion are integers too but are compared as sets modulo ties. */
 static int is_exact(cplab_trace_tensor t) {
-  return t == CPLAB_TT_KV_CACHE || t == CPLAB_TT_INDEX_K_CACHE || t == CPLAB_TT_WORKSPACE ||
-         t == CPLAB_TT_SAMPLED_TOKENS || t == CPLAB_TT_DIGESTS || t == CPLAB_TT_TOPK_VALID;
+  return !cplab_trace_dtype_is_float(cplab_trace_tensor_info_of(t)->dtype) && t != CPLAB_TT_TOPK &&
+         t != CPLAB_TT_TOPK_CONVERTED;
 }
 
-static size_t elem_size(cplab_trace_tensor t) {
-  switch (t) {
-    case CPLAB_TT_KV_CACHE:
-    case CPLAB_TT_INDEX_K_CACHE: return 1;
-    case CPLAB_TT_WORKSPACE: return 2;
-    case CPLAB_TT_SAMPLED_TOKENS:
-    case CPLAB_TT_DIGESTS: return 8;
-    default: return 4;
-  }
-}
-
-static int tensor_of(const char *name) {
-  for (int t = 0; t < CPLAB_TT_COUNT; t++)
-    if (strcmp(cplab_trace_tensor_name((cplab_trace_tensor)t), name) == 0) return t;
-  return -1;
-}
+static size_t elem_size(cplab_trace_tensor t) { return cplab_trace_dtype_size(cplab_trace_tensor_info_of(t)->dtype); }
 
 /* The JUnit classname of a dataset: what part of the computation it is. */
 static const char *group_of(const char *name) {
-  switch (tensor_of(name)) {
-    case CPLAB_TT_TOPK:
-    case CPLAB_TT_TOPK_CONVERTED:
-    case CPLAB_TT_TOPK_SCORES:
-    case CPLAB_TT_KTH_SCORE:
-    case CPLAB_TT_TOPK_VALID: return "indexer";
-    case CPLAB_TT_SAMPLED_TOKENS: return "rows";
-    case CPLAB_TT_ATTN_OUT:
-    case CPLAB_TT_ATTN_LSE:
-    case CPLAB_TT_ATTN_PARTIAL_OUT:
-    case CPLAB_TT_ATTN_PARTIAL_LSE: return "attention";
-    case -1: return strcmp(name, "plans") == 0 ? "plans" : strcmp(name, "newer-schema") == 0 ? "schema" : "layout";
-    default: return "caches";
-  }
+  int t = cplab_trace_tensor_find(name);
+  if (t >= 0) return cplab_trace_tensor_info_of((cplab_trace_tensor)t)->part;
+  return strcmp(name, "plans") == 0 ? "plans" : strcmp(name, "newer-schema") == 0 ? "schema" : "layout";
 }
 
 /* What passing means for a dataset, with the policy's numbers, so that a CI
  * report's failure says which tolerance the values broke. */
 static void criterion(const diff_policy *pol, const char *name, char *out, size_t cap) {
-  int t = tensor_of(name);
+  int t = cplab_trace_tensor_find(name);
   if (t == CPLAB_TT_TOPK) {
     snprintf(out, cap,
              "the same sets modulo ties: an index only one side picked scores within %g + %g (the row's largest |score|) "
@@ -158,8 +136,12 @@ static int64_t ulp_distance(float a, float b) {
 
 /* Per-row tensors of [rows, heads, 512] (attention outputs) and of
  * [rows, heads] (their lse). */
-static int by_head(cplab_trace_tensor t) { return t == CPLAB_TT_ATTN_OUT || t == CPLAB_TT_ATTN_PARTIAL_OUT; }
-static int lse_by_head(cplab_trace_tensor t) { return t == CPLAB_TT_ATTN_LSE || t == CPLAB_TT_ATTN_PARTIAL_LSE; }
+/* [rows, heads, 512] tensors, and the attention's [rows, heads] LSEs. */
+static int by_head(cplab_trace_tensor t) { return cplab_trace_tensor_info_of(t)->rank == 3; }
+static int lse_by_head(cplab_trace_tensor t) {
+  const cplab_trace_tensor_info *i = cplab_trace_tensor_info_of(t);
+  return i->rank == 2 && strcmp(i->part, "attention") == 0;
+}
 
 /* "token 5 (request 2, position 37) head 3 column 17" for element (row, c)
  * of a per-row float tensor: attn_out rows are (sampled row, head) pairs,
@@ -385,8 +367,7 @@ static int compare_layer(pair_ctx *x, cplab_trace *ta, cplab_trace *tb, cplab_di
       diff_report_add(x->r, ds->c, "%s: rank %d step %zu layer %d: shapes differ", name, x->rank, x->step, x->layer);
       continue;
     }
-    int vector = t == CPLAB_TT_KTH_SCORE || t == CPLAB_TT_SAMPLED_TOKENS || t == CPLAB_TT_DIGESTS || t == CPLAB_TT_TOPK_VALID;
-    int rank = vector ? 1 : by_head((cplab_trace_tensor)t) ? 3 : 2;
+    int rank = cplab_trace_tensor_info_of((cplab_trace_tensor)t)->rank;
     if (t == CPLAB_TT_DIGESTS && x->layouts_differ && p[t].dims[0] > 2) {
       dataset(x->r, x->pol, "layout-specific")->compared += (int64_t)p[t].dims[0] - 2;
       p[t].dims[0] = 2; /* the caches; the workspaces are the layout's */

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cplab/atomic.h"
 #include "cplab/cli.h"
 #include "diff.h"
 
@@ -90,7 +91,7 @@ static int write_outputs(const diff_report *r, const cplab_cli *cli, const opts 
   int rc = j && !text ? cplab_diag_set(d, CPLAB_ENOMEM, "out of memory") : 0;
   if (cli->json && text) printf("%s\n", text);
   else print_text(r, cli->quiet);
-  if (!rc && cli->out) rc = cplab_write_file_atomic(cli->out, text, strlen(text), d);
+  if (!rc && cli->out) rc = cplab_atomic_write(cli->out, text, strlen(text), d);
   if (!rc && o->junit) rc = diff_junit_write(o->junit, r, jr, d);
   free(text);
   json_decref(j);

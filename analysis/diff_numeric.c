@@ -57,10 +57,6 @@ static int read_layer(cplab_trace *t, size_t step, int layer, rank_layer *l, cpl
   return rc;
 }
 
-int64_t diff_global_token(const cplab_rank_plan *p, const cplab_row *row, int64_t t) {
-  return p->sched.token_offset[row->req] + row->start + (t - row->token_offset);
-}
-
 /* Replicated rows: the first rank holding a global token with the same TP
  * rank is the reference for the others. */
 static void replicated_rows(diff_report *r, size_t step, int layer, cplab_rank_plan *const *plans, const rank_layer *L,

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cplab/atomic.h"
 #include "cplab/cli.h"
 #include "diff.h"
 
@@ -206,7 +207,7 @@ int diff_junit_write(const char *path, const diff_report *r, const diff_junit_ru
   if (!f) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
   int rc = diff_junit_render(f, r, run, d);
   if (fclose(f) != 0 && !rc) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
-  if (!rc) rc = cplab_write_file_atomic(path, text, len, d);
+  if (!rc) rc = cplab_atomic_write(path, text, len, d);
   if (rc) cplab_diag_prefix(d, "--junit: ");
   free(text);
   return rc;

@@ -1,7 +1,7 @@
 # analysis/: cplab-diff (agreement of two runs; rank-invariance of one run),
 # reading traces only through traces/ and judging with sim/check.c's rules.
 noinst_LTLIBRARIES += libcplab_diff.la
-libcplab_diff_la_SOURCES = %reldir%/stats.c %reldir%/stats.h %reldir%/diff_ranks.c %reldir%/diff_numeric.c %reldir%/diff_partials.c %reldir%/diff_agree.c %reldir%/policy.c %reldir%/report.c %reldir%/junit.c \
+libcplab_diff_la_SOURCES = %reldir%/diff_ranks.c %reldir%/diff_numeric.c %reldir%/diff_partials.c %reldir%/diff_agree.c %reldir%/policy.c %reldir%/report.c %reldir%/junit.c \
 	%reldir%/diff.h
 nodist_libcplab_diff_la_SOURCES = %reldir%/policy_text.h
 libcplab_diff_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim -I$(top_builddir)/%reldir%
@@ -12,8 +12,8 @@ cplab_diff_SOURCES = %reldir%/diff_main.c
 cplab_diff_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
 cplab_diff_LDADD = libcplab_diff.la $(CPLAB_CORE_LIBS) $(HDF5_LIBS)
 
-check_PROGRAMS += tests/unit/test_diff tests/unit/test_stats tests/unit/test_junit
-TESTS += tests/unit/test_diff tests/unit/test_stats tests/unit/test_junit tests/cli/diff_cli.sh tests/cli/diff_junit.sh \
+check_PROGRAMS += tests/unit/test_diff tests/unit/test_junit
+TESTS += tests/unit/test_diff tests/unit/test_junit tests/cli/diff_cli.sh tests/cli/diff_junit.sh \
 	tests/cli/diff_partials.sh tests/cli/mutants.sh
 EXTRA_DIST += tests/cli/diff_cli.sh tests/cli/diff_junit.sh tests/cli/diff_partials.sh tests/cli/mutants.sh tests/golden
 tests_unit_test_diff_SOURCES = tests/unit/test_diff.c tests/unit/testutil.h
@@ -39,6 +39,3 @@ EXTRA_DIST += %reldir%/policy.json %reldir%/README.md build-aux/embed-text.sh
 tests_unit_test_junit_SOURCES = tests/unit/test_junit.c tests/unit/testutil.h
 tests_unit_test_junit_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/analysis
 tests_unit_test_junit_LDADD = libcplab_diff.la $(TEST_UNIT_LIBS) $(HDF5_LIBS)
-tests_unit_test_stats_SOURCES = tests/unit/test_stats.c tests/unit/testutil.h
-tests_unit_test_stats_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/analysis
-tests_unit_test_stats_LDADD = libcplab_diff.la $(TEST_UNIT_LIBS) $(HDF5_LIBS)

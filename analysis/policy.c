@@ -15,9 +15,7 @@ static int apply(const json_t *root, const char *origin, diff_policy *p, cplab_d
   json_t *v;
   json_object_foreach((json_t *)root, key, v) {
     if (strcmp(key, "comment") == 0) continue;
-    int k = -1, combine = strcmp(key, "partial_combine") == 0;
-    for (int i = 0; i < CPLAB_TT_COUNT; i++)
-      if (strcmp(cplab_trace_tensor_name((cplab_trace_tensor)i), key) == 0) k = i;
+    int k = cplab_trace_tensor_find(key), combine = strcmp(key, "partial_combine") == 0;
     if ((k < 0 && !combine) || !json_is_object(v))
       CPLAB_FAIL(d, CPLAB_ESCHEMA, "%s: '%s' is neither a tensor of the trace schema nor partial_combine", origin, key);
     const char *f;

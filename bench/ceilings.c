@@ -1,8 +1,6 @@
 /* The GPU's ceilings and the benchmarks' timing: see ceilings.h. */
 #include "ceilings.h"
 
-#include <gsl/gsl_sort.h>
-#include <gsl/gsl_statistics_double.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,16 +234,7 @@ int cplab_bench_time(int nops, cplab_bench_run_fn run, void *const *ctx, int rep
   return rc;
 }
 
-cplab_bench_stats cplab_bench_stats_of(double *v, size_t n) {
-  gsl_sort(v, 1, n);
-  return (cplab_bench_stats){.median = gsl_stats_median_from_sorted_data(v, 1, n),
-                             .p10 = gsl_stats_quantile_from_sorted_data(v, 1, n, 0.1),
-                             .p90 = gsl_stats_quantile_from_sorted_data(v, 1, n, 0.9),
-                             .min = v[0],
-                             .max = v[n - 1]};
-}
-
-json_t *cplab_ceil_json(const cplab_ceil_op *o, const cplab_bench_stats *st) {
+json_t *cplab_ceil_json(const cplab_ceil_op *o, const cplab_spread *st) {
   double work, unit;
   cplab_ceil_work(o, &work, &unit);
   json_t *r = json_pack("{s:s, s:{s:f, s:f, s:f, s:f, s:f}}", "op", o->name, "time_us", "median", 1e6 * st->median,

@@ -27,6 +27,7 @@
 #include <stdio.h>
 
 #include "cplab/error.h"
+#include "cplab/stats.h"
 #include "cplab_kernels.h"
 
 #define CPLAB_CEIL_MAX_SETS 16
@@ -92,16 +93,9 @@ typedef int (*cplab_bench_run_fn)(void *ctx, void *stream, cplab_diag *d);
 int cplab_bench_time(int nops, cplab_bench_run_fn run, void *const *ctx, int reps, int warmup, void *stream,
                      double *const *t, double *busy, cplab_diag *d);
 
-typedef struct cplab_bench_stats {
-  double median, p10, p90, min, max; /* seconds */
-} cplab_bench_stats;
-
-/* Statistics of n > 0 times (sorted in place). */
-cplab_bench_stats cplab_bench_stats_of(double *t, size_t n);
-
 /* The ceilings' JSON object of one operation: time_us {median, min, max,
  * p10, p90}, the rate at the median, p10 and p90 times, what was measured. */
-json_t *cplab_ceil_json(const cplab_ceil_op *o, const cplab_bench_stats *st);
+json_t *cplab_ceil_json(const cplab_ceil_op *o, const cplab_spread *st);
 
 /* "YYYY-MM-DDTHH:MM:SSZ" (UTC, now) into buf (>= 21 bytes). */
 void cplab_bench_date(char *buf, size_t cap);

@@ -31,6 +31,7 @@
 
 #include "ceilings.h"
 #include "config.h"
+#include "cplab/atomic.h"
 #include "cplab/cli.h"
 #include "cplab_kernels.h"
 #include "cplab_stream.h"
@@ -117,7 +118,7 @@ static void usage(FILE *f) {
 
 /* Statistics, the table line and the JSON object of one operation. */
 static json_t *report_op(const cplab_ceil_op *o, double *t, int reps) {
-  cplab_bench_stats st = cplab_bench_stats_of(t, (size_t)reps);
+  cplab_spread st = cplab_stats_spread(t, (size_t)reps);
   double work, unit;
   cplab_ceil_work(o, &work, &unit);
   printf("%-26s %10.1f %10.1f %10.1f %10.1f %s\n", o->name, 1e6 * st.median, 1e6 * st.p10, 1e6 * st.p90,
@@ -221,7 +222,7 @@ int main(int argc, char **argv) {
       cplab_diag_set(&d, CPLAB_ENOMEM, "cannot serialise the JSON document");
       die(&d);
     }
-    ck_lab(cplab_write_file_atomic(o.out, text, strlen(text), &d), &d);
+    ck_lab(cplab_atomic_write(o.out, text, strlen(text), &d), &d);
     free(text);
   }
   json_decref(doc);

@@ -4,15 +4,15 @@
  * exactly), are written to --dir and compared; the rate is the compared bytes
  * (both sides) over the wall time of the whole comparison (open, read,
  * compare), the median of --reps. Page cache is not dropped. */
-#include <gsl/gsl_sort.h>
-#include <gsl/gsl_statistics_double.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "cplab/atomic.h"
 #include "cplab/cli.h"
+#include "cplab/stats.h"
 #include "diff.h"
 
 #define PROG "cplab-diff-bench"
@@ -96,8 +96,7 @@ int main(int argc, char **argv) {
     cplab_diag_report(stderr, PROG, &d);
     return CPLAB_EXIT_ERROR;
   }
-  gsl_sort(secs, 1, 5);
-  double med = gsl_stats_median_from_sorted_data(secs, 1, 5), rate = (double)compared / med / 1e9;
+  double med = cplab_stats_median(secs, 5), rate = (double)compared / med / 1e9;
   printf("# cplab-diff agreement on exact datasets: %.0f MB compared (both sides), %lld differences\n",
          (double)compared / 1e6, (long long)differences);
   printf("  median of 5: %.3f s, %.2f GB/s\n", med, rate);
@@ -105,7 +104,7 @@ int main(int argc, char **argv) {
     json_t *j = json_pack("{s:s, s:I, s:f, s:f}", "bench", "diff_exact", "compared_bytes", (json_int_t)compared,
                           "seconds", med, "gb_per_s", rate);
     char *text = json_dumps(j, JSON_INDENT(2));
-    if (cli.out) rc = cplab_write_file_atomic(cli.out, text, strlen(text), &d);
+    if (cli.out) rc = cplab_atomic_write(cli.out, text, strlen(text), &d);
     if (cli.json) printf("%s\n", text);
     free(text);
     json_decref(j);

@@ -264,22 +264,22 @@ static void print_header(const mpibench_ctx *c, const opts *o) {
 /* One table line and one JSON entry (rank 0). Bandwidths in GB/s (1e9 B/s)
  * from the median times; busbw is "-" / null for one rank, where nccl-tests'
  * factor (n-1)/n would make it 0. */
-static void report_size(const mpibench_ctx *c, const bufs *b, const mpibench_stats *st, json_t *results) {
+static void report_size(const mpibench_ctx *c, const bufs *b, const cplab_spread *st, json_t *results) {
   double total = (double)c->world * (double)b->rows * (double)ROW_BYTES;
   double local_bytes = (double)b->rows * (double)(ENTRY_BYTES + ROW_BYTES);
-  double alg[2], bus[2], ratio = st[OP_EXEC].med / st[OP_NCCL].med, gbps = local_bytes / st[OP_LOCAL].med / 1e9;
+  double alg[2], bus[2], ratio = st[OP_EXEC].median / st[OP_NCCL].median, gbps = local_bytes / st[OP_LOCAL].median / 1e9;
   char busbw[2][16] = {"-", "-"};
   json_t *r = json_pack("{s:I, s:I, s:I, s:i}", "rows", (json_int_t)b->rows, "bytes_per_rank",
                         (json_int_t)((size_t)b->rows * ROW_BYTES), "total_bytes", (json_int_t)total, "rotation_sets",
                         b->sets);
   for (int op = 0; op < NOPS; op++) {
-    const mpibench_stats *s = &st[op];
+    const cplab_spread *s = &st[op];
     json_t *o = json_pack("{s:o}", "time_us", mpibench_stats_json(s));
     if (op == OP_LOCAL) {
       json_object_set_new(o, "bytes_moved", json_integer((json_int_t)local_bytes));
       json_object_set_new(o, "gbps", json_real(gbps));
     } else {
-      alg[op] = total / s->med / 1e9;
+      alg[op] = total / s->median / 1e9;
       bus[op] = alg[op] * (c->world - 1) / c->world;
       if (c->world > 1) snprintf(busbw[op], sizeof busbw[op], "%.2f", bus[op]);
       json_object_set_new(o, "algbw_gbps", json_real(alg[op]));
@@ -290,8 +290,8 @@ static void report_size(const mpibench_ctx *c, const bufs *b, const mpibench_sta
   }
   json_array_append_new(results, r);
   printf("%9lld %11zu %10.2f %8.2f %8s %10.2f %8.2f %8s %6.3f %10.2f %8.1f\n", (long long)b->rows,
-         (size_t)b->rows * ROW_BYTES, 1e6 * st[OP_NCCL].med, alg[OP_NCCL], busbw[OP_NCCL], 1e6 * st[OP_EXEC].med,
-         alg[OP_EXEC], busbw[OP_EXEC], ratio, 1e6 * st[OP_LOCAL].med, gbps);
+         (size_t)b->rows * ROW_BYTES, 1e6 * st[OP_NCCL].median, alg[OP_NCCL], busbw[OP_NCCL], 1e6 * st[OP_EXEC].median,
+         alg[OP_EXEC], busbw[OP_EXEC], ratio, 1e6 * st[OP_LOCAL].median, gbps);
   fflush(stdout);
 }
 
@@ -310,7 +310,7 @@ static int bench_size(const mpibench_ctx *c, const opts *o, int64_t rows, json_t
             (long long)rows, why, bad);
   if (!total) {
     double *t = mpibench_host_alloc(NOPS * (size_t)o->reps * sizeof *t);
-    mpibench_stats st[NOPS];
+    cplab_spread st[NOPS];
     time_ops(c, &b, o->reps, o->warmup, t);
     mpibench_summarise_series(t, NOPS, o->reps, st);
     if (c->rank == 0) report_size(c, &b, st, results);

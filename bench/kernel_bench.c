@@ -21,6 +21,7 @@
 
 #include "ceilings.h"
 #include "config.h"
+#include "cplab/atomic.h"
 #include "cplab/cli.h"
 #include "cplab_kernels.h"
 #include "cplab_stream.h"
@@ -276,7 +277,7 @@ static int write_json(const char *path, json_t *doc, cplab_diag *d) {
     CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
   }
   withnl[n] = '\n', withnl[n + 1] = '\0';
-  int rc = cplab_write_file_atomic(path, withnl, n + 1, d);
+  int rc = cplab_atomic_write(path, withnl, n + 1, d);
   free(withnl);
   return rc;
 }
@@ -319,7 +320,7 @@ static int measure_ceilings(const opts *o, size_t l2, void *stream, ceilings *ou
   if (!rc) {
     json_t *results = json_array();
     for (int i = 0; i < 3; i++) {
-      cplab_bench_stats st = cplab_bench_stats_of(t[i], (size_t)o->reps);
+      cplab_spread st = cplab_stats_spread(t[i], (size_t)o->reps);
       double work, unit;
       cplab_ceil_work(&ops[i], &work, &unit);
       rate[i] = work / st.median / unit;
@@ -395,7 +396,7 @@ static json_t *check_json(const cplab_kb_kernel *k, const cplab_kb_check *c) {
 
 /* The timing and rate fields of a timed case: the times, then the rates of the kernel's kind, each against
  * its ceiling when the ceilings were measured. Fills the table's rate columns. */
-static json_t *timing_json(const opts *o, const cplab_kb_kernel *k, const cplab_kb_work *w, const cplab_bench_stats *st,
+static json_t *timing_json(const opts *o, const cplab_kb_kernel *k, const cplab_kb_work *w, const cplab_spread *st,
                            double busy, const ceilings *ceil, char cols[5][16]) {
   double tf = w->flop / st->median / 1e12, tfv = w->flop_valid / st->median / 1e12, gbps = w->bytes / st->median / 1e9;
   json_t *j = json_pack("{s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:i, s:f, s:f}", "median_us", 1e6 * st->median, "p10_us",
@@ -489,7 +490,7 @@ static void run_case(const opts *o, int index, int total, const cplab_kb_kernel 
     if (!rc) rc = cplab_bench_time(1, k->run, ctx, o->reps, o->warmup, stream, &t, &busy, &d);
   }
   if (!rc && chk.ok) {
-    cplab_bench_stats st = cplab_bench_stats_of(t, (size_t)o->reps);
+    cplab_spread st = cplab_stats_spread(t, (size_t)o->reps);
     char rcol[5][16], ecol[2][16];
     json_t *timing = timing_json(o, k, &w, &st, busy, ceil, rcol);
     json_object_update(e, timing);

@@ -290,21 +290,21 @@ static void print_verdict(const mpibench_ctx *c, int64_t n, const moe_verdict *v
          (long long)(n - v->route_differs), (long long)n, (long long)v->near_ties);
 }
 
-static json_t *report_batch(const bufs *b, const moe_verdict *v, const mpibench_stats *st) {
+static json_t *report_batch(const bufs *b, const moe_verdict *v, const cplab_spread *st) {
   json_t *r = json_pack("{s:I, s:I, s:{s:I, s:I, s:f, s:f, s:I, s:I}}", "rows_per_rank", (json_int_t)b->n,
                         "rows_gathered", (json_int_t)b->rows_all, "check_rank0", "elements", (json_int_t)v->elems,
                         "bit_identical", (json_int_t)v->identical, "worst_error_of_allowance", v->worst, "cos_diff",
                         v->cos_diff, "routing_differs", (json_int_t)v->route_differs, "near_ties",
                         (json_int_t)v->near_ties);
   for (int mode = 0; mode < NMODES; mode++) {
-    const mpibench_stats *m = st + mode * NOPS;
+    const cplab_spread *m = st + mode * NOPS;
     json_t *jm = json_object();
     for (int op = 0; op < NOPS; op++) json_object_set_new(jm, op_key[op], json_pack("{s:o}", "time_us", mpibench_stats_json(&m[op])));
-    json_object_set_new(jm, "fast_over_general", json_real(m[OP_FAST].med / m[OP_GENERAL].med));
+    json_object_set_new(jm, "fast_over_general", json_real(m[OP_FAST].median / m[OP_GENERAL].median));
     json_object_set_new(r, mode_key[mode], jm);
-    printf("%6lld %6s %11.2f %9.2f %9.3f %12.2f %9.2f\n", (long long)b->n, mode_key[mode], 1e6 * m[OP_GENERAL].med,
-           1e6 * m[OP_FAST].med, m[OP_FAST].med / m[OP_GENERAL].med, 1e6 * m[OP_GENERAL_MOE].med,
-           1e6 * m[OP_FAST_MOE].med);
+    printf("%6lld %6s %11.2f %9.2f %9.3f %12.2f %9.2f\n", (long long)b->n, mode_key[mode], 1e6 * m[OP_GENERAL].median,
+           1e6 * m[OP_FAST].median, m[OP_FAST].median / m[OP_GENERAL].median, 1e6 * m[OP_GENERAL_MOE].median,
+           1e6 * m[OP_FAST_MOE].median);
   }
   fflush(stdout);
   return r;
@@ -330,7 +330,7 @@ static int bench_batch(const mpibench_ctx *c, const opts *o, cplab_moe *moe, cpl
   }
   if (!total) {
     double *t = mpibench_host_alloc(NMODES * NOPS * (size_t)o->reps * sizeof *t);
-    mpibench_stats st[NMODES * NOPS];
+    cplab_spread st[NMODES * NOPS];
     capture(c, o->shape.dim, &b);
     time_ops(c, o->shape.dim, &b, o->reps, o->warmup, t);
     mpibench_summarise_series(t, NMODES * NOPS, o->reps, st);

@@ -2,14 +2,13 @@
  * (contract in mpibench.h). */
 #include "mpibench.h"
 
-#include <gsl/gsl_sort.h>
-#include <gsl/gsl_statistics_double.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "config.h"
+#include "cplab/atomic.h"
 #include "cplab/cli.h"
 
 /* ---- checked calls ------------------------------------------------------ */
@@ -103,17 +102,13 @@ static int bind_device(mpibench_ctx *c, cplab_diag *d) {
   CK_MPI(MPI_Comm_rank(node, &node_rank));
   CK_MPI(MPI_Comm_size(node, &node_size));
   CK_MPI(MPI_Comm_free(&node));
-  uint64_t local = (uint64_t)node_rank; /* where mpirun does not say */
-  const char *env = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-  if (env && cplab_parse_u64(env, &local) != 0)
-    CPLAB_FAIL(d, CPLAB_EINVAL, "OMPI_COMM_WORLD_LOCAL_RANK='%s' is not a number", env);
-  int rc = cplab_gpu_query(&c->gpu, d);
+  int rc = cplab_gpu_query(&c->gpu, d), dev = 0;
   if (rc == CPLAB_ENODEV) cplab_diag_prefix(d, "rank %d: this benchmark needs one GPU per MPI rank: ", c->rank);
   if (rc) return rc;
   if (node_size > c->gpu.device_count)
     CPLAB_FAIL(d, CPLAB_ENODEV, "%d ranks on this node but %d GPUs visible: run one rank per GPU", node_size,
                c->gpu.device_count);
-  int dev = (int)(local % (uint64_t)c->gpu.device_count);
+  if ((rc = cplab_cli_pick_gpu(node_rank, c->gpu.device_count, &dev, d))) return rc;
   CK_CUDA(cudaSetDevice(dev));
   CK_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
   c->l2_bytes = (size_t)l2;
@@ -175,19 +170,12 @@ void mpibench_max_over_ranks(double *t, int n) {
 
 /* ---- results ----------------------------------------------------------------- */
 
-mpibench_stats mpibench_summarise(double *v, int n) {
-  gsl_sort(v, 1, (size_t)n);
-  return (mpibench_stats){gsl_stats_median_from_sorted_data(v, 1, (size_t)n), v[0], v[n - 1],
-                          gsl_stats_quantile_from_sorted_data(v, 1, (size_t)n, 0.1),
-                          gsl_stats_quantile_from_sorted_data(v, 1, (size_t)n, 0.9)};
+void mpibench_summarise_series(double *t, int n, int reps, cplab_spread *st) {
+  for (int i = 0; i < n; i++) st[i] = cplab_stats_spread(t + (size_t)i * (size_t)reps, (size_t)reps);
 }
 
-void mpibench_summarise_series(double *t, int n, int reps, mpibench_stats *st) {
-  for (int i = 0; i < n; i++) st[i] = mpibench_summarise(t + (size_t)i * (size_t)reps, reps);
-}
-
-json_t *mpibench_stats_json(const mpibench_stats *s) {
-  return json_pack("{s:f, s:f, s:f, s:f, s:f}", "median", 1e6 * s->med, "min", 1e6 * s->min, "max", 1e6 * s->max,
+json_t *mpibench_stats_json(const cplab_spread *s) {
+  return json_pack("{s:f, s:f, s:f, s:f, s:f}", "median", 1e6 * s->median, "min", 1e6 * s->min, "max", 1e6 * s->max,
                    "p10", 1e6 * s->p10, "p90", 1e6 * s->p90);
 }
 
@@ -219,7 +207,7 @@ json_t *mpibench_doc_header(const mpibench_ctx *c, const char *bench, int reps, 
 int mpibench_write_json(const json_t *doc, const char *path, cplab_diag *d) {
   char *text = json_dumps(doc, JSON_INDENT(2));
   if (!text) return cplab_diag_set(d, CPLAB_ENOMEM, "cannot serialise the JSON document");
-  int rc = cplab_write_file_atomic(path, text, strlen(text), d);
+  int rc = cplab_atomic_write(path, text, strlen(text), d);
   free(text);
   return rc;
 }

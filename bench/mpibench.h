@@ -25,6 +25,7 @@
 #pragma GCC diagnostic pop
 
 #include "cplab/error.h"
+#include "cplab/stats.h"
 #include "cplab_kernels.h"
 
 /* The program's name, for messages: defined once by each program. */
@@ -40,10 +41,6 @@ typedef struct mpibench_ctx {
   cplab_gpu_info gpu;
 } mpibench_ctx;
 
-/* The statistics of a set of repetitions, in seconds. */
-typedef struct mpibench_stats {
-  double med, min, max, p10, p90;
-} mpibench_stats;
 
 /* ---- checked calls ------------------------------------------------------ */
 
@@ -96,12 +93,11 @@ void mpibench_max_over_ranks(double *t, int n);
 
 /* ---- results ----------------------------------------------------------------- */
 
-/* Sorts v (n >= 1) and returns its median, extremes and 10th / 90th percentiles. */
-mpibench_stats mpibench_summarise(double *v, int n);
-/* st[i] = the statistics of series i of t (n series of reps values each, series-major). */
-void mpibench_summarise_series(double *t, int n, int reps, mpibench_stats *st);
+/* st[i] = the spread of series i of t (n series of reps values each,
+ * series-major; each series sorted in place), in seconds. */
+void mpibench_summarise_series(double *t, int n, int reps, cplab_spread *st);
 /* {"median", "min", "max", "p10", "p90"} of s in microseconds. */
-json_t *mpibench_stats_json(const mpibench_stats *s);
+json_t *mpibench_stats_json(const cplab_spread *s);
 /* The JSON document's context: bench, date (UTC), commit, command line,
  * card, ranks, NCCL / CUDA versions, NCCL_NVLS_ENABLE, reps and warmup. */
 json_t *mpibench_doc_header(const mpibench_ctx *c, const char *bench, int reps, int warmup, int argc, char **argv);

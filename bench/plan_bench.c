@@ -10,15 +10,15 @@
  * Prints a table; --json / -o write the same as JSON (see bench/README.md).
  * Timings: CLOCK_MONOTONIC wall time, median of --reps repetitions. */
 #include <gsl/gsl_rng.h>
-#include <gsl/gsl_sort.h>
-#include <gsl/gsl_statistics_double.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "check.h"
+#include "cplab/atomic.h"
 #include "cplab/cli.h"
+#include "cplab/stats.h"
 #include "cplab/plan.h"
 
 #define PROG "cplab-plan-bench"
@@ -47,10 +47,7 @@ static int derive_world(const cplab_step_input *in, int flags, double *seconds, 
   return 0;
 }
 
-static double median(double *v, int n) {
-  gsl_sort(v, 1, (size_t)n);
-  return gsl_stats_median_from_sorted_data(v, 1, (size_t)n);
-}
+static double median(double *v, int n) { return cplab_stats_median(v, (size_t)n); }
 
 static int bench_derivation(int reps, json_t *results, cplab_diag *d) {
   static const world_case worlds[] = {{1, 64, 64}, {8, 8, 8}, {8, 8, 64}, {4, 16, 16}, {64, 1, 64}};
@@ -187,7 +184,7 @@ int main(int argc, char **argv) {
     if (!rc && cli.out) {
       size_t n = strlen(text);
       text[n] = '\n';
-      rc = cplab_write_file_atomic(cli.out, text, n + 1, &d);
+      rc = cplab_atomic_write(cli.out, text, n + 1, &d);
       text[n] = '\0';
     }
     if (!rc && cli.json) printf("%s\n", text);

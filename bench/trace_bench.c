@@ -12,15 +12,15 @@
  * .. read everything), the median of --reps (sides alternate which goes
  * first); files live in --dir (default /tmp) and are removed after every
  * repetition. Page cache is not dropped, for either side. */
-#include <gsl/gsl_sort.h>
-#include <gsl/gsl_statistics_double.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "cplab/atomic.h"
 #include "cplab/cli.h"
+#include "cplab/stats.h"
 #include "cplab/trace.h"
 
 #define PROG "cplab-trace-bench"
@@ -33,10 +33,7 @@ static double now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static double median(double *v, int n) {
-  gsl_sort(v, 1, (size_t)n);
-  return gsl_stats_median_from_sorted_data(v, 1, (size_t)n);
-}
+static double median(double *v, int n) { return cplab_stats_median(v, (size_t)n); }
 
 typedef struct sizes {
   uint64_t dims[2];
@@ -193,7 +190,7 @@ int main(int argc, char **argv) {
                           "ratio", mpw / mtw, "read", "trace_s", mtr, "fread_s", mpr, "ratio", mpr / mtr,
                           "deflate_64mib_s", cz);
     char *text = json_dumps(j, JSON_INDENT(2));
-    if (cli.out) rc = cplab_write_file_atomic(cli.out, text, strlen(text), &d);
+    if (cli.out) rc = cplab_atomic_write(cli.out, text, strlen(text), &d);
     if (cli.json) printf("%s\n", text);
     free(text);
     json_decref(j);

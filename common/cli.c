@@ -1,10 +1,8 @@
 /* Shared command-line options: see include/cplab/cli.h. */
 #include "cplab/cli.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -67,6 +65,16 @@ int cplab_cli_handle(cplab_cli *cli, int opt, const char *arg, cplab_diag *d) {
 
 int cplab_cli_under_mpirun(void) {
   return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK");
+}
+
+int cplab_cli_pick_gpu(int node_rank, int device_count, int *device, cplab_diag *d) {
+  if (device_count < 1) CPLAB_FAIL(d, CPLAB_ENODEV, "no CUDA device visible");
+  uint64_t local = node_rank < 0 ? 0 : (uint64_t)node_rank;
+  const char *env = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  if (env && cplab_parse_u64(env, &local) != 0)
+    CPLAB_FAIL(d, CPLAB_EINVAL, "OMPI_COMM_WORLD_LOCAL_RANK='%s' is not a number", env);
+  *device = (int)(local % (uint64_t)device_count);
+  return 0;
 }
 
 int cplab_cli_getopt_error(char **argv, const char *shortopts, cplab_diag *d) {
@@ -160,39 +168,6 @@ int cplab_cli_answer_info(const cplab_cli *cli, const char *prog, void (*usage)(
 void cplab_cli_usage_error(const char *prog, const cplab_diag *d) {
   cplab_diag_report(stderr, prog, d);
   fprintf(stderr, "Try '%s --help'.\n", prog);
-}
-
-int cplab_write_file_atomic(const char *path, const void *data, size_t len, cplab_diag *d) {
-  size_t n = strlen(path);
-  char *tmp = malloc(n + 16);
-  if (!tmp) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
-  snprintf(tmp, n + 16, "%s.tmp.XXXXXX", path);
-  int fd = mkstemp(tmp);
-  if (fd < 0) {
-    int e = errno;
-    free(tmp);
-    CPLAB_FAIL(d, CPLAB_EIO, "cannot create a temporary file beside '%s': %s", path, strerror(e));
-  }
-  const char *p = data;
-  size_t left = len;
-  /* mkstemp makes 0600 files; outputs are ordinary shareable files. */
-  int rc = fchmod(fd, 0644) == 0 ? 0 : cplab_diag_set(d, CPLAB_EIO, "cannot chmod '%s': %s", tmp, strerror(errno));
-  while (left > 0 && rc == 0) {
-    ssize_t w = write(fd, p, left);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) rc = cplab_diag_set(d, CPLAB_EIO, "cannot write '%s': %s", tmp, strerror(errno));
-    else {
-      p += w;
-      left -= (size_t)w;
-    }
-  }
-  if (rc == 0 && fsync(fd) != 0) rc = cplab_diag_set(d, CPLAB_EIO, "cannot flush '%s': %s", tmp, strerror(errno));
-  if (close(fd) != 0 && rc == 0) rc = cplab_diag_set(d, CPLAB_EIO, "cannot close '%s': %s", tmp, strerror(errno));
-  if (rc == 0 && rename(tmp, path) != 0)
-    rc = cplab_diag_set(d, CPLAB_EIO, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
-  if (rc) unlink(tmp);
-  free(tmp);
-  return rc;
 }
 
 int cplab_cli_parse_layers(const char *text, int64_t num_layers, cplab_layer_list *o, cplab_diag *d) {

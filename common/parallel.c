@@ -34,6 +34,23 @@ int cplab_graph_mode_parse(const char *name, cplab_graph_mode *out) {
   return CPLAB_ENOTFOUND;
 }
 
+static const char *const graph_mode_labels[CPLAB_GRAPH_LABELED] = {"eager", "piecewise", "full_decode_only",
+                                                                  "full"};
+
+const char *cplab_graph_mode_label(cplab_graph_mode m) {
+  return (m >= CPLAB_GRAPH_NONE && (int)m < CPLAB_GRAPH_LABELED) ? graph_mode_labels[m] : "?";
+}
+
+int cplab_graph_mode_parse_label(const char *label, cplab_graph_mode *out) {
+  for (int i = 0; i < CPLAB_GRAPH_LABELED; i++) {
+    if (strcmp(label, graph_mode_labels[i]) == 0) {
+      *out = (cplab_graph_mode)i;
+      return 0;
+    }
+  }
+  return CPLAB_ENOTFOUND;
+}
+
 int cplab_graph_mode_admitted(const cplab_parallel *p, const char **why) {
   /* The PCP manager captures piecewise graphs for mixed batches and full graphs
    * only for uniform decode batches; a FULL graph over a mixed batch would bake

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cplab/cli.h"
 #include "cplab/kv.h"
 #include "cplab/kvformat.h"
 #include "cplab/maps.h"
@@ -44,8 +45,8 @@ int exec_nccl_pick_device(int rank, int *device, cplab_diag *d) {
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || count == 0)
     CPLAB_FAIL(d, CPLAB_ENODEV, "no CUDA device: %s", e != cudaSuccess ? cudaGetErrorString(e) : "none visible");
-  const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-  *device = (lr ? atoi(lr) : rank) % count;
+  int rc = cplab_cli_pick_gpu(rank, count, device, d);
+  if (rc) return rc;
   if ((e = cudaSetDevice(*device)) != cudaSuccess)
     CPLAB_FAIL(d, CPLAB_ECUDA, "cudaSetDevice(%d) failed: %s", *device, cudaGetErrorString(e));
   return 0;

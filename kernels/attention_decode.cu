@@ -257,11 +257,10 @@ static int dc_splits(int64_t m, int heads, int k, int sms) {
 
 // The device's SM count, for dc_splits.
 static int dc_sms(int *sms, cplab_diag *d) {
-  int dev = 0;
-  KCHECK_CUDA(d, cudaGetDevice(&dev));
-  KCHECK_CUDA(d, cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev));
-  if (*sms < 1) *sms = 1;
-  return 0;
+  cplab_device_facts f;
+  int rc = cplab_device_facts_get(&f, d);
+  if (!rc) *sms = f.sm_count;
+  return rc;
 }
 
 // mt_check_args, and the compacted list's limit; *run 0 for empty work.

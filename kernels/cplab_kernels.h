@@ -51,6 +51,15 @@ typedef struct cplab_gpu_info {
  * driver): callers that are tests turn that into a skip. */
 int cplab_gpu_query(cplab_gpu_info *info, cplab_diag *d);
 
+/* What the launchers size their work by, of the current device
+ * (kernels/devinfo.cu): the one place that asks the driver. sm_count >= 1. */
+typedef struct cplab_device_facts {
+  int device;     /* cudaGetDevice */
+  int sm_count;   /* streaming multiprocessors */
+  int smem_optin; /* bytes of shared memory a block can opt in to */
+} cplab_device_facts;
+int cplab_device_facts_get(cplab_device_facts *f, cplab_diag *d);
+
 /* Toolchain probe: runs a kernel over n elements (out[i] = 3i + 1 computed on
  * the device), copies back and checks every element. Proves that this build's
  * device code matches the card (right SASS or PTX) and that launches work. */

@@ -230,10 +230,10 @@ template <int HP> static int decode_launch(const dl_args &a, cudaStream_t stream
 // Tiles a block: enough blocks for about two waves of the device's SMs,
 // from 2 to DL_MAX_CHUNK_TILES tiles each.
 static int decode_chunk_tiles(int64_t m, int64_t n, cplab_diag *d, int *out) {
-  int dev = 0, sms = 0;
-  KCHECK_CUDA(d, cudaGetDevice(&dev));
-  KCHECK_CUDA(d, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  int64_t tiles = (n + IT_TILE - 1) / IT_TILE, want = 2 * (int64_t)(sms > 0 ? sms : 1);
+  cplab_device_facts f;
+  int rc = cplab_device_facts_get(&f, d);
+  if (rc) return rc;
+  int64_t tiles = (n + IT_TILE - 1) / IT_TILE, want = 2 * (int64_t)f.sm_count;
   int64_t per = (m * tiles + want - 1) / want;
   *out = (int)(per < 2 ? 2 : per > DL_MAX_CHUNK_TILES ? DL_MAX_CHUNK_TILES : per);
   return 0;

@@ -2,6 +2,8 @@
 # by nvcc for --with-cuda-arch (default sm_90a and sm_100, plus PTX). They form
 # a plain archive linked into the programs and GPU tests that use them.
 #   probe.cu      device query and toolchain self-test
+#   devinfo.cu    the current device's facts the launchers size grids by (SMs,
+#                 opt-in shared memory)
 #   devmem.cu     device memory for C callers
 #   poison.cu     fills of unused memory (bytes, bf16 NaN)
 #   gen.cu        generated cache entries (through a slot list), queries and
@@ -30,7 +32,7 @@
 #   idx_tc.cuh    what the indexer logits kernels do with a tile of 64 fp8 keys
 #   kformat.cuh   the cache formats on the device
 # GPU tests: tests/gpu/local.mk.
-KERNEL_SOURCES = %reldir%/probe.cu %reldir%/devmem.cu %reldir%/poison.cu %reldir%/gen.cu %reldir%/gather.cu \
+KERNEL_SOURCES = %reldir%/probe.cu %reldir%/devinfo.cu %reldir%/devmem.cu %reldir%/poison.cu %reldir%/gen.cu %reldir%/gather.cu \
 	%reldir%/indexer.cu %reldir%/indexer_decode.cu %reldir%/topk.cu %reldir%/convert.cu %reldir%/attention_prefill.cu %reldir%/attention_decode.cu %reldir%/combine.cu %reldir%/restore.cu \
 	%reldir%/gemm.cu %reldir%/moe.cu %reldir%/quant.cu %reldir%/stream.cu
 KERNEL_INCLUDES = %reldir%/cplab_kernels.h %reldir%/check.cuh %reldir%/kformat.cuh %reldir%/cplab_moe.h \

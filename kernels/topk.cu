@@ -1173,11 +1173,10 @@ struct topk_layout {
 };
 
 static int topk_device(int *sms, int *optin, cplab_diag *d) {
-  int dev = 0;
-  KCHECK_CUDA(d, cudaGetDevice(&dev));
-  KCHECK_CUDA(d, cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev));
-  KCHECK_CUDA(d, cudaDeviceGetAttribute(optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  return 0;
+  cplab_device_facts f;
+  int rc = cplab_device_facts_get(&f, d);
+  if (!rc) *sms = f.sm_count, *optin = f.smem_optin;
+  return rc;
 }
 
 static inline int64_t topk_min64(int64_t a, int64_t b) { return a < b ? a : b; }

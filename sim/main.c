@@ -7,6 +7,7 @@
 
 #include <mpi.h>
 
+#include "cplab/atomic.h"
 #include "cplab/cli.h"
 #include "cplab/log.h"
 #include "sim.h"
@@ -96,7 +97,7 @@ static int write_report(const cplab_cli *cli, const cplab_scenario *s, const cpl
   if (!rc && json_out) {
     size_t n = strlen(text);
     text[n] = '\n'; /* replace the terminator: the file ends with a newline */
-    rc = cplab_write_file_atomic(json_out, text, n + 1, d);
+    rc = cplab_atomic_write(json_out, text, n + 1, d);
     text[n] = '\0';
   }
   if (!rc && !cli->quiet) {

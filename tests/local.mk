@@ -42,9 +42,11 @@ endif
 TEST_UNIT_LIBS = $(CPLAB_CORE_LIBS) $(CMOCKA_LIBS)
 
 check_PROGRAMS += tests/unit/test_common tests/unit/test_ranks tests/unit/test_scenario \
-	tests/unit/test_scenario_invalid tests/unit/test_workload
+	tests/unit/test_scenario_invalid tests/unit/test_workload tests/unit/test_stats
 TESTS += tests/unit/test_common tests/unit/test_ranks tests/unit/test_scenario \
-	tests/unit/test_scenario_invalid tests/unit/test_workload
+	tests/unit/test_scenario_invalid tests/unit/test_workload tests/unit/test_stats
+tests_unit_test_stats_SOURCES = tests/unit/test_stats.c tests/unit/testutil.h
+tests_unit_test_stats_LDADD = $(TEST_UNIT_LIBS)
 tests_unit_test_common_SOURCES = tests/unit/test_common.c tests/unit/testutil.h
 tests_unit_test_common_LDADD = $(TEST_UNIT_LIBS)
 tests_unit_test_ranks_SOURCES = tests/unit/test_ranks.c tests/unit/testutil.h

@@ -3,7 +3,7 @@
 # analysis/ reads through it.
 noinst_LTLIBRARIES += libcplab_trace.la
 libcplab_trace_la_SOURCES = %reldir%/h5util.c %reldir%/h5util.h %reldir%/schema.h \
-	%reldir%/write.c %reldir%/read.c
+	%reldir%/tensors.c %reldir%/write.c %reldir%/read.c
 libcplab_trace_la_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CFLAGS)
 libcplab_trace_la_LIBADD = libcplab_core.la $(HDF5_LIBS)
 cplabinclude_HEADERS += include/cplab/trace.h

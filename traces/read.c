@@ -587,18 +587,12 @@ static int validate_groups(cplab_trace *t, cplab_diag *d) {
 }
 
 /* ---- layer tensors and events ------------------------------------------------------------ */
-static int find_tensor(const char *name) {
-  for (int i = 0; i < CPLAB_TT_COUNT; i++)
-    if (strcmp(schema_tensors[i].name, name) == 0) return i;
-  return -1;
-}
-
 /* Check one tensor dataset: type, rank, fixed last dimension, and rows =
  * the layer's rows where the schema says so. */
 static int check_tensor(hid_t g, const char *where, int tensor, int64_t rows, uint64_t max_elements,
                         uint64_t *dims, cplab_diag *d) {
-  const schema_tensor *st = &schema_tensors[tensor];
-  int rc = h5u_expect(g, where, st->name, st->type, st->rank, dims, d);
+  const cplab_trace_tensor_info *st = cplab_trace_tensor_info_of((cplab_trace_tensor)tensor);
+  int rc = h5u_expect(g, where, st->name, schema_h5_type(st->dtype), st->rank, dims, d);
   if (rc) return rc;
   uint64_t count = 1;
   for (int i = 0; i < st->rank; i++) count = dims[i] && count > max_elements / dims[i] ? max_elements + 1 : count * dims[i];
@@ -615,14 +609,14 @@ static int check_tensor(hid_t g, const char *where, int tensor, int64_t rows, ui
  * unless it succeeds). */
 static int load_tensor(hid_t g, const char *where, int tensor, int64_t rows, uint64_t max_elements, uint64_t *dims,
                        void **data, cplab_diag *d) {
-  const schema_tensor *st = &schema_tensors[tensor];
+  const cplab_trace_tensor_info *st = cplab_trace_tensor_info_of((cplab_trace_tensor)tensor);
   *data = NULL;
   int rc = check_tensor(g, where, tensor, rows, max_elements, dims, d);
   uint64_t count = 1;
   for (int i = 0; !rc && i < st->rank; i++) count *= dims[i];
-  if (!rc && !(*data = malloc((size_t)(count ? count : 1) * h5u_type_size(st->type))))
+  if (!rc && !(*data = malloc((size_t)(count ? count : 1) * cplab_trace_dtype_size(st->dtype))))
     rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory for tensor '%s'", st->name);
-  if (!rc) rc = h5u_read(g, where, st->name, st->type, *data, count, d);
+  if (!rc) rc = h5u_read(g, where, st->name, schema_h5_type(st->dtype), *data, count, d);
   if (rc) {
     free(*data);
     *data = NULL;
@@ -709,7 +703,7 @@ typedef struct layer_walk {
 static herr_t visit_tensor(hid_t g, const char *name, const H5L_info_t *info, void *op) {
   (void)info;
   layer_walk *w = op;
-  int k = find_tensor(name);
+  int k = cplab_trace_tensor_find(name);
   uint64_t dims[3];
   if (k < 0) w->rc = cplab_diag_set(w->d, CPLAB_ESCHEMA, "%s: unknown tensor '%s'", w->where, name);
   else w->rc = check_tensor(g, w->where, k, w->local_tokens, w->t->max_elements, dims, w->d);
@@ -791,7 +785,7 @@ int cplab_trace_read_tensor(cplab_trace *t, size_t step, int layer, cplab_trace_
   }
   hid_t g = H5Gopen2(t->file, path, H5P_DEFAULT);
   if (g < 0) return h5u_fail(d, "%s: not a group", where);
-  const schema_tensor *st = &schema_tensors[tensor];
+  const cplab_trace_tensor_info *st = cplab_trace_tensor_info_of((cplab_trace_tensor)tensor);
   int64_t rows = local;
   if (!h5u_has(g, st->name)) rc = cplab_diag_set(d, CPLAB_ENOTFOUND, "%s: no tensor '%s'", where, st->name);
   if (!rc) rc = layer_rows(g, where, local, t->max_elements, &rows, d);

@@ -1,5 +1,7 @@
 /* traces/schema.h (internal): names and table columns of schema 1.2 (the
- * normative description is traces/SCHEMA.md; keep both in step). */
+ * normative description is traces/SCHEMA.md; keep both in step; the layer
+ * tensors' table is public, traces/tensors.c, and a test checks SCHEMA.md
+ * against it). */
 #ifndef CPLAB_TRACE_SCHEMA_H
 #define CPLAB_TRACE_SCHEMA_H
 
@@ -13,28 +15,21 @@
 #define SCHEMA_COLL_COLS 5
 #define SCHEMA_COLL_COLUMNS "kind,group,dtype,count,what"
 
-/* Layer tensors: element type, rank and the fixed size of the last dimension
- * (0 = free). Order = cplab_trace_tensor. */
+/* Layer tensors: the table is public (cplab_trace_tensor_info_of,
+ * traces/tensors.c); here only the HDF5 type each element type is stored as. */
 #include "cplab/trace.h"
 #include "h5util.h"
-typedef struct schema_tensor {
-  const char *name;
-  h5u_type type;
-  int rank;
-  uint64_t last;
-  int per_row; /* first dimension = the layer's rows: its sampled_tokens when present, else local tokens */
-  int since_minor; /* the schema 1.x that introduced it */
-} schema_tensor;
-
-static const schema_tensor schema_tensors[] = {
-    {"kv_cache", H5U_U8, 2, 656, 0, 0},     {"index_k_cache", H5U_U8, 2, 132, 0, 0}, {"workspace", H5U_U16, 2, 576, 0, 0},
-    {"topk", H5U_I32, 2, 0, 1, 0},          {"topk_converted", H5U_I32, 2, 0, 1, 0}, {"topk_scores", H5U_F32, 2, 0, 1, 0},
-    {"kth_score", H5U_F32, 1, 0, 1, 0},     {"sampled_tokens", H5U_I64, 1, 0, 0, 0}, {"attn_out", H5U_F32, 3, 512, 1, 0},
-    {"attn_lse", H5U_F32, 2, 0, 1, 0},      {"digests", H5U_U64, 1, 0, 0, 0},        {"topk_valid", H5U_I32, 1, 0, 1, 1},
-    {"attn_partial_out", H5U_F32, 3, 512, 1, 2}, {"attn_partial_lse", H5U_F32, 2, 0, 1, 2},
-};
-_Static_assert(sizeof schema_tensors / sizeof schema_tensors[0] == CPLAB_TT_COUNT,
-               "one schema entry per cplab_trace_tensor, in its order");
+static inline h5u_type schema_h5_type(cplab_trace_dtype t) {
+  switch (t) {
+    case CPLAB_TRACE_U8: return H5U_U8;
+    case CPLAB_TRACE_U16: return H5U_U16;
+    case CPLAB_TRACE_I32: return H5U_I32;
+    case CPLAB_TRACE_I64: return H5U_I64;
+    case CPLAB_TRACE_U64: return H5U_U64;
+    case CPLAB_TRACE_F32: return H5U_F32;
+  }
+  return H5U_U8; /* not reached: every dtype is listed */
+}
 /* /groups (schema 1.1): int32 attributes, in the order schema_group_values
  * gives them, and one member list per cplab_group_kind. */
 #include "cplab/ranks.h"

@@ -1,13 +1,11 @@
 /* Writing traces: see include/cplab/trace.h and traces/SCHEMA.md. */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
+#include "cplab/atomic.h"
 #include "cplab/trace.h"
 #include "h5util.h"
 #include "schema.h"
@@ -125,29 +123,17 @@ int cplab_trace_create(const char *path, const cplab_scenario *s, int rank, cons
   if (strcmp(prov->producer, "sim") != 0 && strcmp(prov->producer, "exec") != 0)
     CPLAB_FAIL(d, CPLAB_EINVAL, "trace producer must be sim or exec, got '%s'", prov->producer);
   cplab_trace_writer *w = calloc(1, sizeof *w);
-  size_t n = strlen(path);
-  if (!w || !(w->path = strdup(path)) || !(w->tmp = malloc(n + 16))) {
+  if (!w || !(w->path = strdup(path))) {
     writer_free(w);
     CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
   }
   w->rank = rank;
   w->file = -1;
-  snprintf(w->tmp, n + 16, "%s.tmp.XXXXXX", path);
-  int fd = mkstemp(w->tmp);
-  if (fd < 0) {
-    int e = errno;
+  int begun = cplab_atomic_begin(path, &w->tmp, d);
+  if (begun) {
     writer_free(w);
-    CPLAB_FAIL(d, CPLAB_EIO, "cannot create a temporary file beside '%s': %s", path, strerror(e));
+    return begun;
   }
-  /* mkstemp makes 0600 files; traces are ordinary shareable files. */
-  if (fchmod(fd, 0644) != 0) {
-    int e = errno;
-    close(fd);
-    unlink(w->tmp);
-    writer_free(w);
-    CPLAB_FAIL(d, CPLAB_EIO, "cannot chmod '%s': %s", path, strerror(e));
-  }
-  close(fd);
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), fcpl = H5Pcreate(H5P_FILE_CREATE);
   int rc = 0;
   /* Pinned format bounds and no timestamps: the same run, the same bytes. */
@@ -349,14 +335,6 @@ int cplab_trace_link_ranks(cplab_trace_writer *w, int world, cplab_diag *d) {
   return rc;
 }
 
-const char *cplab_trace_tensor_name(cplab_trace_tensor t) {
-  return t >= 0 && t < CPLAB_TT_COUNT ? schema_tensors[t].name : "?";
-}
-
-int cplab_trace_tensor_since_minor(cplab_trace_tensor t) {
-  return t >= 0 && t < CPLAB_TT_COUNT ? schema_tensors[t].since_minor : CPLAB_TRACE_SCHEMA_MINOR;
-}
-
 /* Open (creating as needed) a group path like "steps/000003/layers/012". */
 static hid_t open_or_create(hid_t file, const char *path, cplab_diag *d) {
   if (H5Lexists(file, path, H5P_DEFAULT) > 0) {
@@ -373,7 +351,7 @@ int cplab_trace_write_tensor(cplab_trace_writer *w, size_t step, int layer, cpla
   if (w->rank < 0) CPLAB_FAIL(d, CPLAB_EINVAL, "tensors go into rank files, not the run file");
   if (tensor < 0 || tensor >= CPLAB_TT_COUNT || layer < 0 || layer > 999)
     CPLAB_FAIL(d, CPLAB_EINVAL, "unknown tensor %d or layer %d", (int)tensor, layer);
-  const schema_tensor *st = &schema_tensors[tensor];
+  const cplab_trace_tensor_info *st = cplab_trace_tensor_info_of(tensor);
   if (st->last && dims[st->rank - 1] != st->last)
     CPLAB_FAIL(d, CPLAB_EINVAL, "tensor %s needs a last dimension of %llu, got %llu", st->name,
                (unsigned long long)st->last, (unsigned long long)dims[st->rank - 1]);
@@ -385,7 +363,7 @@ int cplab_trace_write_tensor(cplab_trace_writer *w, size_t step, int layer, cpla
   hid_t layers = open_or_create(w->file, path, d);
   snprintf(path, sizeof path, "%s/layers/%03d", step_path, layer);
   hid_t g = layers < 0 ? -1 : open_or_create(w->file, path, d);
-  int rc = g < 0 ? (d->code ? d->code : CPLAB_EHDF5) : h5u_write_ex(g, st->name, st->type, st->rank, dims, data, compress, d);
+  int rc = g < 0 ? (d->code ? d->code : CPLAB_EHDF5) : h5u_write_ex(g, st->name, schema_h5_type(st->dtype), st->rank, dims, data, compress, d);
   h5u_close(g);
   h5u_close(layers);
   return rc;
@@ -416,15 +394,8 @@ int cplab_trace_commit(cplab_trace_writer *w, cplab_diag *d) {
   int rc = 0;
   if (H5Fflush(w->file, H5F_SCOPE_LOCAL) < 0 || H5Fclose(w->file) < 0) rc = h5u_fail(d, "cannot finish '%s'", w->tmp);
   w->file = -1;
-  /* On disk before it gets its name: after a crash the final name holds
-   * either the old file or the complete new one. */
-  int fd = rc ? -1 : open(w->tmp, O_RDONLY);
-  if (!rc && (fd < 0 || fsync(fd) != 0))
-    rc = cplab_diag_set(d, CPLAB_EIO, "cannot flush '%s' to disk: %s", w->tmp, strerror(errno));
-  if (fd >= 0) close(fd);
-  if (!rc && rename(w->tmp, w->path) != 0)
-    rc = cplab_diag_set(d, CPLAB_EIO, "cannot rename '%s' to '%s': %s", w->tmp, w->path, strerror(errno));
-  if (rc) unlink(w->tmp);
+  if (!rc) rc = cplab_atomic_commit(w->tmp, w->path, d);
+  else unlink(w->tmp);
   writer_free(w);
   return rc;
 }

@@ -99,13 +99,13 @@ static json_t *work_json(const cplab_bench_work *w) {
                    "attn_flop", w->attn_flop, "attn_rows", w->attn_rows, "comm_bytes", comm);
 }
 
-static json_t *config_json(const cplab_bench_layout *l, const char *workload, cplab_bench_graph g,
+static json_t *config_json(const cplab_bench_layout *l, const char *workload, cplab_graph_mode g,
                            const cplab_bench_plan_cost *c) {
   json_t *ranks = json_array();
   for (int r = 0; r < c->world; r++) json_array_append_new(ranks, work_json(&c->ranks[r]));
   const char *moe = c->pcp == 1 ? "tp" : c->moe_fast_path ? "pcp_fast" : "pcp_general";
   return json_pack("{s:s, s:i, s:i, s:i, s:s, s:s, s:s, s:s, s:o}", "layout", l->label, "tp", l->tp, "pcp", l->pcp,
-                   "dcp", l->dcp, "workload", workload, "graph", cplab_bench_graph_name(g), "runtime_mode",
+                   "dcp", l->dcp, "workload", workload, "graph", cplab_graph_mode_label(g), "runtime_mode",
                    c->runtime_mode, "moe_path", moe, "ranks", ranks);
 }
 
@@ -127,7 +127,7 @@ static int each_graph(const cplab_bench_matrix *m, int li, int wi, cplab_bench_c
     cplab_bench_plan_cost cost = {0};
     char wl[96];
     cplab_bench_workload_label(c.workload, wl, sizeof wl);
-    snprintf(c.title, sizeof c.title, "%s, %s, %s", c.layout->label, wl, cplab_bench_graph_name(c.graph));
+    snprintf(c.title, sizeof c.title, "%s, %s, %s", c.layout->label, wl, cplab_graph_mode_label(c.graph));
     rc = cplab_bench_scenario(m, c.layout, c.workload, c.graph, &s, d);
     if (!rc) rc = cplab_bench_plan_cost_of(s, &cost, d);
     if (!rc) snprintf(modes[gi], sizeof modes[gi], "%s", cost.runtime_mode);

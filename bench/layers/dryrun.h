@@ -27,7 +27,7 @@ void cplab_bench_plan_cost_free(cplab_bench_plan_cost *c);
 typedef struct cplab_bench_config {
   const cplab_bench_layout *layout;
   const cplab_bench_workload *workload;
-  cplab_bench_graph graph;
+  cplab_graph_mode graph;
   const cplab_scenario *scenario;
   const cplab_bench_plan_cost *cost;
   char title[256]; /* "pcp4, prefill 32768 in / 1 out, eager" */

@@ -374,8 +374,8 @@ static int run_step(engine_run *x, size_t st, cplab_diag *d) {
   /* Under NCCL the ranks compare their status before each part that calls
    * collectives, so that a rank's failure stops the others there. */
   rc = step_setup(x, &s, &in, plans, d);
+  /* The schedule resolved the configured mode for this batch (NONE, PIECEWISE or FULL). */
   cplab_graph_mode mode = rc ? CPLAB_GRAPH_NONE : plans[held_first(&s)]->sched.runtime_mode;
-  if (mode != CPLAB_GRAPH_NONE && mode != CPLAB_GRAPH_PIECEWISE) mode = CPLAB_GRAPH_FULL;
   if (!rc && st == 0) snprintf(x->out->runtime_mode, sizeof x->out->runtime_mode, "%s", cplab_graph_mode_name(mode));
   if (!rc) rc = units_build(&us, &s, mode, x->o->layers, d);
   if (s.nccl) rc = engine_nccl_status(rc, d);

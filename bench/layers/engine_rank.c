@@ -37,35 +37,6 @@ const int engine_piece_is_attention[PIECE_COUNT] = {0, 0, 1, 1, 1, 1, 1, 1, 1, 1
 /* Tensor id of the generated MoE input (cplab_gen_bf16; the projections' are engine_proj.c's). */
 enum { GEN_MOE_X = 100 };
 
-int engine_mem_alloc(engine_mem *m, void *out, size_t bytes, cplab_diag *d) {
-  if (m->n == m->cap) {
-    int cap = m->cap ? 2 * m->cap : 64;
-    void **p = realloc(m->p, sizeof *p * (size_t)cap);
-    if (!p) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
-    m->p = p, m->cap = cap;
-  }
-  void *dev = NULL;
-  int rc = cplab_dev_alloc(&dev, bytes ? bytes : 16, d);
-  if (!rc) m->p[m->n++] = dev;
-  memcpy(out, &dev, sizeof dev); /* out is the address of any pointer type */
-  return rc;
-}
-
-int engine_mem_put(engine_mem *m, void *out, const void *host, size_t bytes, cplab_diag *d) {
-  int rc = engine_mem_alloc(m, out, bytes, d);
-  void *dev;
-  memcpy(&dev, out, sizeof dev);
-  if (!rc && bytes) rc = cplab_dev_upload(dev, host, bytes, d);
-  return rc;
-}
-
-void engine_mem_free(engine_mem *m) {
-  cplab_diag ignore = {0};
-  while (m->n > 0) cplab_dev_free(m->p[--m->n], &ignore);
-  free(m->p);
-  memset(m, 0, sizeof *m);
-}
-
 void engine_rank_free(engine_rank *k) {
   cplab_moe_plan_destroy(k->moe_plan);
   engine_mem_free(&k->mem);

@@ -25,7 +25,7 @@ bench_cplab_bench_LDADD = libcplab_benchplan.la $(CPLAB_CORE_LIBS) $(HDF5_LIBS)
 # The measurement engine (engine.h) runs the executor's single-device
 # backend and kernels: it is built where CUDA is; without CUDA, cplab-bench
 # keeps --dry-run and --report.
-ENGINE_SOURCES = %reldir%/engine.c %reldir%/engine.h %reldir%/engine_internal.h %reldir%/engine_rank.c \
+ENGINE_SOURCES = %reldir%/engine.c %reldir%/engine.h %reldir%/engine_internal.h %reldir%/engine_mem.c %reldir%/engine_rank.c \
 	%reldir%/engine_proj.c %reldir%/measure.c
 EXTRA_DIST += %reldir%/README.md $(ENGINE_SOURCES) %reldir%/engine_nccl.c
 if HAVE_CUDA

@@ -47,7 +47,7 @@ static void usage(FILE *out) {
         "                        (no workload option: --prefill 32768 --decode 32768)\n"
         "  --batch N             requests of a prefill, decode rows of a decode step (default 1)\n"
         "  --out-tokens M        decode steps of a TPOT workload (default 16)\n"
-        "  --graphs LIST         eager, piecewise, full (default eager,full)\n"
+        "  --graphs LIST         eager, piecewise, full_decode_only, full (default eager,full)\n"
         "  --interleave I, --block-size B   KV layout (default 1 and 64)\n"
         "  --model-set F=V,...   model fields over the preset, e.g. n_routed_experts=16\n\n"
         "Measuring:\n"

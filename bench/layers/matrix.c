@@ -14,9 +14,6 @@ const char *cplab_bench_kind_name(cplab_bench_kind k) {
   return k == CPLAB_BENCH_PREFILL ? "prefill" : k == CPLAB_BENCH_DECODE ? "decode" : "mixed";
 }
 
-const char *cplab_bench_graph_name(cplab_bench_graph g) {
-  return g == CPLAB_BENCH_EAGER ? "eager" : g == CPLAB_BENCH_PIECEWISE ? "piecewise" : "full";
-}
 
 /* A positive decimal size at *p (advanced past it); 0 when there is none. */
 static int64_t take_size(const char **p) {
@@ -89,14 +86,13 @@ int cplab_bench_parse_layouts(cplab_bench_matrix *m, const char *text, cplab_dia
 
 static int add_graph(void *ctx, const char *item, cplab_diag *d) {
   cplab_bench_matrix *m = ctx;
-  for (int g = CPLAB_BENCH_EAGER; g <= CPLAB_BENCH_FULL; g++) {
-    if (strcmp(item, cplab_bench_graph_name((cplab_bench_graph)g)) != 0) continue;
-    for (int i = 0; i < m->num_graphs; i++)
-      if (m->graphs[i] == (cplab_bench_graph)g) CPLAB_FAIL(d, CPLAB_EUSAGE, "graphs: %s given twice", item);
-    m->graphs[m->num_graphs++] = (cplab_bench_graph)g;
-    return 0;
-  }
-  CPLAB_FAIL(d, CPLAB_EUSAGE, "graphs: unknown mode '%s' (eager, piecewise, full)", item);
+  cplab_graph_mode g;
+  if (cplab_graph_mode_parse_label(item, &g) != 0)
+    CPLAB_FAIL(d, CPLAB_EUSAGE, "graphs: unknown mode '%s' (eager, piecewise, full_decode_only, full)", item);
+  for (int i = 0; i < m->num_graphs; i++)
+    if (m->graphs[i] == g) CPLAB_FAIL(d, CPLAB_EUSAGE, "graphs: %s given twice", item);
+  m->graphs[m->num_graphs++] = g;
+  return 0;
 }
 
 int cplab_bench_parse_graphs(cplab_bench_matrix *m, const char *text, cplab_diag *d) {
@@ -213,8 +209,7 @@ static json_t *steps_of(const cplab_bench_workload *w, int64_t *longest) {
 }
 
 int cplab_bench_scenario(const cplab_bench_matrix *m, const cplab_bench_layout *l, const cplab_bench_workload *w,
-                         cplab_bench_graph g, cplab_scenario **out, cplab_diag *d) {
-  static const char *const modes[3] = {"NONE", "PIECEWISE", "FULL_AND_PIECEWISE"};
+                         cplab_graph_mode g, cplab_scenario **out, cplab_diag *d) {
   *out = NULL;
   /* The steps become JSON request objects before the parser sees them: bound them first. */
   int64_t entries = (w->kind == CPLAB_BENCH_DECODE ? w->out_tokens : 1) * (w->batch + 1);
@@ -229,7 +224,7 @@ int cplab_bench_scenario(const cplab_bench_matrix *m, const cplab_bench_layout *
                            "cplab_scenario", 1, "name", "bench", "description", "cplab-bench configuration", "model",
                            model_json(m), "parallel", "tp", l->tp, "pcp", l->pcp, "dcp", l->dcp, "interleave",
                            m->interleave, "block_size", m->block_size, "max_model_len", (json_int_t)max_len,
-                           "cudagraph_mode", modes[g], "layout", "vllm", "seed", (json_int_t)m->seed, "workload",
+                           "cudagraph_mode", cplab_graph_mode_name(g), "layout", "vllm", "seed", (json_int_t)m->seed, "workload",
                            "steps", steps);
   char *text = root ? json_dumps(root, JSON_COMPACT) : NULL;
   json_decref(root);

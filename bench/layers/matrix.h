@@ -15,15 +15,18 @@
  *                       step time);
  *   mixed N+B@L: one step holding a prefill of N tokens and B decode rows at
  *                       context L (the step time).
- * Graph modes: eager (no graphs), piecewise (graphs around attention),
- * full (vLLM's FULL_AND_PIECEWISE: full graphs for uniform decode batches,
- * piecewise otherwise; PCP rejects FULL over mixed batches). */
+ * Graph modes (cplab_graph_mode, by cplab_graph_mode_label's words): eager
+ * (NONE: no graphs), piecewise (graphs around attention), full_decode_only
+ * (full graphs for uniform decode batches, eager otherwise) and full (vLLM's
+ * FULL_AND_PIECEWISE: full graphs for uniform decode batches, piecewise
+ * otherwise; PCP rejects FULL over mixed batches). */
 #ifndef CPLAB_BENCH_MATRIX_H
 #define CPLAB_BENCH_MATRIX_H
 
 #include <stdint.h>
 
 #include "cplab/error.h"
+#include "cplab/parallel.h"
 #include "cplab/scenario.h"
 
 #define CPLAB_BENCH_MAX_ITEMS 32
@@ -52,8 +55,6 @@ typedef struct cplab_bench_workload {
   int64_t out_tokens; /* decode: steps M; otherwise 1 */
 } cplab_bench_workload;
 
-typedef enum cplab_bench_graph { CPLAB_BENCH_EAGER = 0, CPLAB_BENCH_PIECEWISE, CPLAB_BENCH_FULL } cplab_bench_graph;
-
 typedef struct cplab_bench_matrix {
   char preset[32];
   uint64_t seed;
@@ -61,12 +62,11 @@ typedef struct cplab_bench_matrix {
   int num_layouts, num_workloads, num_graphs;
   cplab_bench_layout layouts[CPLAB_BENCH_MAX_ITEMS];
   cplab_bench_workload workloads[CPLAB_BENCH_MAX_ITEMS];
-  cplab_bench_graph graphs[3];
+  cplab_graph_mode graphs[CPLAB_GRAPH_LABELED];
   char model_set[512]; /* "FIELD=VALUE,..." over the preset (--model-set), "" for none */
 } cplab_bench_matrix;
 
 const char *cplab_bench_kind_name(cplab_bench_kind k);   /* "prefill", "decode", "mixed" */
-const char *cplab_bench_graph_name(cplab_bench_graph g); /* "eager", "piecewise", "full" */
 
 /* One layout label ("pcp4dcp4") into out; CPLAB_EUSAGE naming the problem. */
 int cplab_bench_layout_parse(const char *text, cplab_bench_layout *out, cplab_diag *d);
@@ -86,7 +86,7 @@ int cplab_bench_add_workloads(cplab_bench_matrix *m, cplab_bench_kind kind, cons
  * model preset, the layout's sizes, layout "vllm", the graph mode, the
  * workload's steps and a max_model_len that holds them. */
 int cplab_bench_scenario(const cplab_bench_matrix *m, const cplab_bench_layout *l, const cplab_bench_workload *w,
-                         cplab_bench_graph g, cplab_scenario **out, cplab_diag *d);
+                         cplab_graph_mode g, cplab_scenario **out, cplab_diag *d);
 
 /* "prefill 32768 in / 1 out", "decode 1 in / 16 out @ 32768, batch 4",
  * "mixed 8192 + 16 decode @ 32768". */

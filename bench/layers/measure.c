@@ -41,7 +41,7 @@ static void point_of(const cplab_bench_config *c, const cplab_bench_measured *ms
   snprintf(p->workload, sizeof p->workload, "%s", cplab_bench_kind_name(w->kind));
   p->tokens = w->tokens, p->batch = w->batch;
   p->out_tokens = w->kind == CPLAB_BENCH_DECODE ? w->out_tokens : 1;
-  snprintf(p->graph, sizeof p->graph, "%s", cplab_bench_graph_name(c->graph));
+  snprintf(p->graph, sizeof p->graph, "%s", cplab_graph_mode_label(c->graph));
   /* A prefill or mixed step yields a request's first token; decode steps one more each. */
   p->metric = w->kind == CPLAB_BENCH_DECODE ? CPLAB_BENCH_TPOT : CPLAB_BENCH_TTFT;
   p->n = ms->n, p->samples_ms = ms->samples_ms;

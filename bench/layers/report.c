@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cplab/atomic.h"
 #include "cplab/cli.h"
 #include "cplab/parallel.h"
 #include "cplab/scenario.h"
@@ -12,7 +13,6 @@
 #include "report_internal.h"
 
 const char *const report_workload_names[REPORT_WORKLOADS] = {"prefill", "decode", "mixed"};
-const char *const report_graph_names[REPORT_GRAPHS] = {"eager", "piecewise", "full"};
 
 const char *cplab_bench_metric_name(cplab_bench_metric m) {
   return m == CPLAB_BENCH_TTFT ? "TTFT" : m == CPLAB_BENCH_TPOT ? "TPOT" : "?";
@@ -72,9 +72,9 @@ static int check_names(const cplab_bench_point *p, const char *what, cplab_diag 
   if (w < 0)
     CPLAB_FAIL(d, CPLAB_EINVAL, "%s: unknown workload '%.*s' (prefill, decode or mixed)", what, (int)sizeof p->workload,
                p->workload);
-  if (report_name_index(report_graph_names, REPORT_GRAPHS, p->graph, sizeof p->graph) < 0)
-    CPLAB_FAIL(d, CPLAB_EINVAL, "%s: unknown graph mode '%.*s' (eager, piecewise or full)", what, (int)sizeof p->graph,
-               p->graph);
+  if (report_graph_of(p) < 0)
+    CPLAB_FAIL(d, CPLAB_EINVAL, "%s: unknown graph mode '%.*s' (eager, piecewise, full_decode_only or full)", what,
+               (int)sizeof p->graph, p->graph);
   if (p->metric != CPLAB_BENCH_TTFT && p->metric != CPLAB_BENCH_TPOT)
     CPLAB_FAIL(d, CPLAB_EINVAL, "%s: unknown metric %d (TTFT or TPOT)", what, (int)p->metric);
   /* A prefill step yields the first token (TTFT); a decode step one more (TPOT). */
@@ -291,7 +291,9 @@ size_t report_unique(const cplab_bench_point **pts, size_t m, report_point_cmp c
 }
 
 int report_graph_of(const cplab_bench_point *p) {
-  return report_name_index(report_graph_names, REPORT_GRAPHS, p->graph, sizeof p->graph);
+  cplab_graph_mode g;
+  if (!memchr(p->graph, '\0', sizeof p->graph) || cplab_graph_mode_parse_label(p->graph, &g) != 0) return -1;
+  return (int)g;
 }
 
 size_t report_select_graph(const cplab_bench_results *r, int g, const cplab_bench_point **out) {
@@ -352,7 +354,7 @@ void report_text_free(report_text *t) {
 
 int report_text_commit(report_text *t, const char *path, cplab_diag *d) {
   int rc = t->f ? report_text_close(t, d) : 0;
-  if (!rc) rc = cplab_write_file_atomic(path, t->data, t->len, d);
+  if (!rc) rc = cplab_atomic_write(path, t->data, t->len, d);
   report_text_free(t);
   return rc;
 }

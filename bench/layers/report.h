@@ -5,7 +5,7 @@
  * M out) per parallel layout (TP, PCP, DCP sizes) and CUDA-graph mode, each
  * configuration repeated R times. This module keeps the repeated samples
  * (one cplab_bench_point per configuration), turns them into statistics
- * (analysis/stats.h: median, p99, mean, spread, bootstrap interval of the
+ * (include/cplab/stats.h: median, p99, mean, spread, bootstrap interval of the
  * median, and the ratio against the pure-TP layout on as many GPUs), and
  * writes them as Markdown, JSON, HDF5 (read back to re-render) and gnuplot
  * plots. The file formats are described in bench/layers/RESULTS.md.
@@ -23,7 +23,7 @@
 #include <stdio.h>
 
 #include "cplab/error.h"
-#include "stats.h"
+#include "cplab/stats.h"
 
 /* The HDF5 format attribute and its value (MAJOR.MINOR.PATCH; readers accept
  * the same MAJOR). The JSON output carries the same name and version. */

@@ -1,16 +1,15 @@
 /* cplab-bench results as HDF5: the schema tables and the writer. See
  * report_h5.h and RESULTS.md. Like the trace writer (traces/write.c): a
  * temporary file beside the target, pinned format bounds and no timestamps
- * (the same results give the same bytes), flushed to disk, then renamed. */
+ * (the same results give the same bytes), flushed to disk, then renamed
+ * (include/cplab/atomic.h). */
 #include "report_h5.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include "cplab/atomic.h"
 #include "report_internal.h"
 
 _Static_assert(sizeof(int) == 4, "int fields are stored as int32");
@@ -169,44 +168,19 @@ static hid_t create_file(const char *tmp, cplab_diag *d) {
   return file;
 }
 
-/* Close file, put it on disk, then give it its name: after a crash the
- * target holds the old file or the complete new one. */
-static int commit(hid_t file, const char *tmp, const char *path, cplab_diag *d) {
-  if (H5Fclose(file) < 0) return h5u_fail(d, "cannot finish '%s'", tmp);
-  int fd = open(tmp, O_RDONLY), rc = 0;
-  if (fd < 0 || fsync(fd) != 0)
-    rc = cplab_diag_set(d, CPLAB_EIO, "cannot flush '%s' to disk: %s", tmp, strerror(errno));
-  if (fd >= 0) close(fd);
-  if (!rc && rename(tmp, path) != 0)
-    rc = cplab_diag_set(d, CPLAB_EIO, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
-  return rc;
-}
-
 int cplab_bench_write_h5(const cplab_bench_results *r, const char *path, cplab_diag *d) {
   int rc = report_check_finished(r, path, d);
   if (rc) return rc;
   h5u_quiet();
-  size_t len = strlen(path) + 16;
-  char *tmp = malloc(len);
-  if (!tmp) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
-  snprintf(tmp, len, "%s.tmp.XXXXXX", path);
-  int fd = mkstemp(tmp);
-  if (fd < 0) {
-    int e = errno;
-    free(tmp);
-    CPLAB_FAIL(d, CPLAB_EIO, "cannot create a temporary file beside '%s': %s", path, strerror(e));
-  }
-  /* mkstemp makes 0600 files; results are ordinary shareable files. */
-  if (fchmod(fd, 0644) != 0) rc = cplab_diag_set(d, CPLAB_EIO, "cannot chmod '%s': %s", tmp, strerror(errno));
-  close(fd);
-  hid_t file = rc ? -1 : create_file(tmp, d);
-  if (!rc && file < 0) rc = d ? d->code : CPLAB_EHDF5;
+  char *tmp;
+  if ((rc = cplab_atomic_begin(path, &tmp, d))) return rc;
+  hid_t file = create_file(tmp, d);
+  if (file < 0) rc = d ? d->code : CPLAB_EHDF5;
   if (!rc && ((rc = write_meta(file, r, d)) || (rc = write_points(file, r, d)))) cplab_diag_prefix(d, "%s: ", path);
-  if (!rc)
-    rc = commit(file, tmp, path, d);
-  else
-    h5u_close(file);
-  if (rc) unlink(tmp);
+  if (!rc && H5Fclose(file) < 0) rc = h5u_fail(d, "cannot finish '%s'", tmp);
+  else if (rc) h5u_close(file);
+  if (!rc) rc = cplab_atomic_commit(tmp, path, d); /* removes tmp on failure */
+  else unlink(tmp);
   free(tmp);
   return rc;
 }

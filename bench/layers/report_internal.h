@@ -7,11 +7,13 @@
 
 #include <stdio.h>
 
+#include "cplab/parallel.h"
 #include "report.h"
 
-enum { REPORT_WORKLOADS = 3, REPORT_GRAPHS = 3 };
+/* Graph modes are cplab_graph_mode's labelled ones, by index (the report's
+ * sections come in that order: eager, piecewise, full_decode_only, full). */
+enum { REPORT_WORKLOADS = 3, REPORT_GRAPHS = CPLAB_GRAPH_LABELED };
 extern const char *const report_workload_names[REPORT_WORKLOADS]; /* prefill, decode, mixed */
-extern const char *const report_graph_names[REPORT_GRAPHS];       /* eager, piecewise, full */
 
 /* Index of s in names[count], or -1; s must end within cap bytes. */
 int report_name_index(const char *const *names, int count, const char *s, size_t cap);
@@ -38,7 +40,7 @@ size_t report_unique(const cplab_bench_point **pts, size_t m, report_point_cmp c
 /* Pointers to the points of r with graph mode g (-1: all), in r's order,
  * into out[r->n]; returns how many. */
 size_t report_select_graph(const cplab_bench_results *r, int g, const cplab_bench_point **out);
-/* Index of p's graph mode in report_graph_names (p validated by _add). */
+/* Index (cplab_graph_mode) of p's graph mode, -1 for none (p validated by _add). */
 int report_graph_of(const cplab_bench_point *p);
 
 /* The workload line of p as the reports name it:
@@ -62,7 +64,7 @@ int report_text_open(report_text *t, cplab_diag *d);
 int report_text_close(report_text *t, cplab_diag *d);
 void report_text_free(report_text *t);
 /* Close t (if still open) and write it to path atomically
- * (cplab_write_file_atomic); frees t either way. */
+ * (cplab_atomic_write); frees t either way. */
 int report_text_commit(report_text *t, const char *path, cplab_diag *d);
 
 #endif

@@ -95,7 +95,7 @@ static void write_summary(const cplab_bench_results *r, int g, const cplab_bench
   memcpy(cols, pts, m * sizeof *cols);
   report_sort(cols, m, report_layout_cmp);
   size_t ncols = report_unique(cols, m, report_layout_cmp);
-  fprintf(f, "\n## Graph mode: %s\n\n| workload |", report_graph_names[g]);
+  fprintf(f, "\n## Graph mode: %s\n\n| workload |", cplab_graph_mode_label((cplab_graph_mode)g));
   for (size_t c = 0; c < ncols; c++) fprintf(f, " %s |", cols[c]->layout);
   fputs("\n|---|", f);
   for (size_t c = 0; c < ncols; c++) fputs("---|", f);

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cplab/atomic.h"
 #include "report.h"
 #include "report_internal.h"
 
@@ -80,7 +81,7 @@ static void put_quoted(FILE *f, const char *s) {
 
 static void figure_name(const char *base, const figure *fig, char *buf, size_t len) {
   snprintf(buf, len, "%s-%s-%s", base, fig->metric == CPLAB_BENCH_TTFT ? "ttft" : "tpot",
-           report_graph_names[fig->graph]);
+           cplab_graph_mode_label((cplab_graph_mode)fig->graph));
 }
 
 /* One block per series; *block counts gnuplot's `index` across figures. */
@@ -123,7 +124,7 @@ static void write_gp_figure(FILE *f, const cplab_bench_results *r, const figure 
   const char *preset = r->meta.preset, *card = r->meta.card;
   snprintf(about, sizeof about, "%s%s%.160s", preset, *preset && *card ? ", " : "", card);
   int at = snprintf(title, sizeof title, "%s against %s, graph mode %s", ttft ? "TTFT" : "TPOT",
-                    ttft ? "prefill tokens" : "context length", report_graph_names[fig->graph]);
+                    ttft ? "prefill tokens" : "context length", cplab_graph_mode_label((cplab_graph_mode)fig->graph));
   if (*about) snprintf(title + at, sizeof title - (size_t)at, " (%s)", about);
   fprintf(f, "\n# %s\nset title ", name);
   put_quoted(f, title);
@@ -248,9 +249,10 @@ static int render_images(const char *dir, const char *base, char (*names)[1100],
     for (int k = 0; k < IMAGE_KINDS; k++) {
       snprintf(final, sizeof final, "%s/%s.%s", dir, names[i], image_kinds[k]);
       snprintf(tmp, sizeof tmp, "%s%s", final, suffix);
-      if (!rc && rename(tmp, final) != 0)
+      if (!rc && access(tmp, F_OK) != 0)
         rc = cplab_diag_set(d, CPLAB_EIO, "gnuplot did not make '%s': %s", final, strerror(errno));
-      unlink(tmp);
+      if (!rc) rc = cplab_atomic_commit(tmp, final, d);
+      else unlink(tmp);
     }
   return rc;
 }

@@ -112,14 +112,16 @@ int cplab_cli_parse_int(const char *name, const char *arg, int64_t lo, int64_t h
  * plain start, which must not (a singleton MPI start needs no launcher, but
  * the programs run without MPI there). */
 int cplab_cli_under_mpirun(void);
+/* The one GPU pick rule of the MPI programs (one rank per GPU): the rank's
+ * index on its node modulo the visible devices. The index is the launcher's
+ * OMPI_COMM_WORLD_LOCAL_RANK where set, else node_rank (the caller's
+ * fallback: its rank in MPI_COMM_TYPE_SHARED, or its world rank on one node).
+ * CPLAB_ENODEV for no device, CPLAB_EINVAL for a local rank that is not a
+ * number; the message says which. */
+int cplab_cli_pick_gpu(int node_rank, int device_count, int *device, cplab_diag *d);
 /* For programs with their own getopt_long loop (opterr = 0): the usage
  * error of getopt's '?' (an unknown option, or one missing its argument). */
 int cplab_cli_getopt_error(char **argv, const char *shortopts, cplab_diag *d);
-
-/* Write len bytes to path atomically: a temporary file in the same
- * directory, flushed and renamed over path, so a crash never leaves a
- * partial file and an existing file is replaced only by a complete one. */
-int cplab_write_file_atomic(const char *path, const void *data, size_t len, cplab_diag *d);
 
 #ifdef __cplusplus
 }

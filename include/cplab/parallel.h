@@ -21,6 +21,15 @@ typedef enum cplab_graph_mode {
   CPLAB_GRAPH_FULL,
 } cplab_graph_mode;
 
+/* cplab-bench's words for the modes it measures (its --graphs and the
+ * results' "graph"): eager (NONE), piecewise, full_decode_only and full
+ * (FULL_AND_PIECEWISE, vLLM's default); FULL, which PCP rejects, has none
+ * ("?"). The one table of graph-mode strings beside the vLLM names. */
+#define CPLAB_GRAPH_LABELED 4 /* the modes with a label: NONE .. FULL_AND_PIECEWISE */
+const char *cplab_graph_mode_label(cplab_graph_mode m);
+/* The mode labelled `label`; CPLAB_ENOTFOUND for none. */
+int cplab_graph_mode_parse_label(const char *label, cplab_graph_mode *out);
+
 typedef struct cplab_parallel {
   int tp, pcp, dcp, pp;
   int interleave;        /* I: tokens per ownership stripe (cp_kv_cache_interleave_size) */

@@ -57,7 +57,8 @@ typedef struct cplab_schedule {
   int dispatch_rows, dispatch_tokens;
   int64_t dispatch_longest;  /* max over PCP ranks of (rows, tokens, longest row) */
   int uniform_decode;        /* every request is a 1-token decode */
-  cplab_graph_mode runtime_mode; /* the graph mode this batch runs in */
+  cplab_graph_mode runtime_mode; /* the graph mode this batch runs in: NONE, PIECEWISE or FULL (the configured
+                                  * FULL_DECODE_ONLY and FULL_AND_PIECEWISE resolve per batch) */
   int moe_fast_path;             /* all rows replicated and runtime mode != PIECEWISE */
   int max_blocks;                /* block-table width: logical blocks of B·D tokens */
   int32_t *block_table;          /* [R × max_blocks] physical block ids (shared) */

@@ -80,10 +80,39 @@ typedef enum cplab_trace_tensor {
   CPLAB_TT_COUNT
 } cplab_trace_tensor;
 
-const char *cplab_trace_tensor_name(cplab_trace_tensor t);
-/* The schema minor version (of major 1) that introduced the tensor: a file
- * of an older minor version cannot hold it, so its absence there is no
- * difference. */
+/* Element types of the layer tensors, by SCHEMA.md's names. */
+typedef enum cplab_trace_dtype {
+  CPLAB_TRACE_U8 = 0,
+  CPLAB_TRACE_U16,
+  CPLAB_TRACE_I32,
+  CPLAB_TRACE_I64,
+  CPLAB_TRACE_U64,
+  CPLAB_TRACE_F32
+} cplab_trace_dtype;
+const char *cplab_trace_dtype_name(cplab_trace_dtype t); /* "uint8" ... "float32" */
+size_t cplab_trace_dtype_size(cplab_trace_dtype t);      /* bytes per element */
+int cplab_trace_dtype_is_float(cplab_trace_dtype t);     /* else integers or stored bits */
+
+/* The tensor table: the one home of what the schema says about each layer
+ * tensor. The writer and the reader check against it, cplab-diff dispatches
+ * on it (integers and stored bits exact, floats by tolerance, as h5diff
+ * dispatches on the type in the file), and tests/unit/test_trace.c checks
+ * SCHEMA.md's table of layer tensors against it. */
+typedef struct cplab_trace_tensor_info {
+  const char *name;
+  cplab_trace_dtype dtype;
+  int rank;          /* 1..3 */
+  uint64_t last;     /* fixed size of the last dimension; 0: free */
+  int per_row;       /* first dimension = the layer's rows (its sampled_tokens when present, else local tokens) */
+  int since_minor;   /* the schema 1.x that introduced it: a file of an older minor version cannot hold it, so its
+                      * absence there is no difference */
+  const char *part;  /* the part of the computation it shows: "caches", "indexer", "rows" or "attention" */
+} cplab_trace_tensor_info;
+/* The entry of t, NULL for a value outside the enum. */
+const cplab_trace_tensor_info *cplab_trace_tensor_info_of(cplab_trace_tensor t);
+/* The tensor called name, -1 for none. */
+int cplab_trace_tensor_find(const char *name);
+const char *cplab_trace_tensor_name(cplab_trace_tensor t); /* "?" outside the enum */
 int cplab_trace_tensor_since_minor(cplab_trace_tensor t);
 
 /* Rank files: write one tensor of (step, layer). dims has the tensor's rank

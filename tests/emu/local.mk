@@ -50,12 +50,12 @@ EMU_DEPS = $(EMU_HDRS) $(top_srcdir)/tools/cuda-emu/cu2emu.py $(top_srcdir)/kern
 	$(top_srcdir)/kernels/mla_tc.cuh $(top_srcdir)/kernels/idx_tc.cuh \
 	$(top_srcdir)/include/cplab/error.h $(top_srcdir)/include/cplab/kvformat.h $(top_srcdir)/include/cplab/philox.h
 
-EMU_KERNEL_OBJECTS = tests/emu/gen/probe.emu.o tests/emu/gen/devmem.emu.o tests/emu/gen/poison.emu.o \
+EMU_KERNEL_OBJECTS = tests/emu/gen/probe.emu.o tests/emu/gen/devinfo.emu.o tests/emu/gen/devmem.emu.o tests/emu/gen/poison.emu.o \
 	tests/emu/gen/gen.emu.o tests/emu/gen/gather.emu.o tests/emu/gen/indexer.emu.o tests/emu/gen/indexer_decode.emu.o tests/emu/gen/topk.emu.o \
 	tests/emu/gen/convert.emu.o tests/emu/gen/attention_prefill.emu.o tests/emu/gen/attention_decode.emu.o tests/emu/gen/combine.emu.o \
 	tests/emu/gen/restore.emu.o tests/emu/gen/moe.emu.o tests/emu/gen/quant.emu.o
 EMU_OBJECTS = $(EMU_KERNEL_OBJECTS) tests/emu/cuda_emu.o tests/emu/gemm_host.o tests/emu/stream_host.o
-EMU_GENERATED = tests/emu/gen/probe.emu.cpp tests/emu/gen/devmem.emu.cpp tests/emu/gen/poison.emu.cpp \
+EMU_GENERATED = tests/emu/gen/probe.emu.cpp tests/emu/gen/devinfo.emu.cpp tests/emu/gen/devmem.emu.cpp tests/emu/gen/poison.emu.cpp \
 	tests/emu/gen/gen.emu.cpp tests/emu/gen/gather.emu.cpp tests/emu/gen/indexer.emu.cpp tests/emu/gen/indexer_decode.emu.cpp \
 	tests/emu/gen/topk.emu.cpp tests/emu/gen/convert.emu.cpp tests/emu/gen/attention_prefill.emu.cpp tests/emu/gen/attention_decode.emu.cpp \
 	tests/emu/gen/combine.emu.cpp tests/emu/gen/restore.emu.cpp tests/emu/gen/moe.emu.cpp tests/emu/gen/quant.emu.cpp \
@@ -68,6 +68,9 @@ CLEANFILES += $(EMU_GENERATED) $(EMU_OBJECTS) tests/emu/gen/test_emu_self.emu.o 
 tests/emu/gen/probe.emu.cpp: $(top_srcdir)/kernels/probe.cu $(top_srcdir)/tools/cuda-emu/cu2emu.py
 	@$(MKDIR_P) tests/emu/gen
 	$(AM_V_GEN)$(EMU_CU2EMU) $(top_srcdir)/kernels/probe.cu $@
+tests/emu/gen/devinfo.emu.cpp: $(top_srcdir)/kernels/devinfo.cu $(top_srcdir)/tools/cuda-emu/cu2emu.py
+	@$(MKDIR_P) tests/emu/gen
+	$(AM_V_GEN)$(EMU_CU2EMU) $(top_srcdir)/kernels/devinfo.cu $@
 tests/emu/gen/devmem.emu.cpp: $(top_srcdir)/kernels/devmem.cu $(top_srcdir)/tools/cuda-emu/cu2emu.py
 	@$(MKDIR_P) tests/emu/gen
 	$(AM_V_GEN)$(EMU_CU2EMU) $(top_srcdir)/kernels/devmem.cu $@
@@ -119,6 +122,8 @@ tests/emu/gen/indexer_decode.emu.cpp: $(top_srcdir)/kernels/indexer_decode.cu $(
 
 tests/emu/gen/probe.emu.o: tests/emu/gen/probe.emu.cpp $(EMU_DEPS)
 	$(AM_V_EMU)$(EMU_COMPILE) -c -o $@ tests/emu/gen/probe.emu.cpp
+tests/emu/gen/devinfo.emu.o: tests/emu/gen/devinfo.emu.cpp $(EMU_DEPS)
+	$(AM_V_EMU)$(EMU_COMPILE) -c -o $@ tests/emu/gen/devinfo.emu.cpp
 tests/emu/gen/devmem.emu.o: tests/emu/gen/devmem.emu.cpp $(EMU_DEPS)
 	$(AM_V_EMU)$(EMU_COMPILE) -c -o $@ tests/emu/gen/devmem.emu.cpp
 tests/emu/gen/poison.emu.o: tests/emu/gen/poison.emu.cpp $(EMU_DEPS)

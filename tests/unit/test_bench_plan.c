@@ -53,7 +53,11 @@ static void test_lists(void **state) {
   assert_int_equal(m.num_layouts, 4);
   assert_string_equal(m.layouts[3].label, "pcp4dcp4");
   assert_int_equal(cplab_bench_parse_graphs(&m, "eager,piecewise,full", &d), 0);
-  assert_true(m.num_graphs == 3 && m.graphs[2] == CPLAB_BENCH_FULL);
+  assert_true(m.num_graphs == 3 && m.graphs[2] == CPLAB_GRAPH_FULL_AND_PIECEWISE);
+  /* full_decode_only is reachable: the scenario runs vLLM's FULL_DECODE_ONLY */
+  assert_int_equal(cplab_bench_parse_graphs(&m, "full_decode_only,eager", &d), 0);
+  assert_true(m.num_graphs == 2 && m.graphs[0] == CPLAB_GRAPH_FULL_DECODE_ONLY && m.graphs[1] == CPLAB_GRAPH_NONE);
+  assert_int_equal(cplab_bench_parse_graphs(&m, "eager,piecewise,full", &d), 0);
   assert_int_equal(cplab_bench_add_workloads(&m, CPLAB_BENCH_PREFILL, "4096,32768", 2, 16, &d), 0);
   assert_int_equal(cplab_bench_add_workloads(&m, CPLAB_BENCH_DECODE, "32768", 4, 16, &d), 0);
   assert_int_equal(cplab_bench_add_workloads(&m, CPLAB_BENCH_MIXED, "8192+16@32768", 1, 16, &d), 0);
@@ -107,7 +111,7 @@ static cplab_bench_plan_cost cost_of(const cplab_bench_matrix *m, int layout) {
   cplab_scenario *s = NULL;
   cplab_bench_plan_cost c;
   cplab_diag d = {0};
-  if (cplab_bench_scenario(m, &m->layouts[layout], &m->workloads[0], CPLAB_BENCH_EAGER, &s, &d) != 0)
+  if (cplab_bench_scenario(m, &m->layouts[layout], &m->workloads[0], CPLAB_GRAPH_NONE, &s, &d) != 0)
     fail_msg("scenario: %s", d.msg);
   if (cplab_bench_plan_cost_of(s, &c, &d) != 0) fail_msg("plan cost: %s", d.msg);
   cplab_scenario_free(s);
@@ -119,8 +123,12 @@ static void test_scenarios_hold_the_workload(void **state) {
   cplab_bench_matrix m = matrix("pcp4dcp4", CPLAB_BENCH_DECODE, "1000", 3, 5);
   cplab_scenario *s = NULL;
   cplab_diag d = {0};
-  assert_int_equal(cplab_bench_scenario(&m, &m.layouts[0], &m.workloads[0], CPLAB_BENCH_FULL, &s, &d), 0);
+  assert_int_equal(cplab_bench_scenario(&m, &m.layouts[0], &m.workloads[0], CPLAB_GRAPH_FULL_AND_PIECEWISE, &s, &d), 0);
   assert_true(s->par.tp == 1 && s->par.pcp == 4 && s->par.dcp == 4 && s->par.graph_mode == CPLAB_GRAPH_FULL_AND_PIECEWISE);
+  cplab_scenario *fdo = NULL;
+  assert_int_equal(cplab_bench_scenario(&m, &m.layouts[0], &m.workloads[0], CPLAB_GRAPH_FULL_DECODE_ONLY, &fdo, &d), 0);
+  assert_int_equal(fdo->par.graph_mode, CPLAB_GRAPH_FULL_DECODE_ONLY);
+  cplab_scenario_free(fdo);
   assert_int_equal(s->num_steps, 5);
   for (size_t st = 0; st < 5; st++) {
     assert_int_equal(s->steps[st].num_requests, 3);
@@ -130,7 +138,7 @@ static void test_scenarios_hold_the_workload(void **state) {
   cplab_scenario_free(s);
   /* A mixed step: the decode rows, then the prefill. */
   cplab_bench_matrix x = matrix("tp2", CPLAB_BENCH_MIXED, "300+2@5000", 1, 1);
-  assert_int_equal(cplab_bench_scenario(&x, &x.layouts[0], &x.workloads[0], CPLAB_BENCH_PIECEWISE, &s, &d), 0);
+  assert_int_equal(cplab_bench_scenario(&x, &x.layouts[0], &x.workloads[0], CPLAB_GRAPH_PIECEWISE, &s, &d), 0);
   assert_true(s->num_steps == 1 && s->steps[0].num_requests == 3);
   assert_true(s->steps[0].requests[0].phase == CPLAB_PHASE_DECODE && s->steps[0].requests[0].num_computed == 5000);
   assert_true(s->steps[0].requests[2].phase == CPLAB_PHASE_PREFILL && s->steps[0].requests[2].new_tokens == 300);
@@ -138,13 +146,13 @@ static void test_scenarios_hold_the_workload(void **state) {
   /* A workload too large to spell out as steps is refused before it is built. */
   cplab_bench_matrix huge = matrix("tp1", CPLAB_BENCH_DECODE, "1000", 4096, 4096);
   cplab_diag e = {0};
-  assert_int_equal(cplab_bench_scenario(&huge, &huge.layouts[0], &huge.workloads[0], CPLAB_BENCH_EAGER, &s, &e),
+  assert_int_equal(cplab_bench_scenario(&huge, &huge.layouts[0], &huge.workloads[0], CPLAB_GRAPH_NONE, &s, &e),
                    CPLAB_EUSAGE);
   assert_non_null(strstr(e.msg, "4096 steps x 4096 requests exceed 1048576 requests in all"));
   assert_null(s);
   /* A layout the scenario rules reject is named with the configuration. */
   cplab_bench_matrix bad = matrix("tp2dcp4", CPLAB_BENCH_PREFILL, "64", 1, 1);
-  assert_int_not_equal(cplab_bench_scenario(&bad, &bad.layouts[0], &bad.workloads[0], CPLAB_BENCH_EAGER, &s, &d), 0);
+  assert_int_not_equal(cplab_bench_scenario(&bad, &bad.layouts[0], &bad.workloads[0], CPLAB_GRAPH_NONE, &s, &d), 0);
   assert_non_null(strstr(d.msg, "tp2dcp4, prefill 64 in / 1 out"));
   assert_null(s);
 }
@@ -230,7 +238,7 @@ static void test_decode_work(void **state) {
 static int count(void *ctx, const cplab_bench_config *c, cplab_diag *d) {
   (void)d;
   char *seen = ctx;
-  strcat(seen, cplab_bench_graph_name(c->graph));
+  strcat(seen, cplab_graph_mode_label(c->graph));
   strcat(seen, ";");
   return 0;
 }

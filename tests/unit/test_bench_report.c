@@ -199,7 +199,7 @@ static void test_add_rejections(void **state) {
       {"negative", "sample 0 is -1 ms", base},
       {"infinite", "sample 2 is inf ms", base},
       {"workload", "unknown workload 'chat' (prefill, decode or mixed)", base},
-      {"graph", "unknown graph mode 'cudagraph' (eager, piecewise or full)", base},
+      {"graph", "unknown graph mode 'cudagraph' (eager, piecewise, full_decode_only or full)", base},
       {"metric", "unknown metric 7 (TTFT or TPOT)", base},
       {"prefill TPOT", "a prefill point measures TTFT, not TPOT", base},
       {"decode TTFT", "a decode point measures TPOT, not TTFT", base},

@@ -2,6 +2,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cplab/atomic.h"
 #include "cplab/cli.h"
 #include "cplab/log.h"
 #include "cplab/model.h"
@@ -161,6 +162,33 @@ static void test_cli_parse(void **state) {
   }
 }
 
+/* The GPU pick: the launcher's local rank, else the caller's node rank,
+ * modulo the devices; a local rank that is not a number and no device are
+ * errors. */
+static void test_pick_gpu(void **state) {
+  (void)state;
+  const char *var = "OMPI_COMM_WORLD_LOCAL_RANK";
+  char *saved = getenv(var) ? strdup(getenv(var)) : NULL;
+  cplab_diag d = {0};
+  int dev = -1;
+  assert_int_equal(unsetenv(var), 0);
+  assert_int_equal(cplab_cli_pick_gpu(5, 4, &dev, &d), 0);
+  assert_int_equal(dev, 1);
+  assert_int_equal(setenv(var, "6", 1), 0);
+  assert_int_equal(cplab_cli_pick_gpu(0, 4, &dev, &d), 0);
+  assert_int_equal(dev, 2); /* the launcher's word wins over the fallback */
+  assert_int_equal(cplab_cli_pick_gpu(0, 8, &dev, &d), 0);
+  assert_int_equal(dev, 6);
+  assert_int_equal(setenv(var, "two", 1), 0);
+  assert_int_equal(cplab_cli_pick_gpu(0, 8, &dev, &d), CPLAB_EINVAL);
+  assert_non_null(strstr(d.msg, "OMPI_COMM_WORLD_LOCAL_RANK='two' is not a number"));
+  cplab_diag e = {0};
+  assert_int_equal(cplab_cli_pick_gpu(0, 0, &dev, &e), CPLAB_ENODEV);
+  if (saved) setenv(var, saved, 1);
+  else unsetenv(var);
+  free(saved);
+}
+
 static void test_write_atomic(void **state) {
   (void)state;
   char dir[] = "/tmp/cplab-test-XXXXXX";
@@ -168,8 +196,8 @@ static void test_write_atomic(void **state) {
   char path[128];
   snprintf(path, sizeof path, "%s/out.json", dir);
   cplab_diag d = {0};
-  assert_int_equal(cplab_write_file_atomic(path, "old\n", 4, &d), 0);
-  assert_int_equal(cplab_write_file_atomic(path, "new!\n", 5, &d), 0);
+  assert_int_equal(cplab_atomic_write(path, "old\n", 4, &d), 0);
+  assert_int_equal(cplab_atomic_write(path, "new!\n", 5, &d), 0);
   FILE *f = fopen(path, "r");
   char buf[16] = {0};
   assert_int_equal(fread(buf, 1, sizeof buf, f), 5);
@@ -181,10 +209,53 @@ static void test_write_atomic(void **state) {
   /* A directory that does not exist: error, nothing left behind. */
   char bad[160];
   snprintf(bad, sizeof bad, "%s/missing/out.json", dir);
-  assert_int_equal(cplab_write_file_atomic(bad, "x", 1, &d), CPLAB_EIO);
+  assert_int_equal(cplab_atomic_write(bad, "x", 1, &d), CPLAB_EIO);
   assert_non_null(strstr(d.msg, "cannot create a temporary file beside"));
   unlink(path);
   assert_int_equal(rmdir(dir), 0); /* empty: no temporary files remain */
+}
+
+/* The two halves the HDF5 writers use: begin leaves an empty 0644 file
+ * beside the target; a commit that cannot rename (the target is a
+ * non-empty directory) removes the temporary file and keeps the target. */
+static void test_atomic_begin_commit(void **state) {
+  (void)state;
+  char dir[] = "/tmp/cplab-test-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char path[128], sub[160];
+  snprintf(path, sizeof path, "%s/out.h5", dir);
+  cplab_diag d = {0};
+  char *tmp = NULL;
+  assert_int_equal(cplab_atomic_begin(path, &tmp, &d), 0);
+  assert_non_null(strstr(tmp, "/out.h5.tmp."));
+  struct stat st;
+  assert_int_equal(stat(tmp, &st), 0);
+  assert_true(st.st_size == 0 && (st.st_mode & 0777) == 0644);
+  assert_int_equal(cplab_atomic_commit(tmp, path, &d), 0);
+  assert_int_equal(stat(path, &st), 0);
+  assert_int_equal(access(tmp, F_OK), -1);
+  free(tmp);
+  unlink(path);
+  /* rename over a non-empty directory fails */
+  assert_int_equal(mkdir(path, 0755), 0);
+  snprintf(sub, sizeof sub, "%s/keep", path);
+  FILE *f = fopen(sub, "w");
+  assert_non_null(f);
+  fclose(f);
+  assert_int_equal(cplab_atomic_begin(path, &tmp, &d), 0);
+  assert_int_equal(cplab_atomic_commit(tmp, path, &d), CPLAB_EIO);
+  assert_non_null(strstr(d.msg, "cannot rename"));
+  assert_int_equal(access(tmp, F_OK), -1);
+  assert_int_equal(access(sub, F_OK), 0);
+  free(tmp);
+  /* a temporary file that is not there cannot be committed (a fresh diag:
+   * the first error wins) */
+  cplab_diag d2 = {0};
+  assert_int_equal(cplab_atomic_commit("/nonexistent-cplab/x.tmp", path, &d2), CPLAB_EIO);
+  assert_non_null(strstr(d2.msg, "cannot flush"));
+  unlink(sub);
+  assert_int_equal(rmdir(path), 0);
+  assert_int_equal(rmdir(dir), 0);
 }
 
 static void test_model_presets(void **state) {
@@ -265,13 +336,21 @@ static void test_parallel_other_rules(void **state) {
   assert_int_equal(m, CPLAB_GRAPH_FULL_DECODE_ONLY);
   assert_string_equal(cplab_graph_mode_name(m), "FULL_DECODE_ONLY");
   assert_int_equal(cplab_graph_mode_parse("full", &m), CPLAB_ENOTFOUND);
+  /* cplab-bench's words: every labelled mode round-trips, FULL has none */
+  for (int g = 0; g < CPLAB_GRAPH_LABELED; g++) {
+    assert_int_equal(cplab_graph_mode_parse_label(cplab_graph_mode_label((cplab_graph_mode)g), &m), 0);
+    assert_int_equal(m, g);
+  }
+  assert_string_equal(cplab_graph_mode_label(CPLAB_GRAPH_FULL_AND_PIECEWISE), "full");
+  assert_string_equal(cplab_graph_mode_label(CPLAB_GRAPH_FULL), "?");
+  assert_int_equal(cplab_graph_mode_parse_label("FULL", &m), CPLAB_ENOTFOUND);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_error_names),        cmocka_unit_test(test_diag_first_error_wins),
       cmocka_unit_test(test_log_levels),         cmocka_unit_test(test_parse_u64),
-      cmocka_unit_test(test_cli_parse),          cmocka_unit_test(test_write_atomic),
+      cmocka_unit_test(test_cli_parse),          cmocka_unit_test(test_pick_gpu), cmocka_unit_test(test_write_atomic), cmocka_unit_test(test_atomic_begin_commit),
       cmocka_unit_test(test_model_presets),      cmocka_unit_test(test_parallel_dcp_rules),
       cmocka_unit_test(test_parallel_other_rules),
   };

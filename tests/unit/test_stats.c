@@ -1,4 +1,4 @@
-/* cplab-bench's statistics (analysis/stats.c): quantiles on known data, the
+/* The statistics module (common/stats.c): quantiles on known data, the
  * single-sample case, errors, determinism, and the property a confidence
  * interval must have: over many seeded samples of a known distribution, the
  * 95% bootstrap interval of the median covers the true median about 95% of
@@ -6,7 +6,7 @@
 #include <gsl/gsl_randist.h>
 #include <math.h>
 
-#include "stats.h"
+#include "cplab/stats.h"
 #include "testutil.h"
 
 static void test_known_quantiles(void **state) {
@@ -35,6 +35,23 @@ static void test_median(void **state) {
   assert_true(cplab_stats_median(even, 4) == 6.0);
   assert_true(cplab_stats_median(one, 1) == 7.0);
   assert_true(isnan(cplab_stats_median(NULL, 0)));
+}
+
+/* The benchmarks' spread: GSL's interpolated quantiles ((n - 1)·q) of the
+ * sorted samples, which it leaves sorted; one sample is its own spread. */
+static void test_spread(void **state) {
+  (void)state;
+  double x[] = {9, 1, 5, 3, 7, 2, 8, 4, 6, 10, 0};
+  cplab_spread s = cplab_stats_spread(x, 11);
+  assert_true(s.median == 5.0 && s.min == 0.0 && s.max == 10.0);
+  assert_true(fabs(s.p10 - 1.0) < 1e-12 && fabs(s.p90 - 9.0) < 1e-12);
+  for (int i = 0; i < 11; i++) assert_true(x[i] == (double)i);
+  double y[] = {4, 1, 3, 2}; /* (n - 1)·q = 0.3 and 2.7: between order statistics */
+  s = cplab_stats_spread(y, 4);
+  assert_true(s.median == 2.5 && fabs(s.p10 - 1.3) < 1e-12 && fabs(s.p90 - 3.7) < 1e-12);
+  double one[] = {42};
+  s = cplab_stats_spread(one, 1);
+  assert_true(s.median == 42 && s.p10 == 42 && s.p90 == 42 && s.min == 42 && s.max == 42);
 }
 
 static void test_errors_and_determinism(void **state) {
@@ -88,6 +105,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_known_quantiles),
       cmocka_unit_test(test_median),
+      cmocka_unit_test(test_spread),
       cmocka_unit_test(test_errors_and_determinism),
       cmocka_unit_test(test_interval_coverage),
   };

@@ -735,12 +735,66 @@ static void test_killed_writer(void **state) {
   cplab_scenario_free(s);
 }
 
+/* SCHEMA.md's table of layer tensors states the facts of the tensor table
+ * (cplab_trace_tensor_info_of) for readers: every tensor once, with the
+ * table's type, rank, fixed last dimension, per-row first dimension (r) and
+ * the minor version that introduced it ("since 1.N"). */
+static void check_schema_row(char *line, int *seen) {
+  char name[64], type[32], shape[128];
+  if (sscanf(line, "| `%63[^`]` | %31s [%127[^]]] |", name, type, shape) != 3) fail_msg("unparsed row: %s", line);
+  int t = cplab_trace_tensor_find(name);
+  if (t < 0) fail_msg("SCHEMA.md lists '%s', which the tensor table lacks", name);
+  const cplab_trace_tensor_info *info = cplab_trace_tensor_info_of((cplab_trace_tensor)t);
+  seen[t]++;
+  if (strcmp(type, cplab_trace_dtype_name(info->dtype)) != 0)
+    fail_msg("%s: SCHEMA.md says %s, the table %s", name, type, cplab_trace_dtype_name(info->dtype));
+  char *dims[4] = {0}, *save = NULL;
+  int rank = 0;
+  for (char *tok = strtok_r(shape, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+    if (rank == 4) fail_msg("%s: too many dimensions in SCHEMA.md", name);
+    dims[rank++] = tok;
+  }
+  if (rank != info->rank) fail_msg("%s: SCHEMA.md has rank %d, the table %d", name, rank, info->rank);
+  char *end;
+  unsigned long long last = strtoull(dims[rank - 1], &end, 10);
+  if ((*end ? 0 : last) != info->last)
+    fail_msg("%s: last dimension '%s' in SCHEMA.md, %llu in the table", name, dims[rank - 1],
+             (unsigned long long)info->last);
+  /* sampled_tokens is the row list itself: r is its length by definition,
+   * so the table has nothing to check it against. */
+  int defines_rows = t == CPLAB_TT_SAMPLED_TOKENS;
+  if ((strcmp(dims[0], "r") == 0) != (info->per_row != 0 || defines_rows))
+    fail_msg("%s: first dimension '%s' in SCHEMA.md, per_row %d in the table", name, dims[0], info->per_row);
+  const char *since = strstr(line, "| since 1.");
+  int minor = since ? atoi(since + strlen("| since 1.")) : 0;
+  if (minor != info->since_minor) fail_msg("%s: since 1.%d in SCHEMA.md, 1.%d in the table", name, minor, info->since_minor);
+}
+
+static void test_schema_doc_matches_table(void **state) {
+  (void)state;
+  const char *top = getenv("top_srcdir");
+  char path[512], line[4096];
+  snprintf(path, sizeof path, "%s/traces/SCHEMA.md", top ? top : "..");
+  FILE *f = fopen(path, "r");
+  if (!f) fail_msg("cannot open %s (set top_srcdir)", path);
+  int seen[CPLAB_TT_COUNT] = {0}, in_section = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (strncmp(line, "## ", 3) == 0 || strncmp(line, "### ", 4) == 0)
+      in_section = strncmp(line, "## Layer tensors", 16) == 0;
+    else if (in_section && strncmp(line, "| `", 3) == 0)
+      check_schema_row(line, seen);
+  }
+  fclose(f);
+  for (int t = 0; t < CPLAB_TT_COUNT; t++)
+    if (seen[t] != 1) fail_msg("SCHEMA.md lists '%s' %d times", cplab_trace_tensor_name((cplab_trace_tensor)t), seen[t]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_round_trip_builtins), cmocka_unit_test(test_round_trip_random),
       cmocka_unit_test(test_byte_identical),      cmocka_unit_test(test_tensors_and_events),
       cmocka_unit_test(test_groups_and_spec_tokens), cmocka_unit_test(test_decode_partials),
-      cmocka_unit_test(test_malformed_rejected),
+      cmocka_unit_test(test_malformed_rejected), cmocka_unit_test(test_schema_doc_matches_table),
       cmocka_unit_test(test_truncated_and_bitflipped), cmocka_unit_test(test_killed_writer),
   };
   return cmocka_run_group_tests_name("trace", tests, setup, teardown);

@@ -1,5 +1,5 @@
-/* Statistics for cplab-bench: see stats.h. */
-#include "stats.h"
+/* Statistics of the benchmarks and the diff: see include/cplab/stats.h. */
+#include "cplab/stats.h"
 
 #include <gsl/gsl_rng.h>
 #include <gsl/gsl_sort.h>
@@ -18,6 +18,15 @@ double cplab_stats_median(double *x, size_t n) {
   if (n == 0) return NAN;
   gsl_sort(x, 1, n);
   return cplab_stats_quantile_sorted(x, n, 0.5);
+}
+
+cplab_spread cplab_stats_spread(double *x, size_t n) {
+  gsl_sort(x, 1, n);
+  return (cplab_spread){.median = cplab_stats_quantile_sorted(x, n, 0.5),
+                        .p10 = cplab_stats_quantile_sorted(x, n, 0.1),
+                        .p90 = cplab_stats_quantile_sorted(x, n, 0.9),
+                        .min = x[0],
+                        .max = x[n - 1]};
 }
 
 static int check_samples(const double *x, size_t n, int resamples, cplab_diag *d) {
