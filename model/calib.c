@@ -95,10 +95,10 @@ int model_calibrate(model_doc *man, const char *dir, double copy_gbps, model_cal
       if (!model_in_list(layouts, nl, pts[i].layout.label)) continue;
       int full = 1;
       for (int k = 0; k < CPLAB_MODEL_PHASES; k++) full &= !isnan(pts[i].phase[k]);
-      if (pts[i].graph == CPLAB_BENCH_EAGER && full) rc = calib_push(&cs, &res[i].features, &pts[i], d), co->points++;
-      if (pts[i].graph == CPLAB_BENCH_EAGER) continue;
+      if (pts[i].graph == CPLAB_GRAPH_NONE && full) rc = calib_push(&cs, &res[i].features, &pts[i], d), co->points++;
+      if (pts[i].graph == CPLAB_GRAPH_NONE) continue;
       for (size_t j = 0; j < n; j++) /* the eager twin, when the MoE path is the same */
-        if (pts[j].graph == CPLAB_BENCH_EAGER && model_same_config(&pts[i], &pts[j]) &&
+        if (pts[j].graph == CPLAB_GRAPH_NONE && model_same_config(&pts[i], &pts[j]) &&
             res[j].moe_fast_path == res[i].moe_fast_path && res[i].graph > 0) {
           int g = res[i].graph, k = pts[i].w.kind == CPLAB_BENCH_PREFILL;
           if (nsav[g][k] < 4096) sav[g][k][nsav[g][k]++] = (pts[j].median - pts[i].median) * 1e3;

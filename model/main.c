@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "calib.h"
+#include "cplab/atomic.h"
 #include "cplab/cli.h"
 #include "cplab/model.h"
 #include "link.h"
@@ -166,7 +167,7 @@ static int write_doc(json_t *doc, const char *path, cplab_diag *d) {
   if (path) {
     char *t = malloc(n + 2);
     if (!t) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
-    else memcpy(t, s, n), t[n] = '\n', rc = cplab_write_file_atomic(path, t, n + 1, d), free(t);
+    else memcpy(t, s, n), t[n] = '\n', rc = cplab_atomic_write(path, t, n + 1, d), free(t);
   } else if (fwrite(s, 1, n, stdout) != n || fputc('\n', stdout) == EOF) {
     rc = cplab_diag_set(d, CPLAB_EIO, "cannot write to standard output");
   }
@@ -225,7 +226,7 @@ static int predict_one(void *ctx, const cplab_bench_config *c, cplab_diag *d) {
                                                            : (double)c->workload->batch;
   json_array_append_new(x->rows, json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:f, s:f, s:o, s:i, s:b, s:f, s:f, s:f}",
                                            "layout", c->layout->label, "workload", wl, "graph",
-                                           cplab_bench_graph_name(c->graph), "metric", metric, "gpus", gpus, "tokens",
+                                           cplab_graph_mode_label(c->graph), "metric", metric, "gpus", gpus, "tokens",
                                            (json_int_t)c->workload->tokens, "batch", (json_int_t)c->workload->batch,
                                            "ms", r.step_ms, "tokens_per_s_per_gpu", tokens / (r.step_ms / 1e3) / gpus,
                                            "phases_ms", ph, "extrapolated", r.extrapolated, "moe_fast_path",

@@ -66,10 +66,8 @@ int model_read_point(model_doc *x, size_t i, model_point *p, cplab_diag *d) {
   else if (strcmp(p->workload, "decode") == 0) p->w.kind = CPLAB_BENCH_DECODE;
   else return cplab_json_fail(&x->r, p->path, 0, CPLAB_EUNSUPPORTED, "workload '%s': the model predicts prefill and decode", p->workload);
   p->w.tokens = tokens, p->w.batch = batch, p->w.out_tokens = out, p->w.context = 0;
-  int g;
-  for (g = 0; g < 3 && strcmp(p->graph_name, cplab_bench_graph_name((cplab_bench_graph)g)) != 0; g++) {}
-  if (g == 3) return cplab_json_fail(&x->r, p->path, 0, CPLAB_ESCHEMA, "graph '%s': expected eager, piecewise or full", p->graph_name);
-  p->graph = (cplab_bench_graph)g;
+  if (cplab_graph_mode_parse_label(p->graph_name, &p->graph) || p->graph == CPLAB_GRAPH_FULL_DECODE_ONLY)
+    return cplab_json_fail(&x->r, p->path, 0, CPLAB_ESCHEMA, "graph '%s': expected eager, piecewise or full", p->graph_name);
   char sp[CPLAB_PATH_MAX], pp[CPLAB_PATH_MAX];
   cplab_json_child(sp, p->path, "stats");
   cplab_json_child(pp, p->path, "phases_ms");

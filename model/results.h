@@ -26,7 +26,7 @@ typedef struct model_doc {
 typedef struct model_point {
   cplab_bench_layout layout;
   cplab_bench_workload w;
-  cplab_bench_graph graph;
+  cplab_graph_mode graph;
   char workload[16], graph_name[16];
   double median, phase[CPLAB_MODEL_PHASES]; /* NAN: not measured */
   char path[CPLAB_PATH_MAX];

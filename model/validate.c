@@ -164,7 +164,7 @@ static int nccl_entry(model_doc *man, const char *dir, size_t idx, const cplab_m
     model_point p;
     rc = model_read_point(&xn, i, &p, d);
     const model_point *q = rc ? NULL : twin(sp, ns, &p);
-    if (rc || p.graph != CPLAB_BENCH_EAGER || !q || isnan(q->phase[4])) continue;
+    if (rc || p.graph != CPLAB_GRAPH_NONE || !q || isnan(q->phase[4])) continue;
     cplab_model_result r;
     if ((rc = model_predict_point(&mn, &p, &in, &r, d)) == CPLAB_EUNSUPPORTED) {
       rc = refused(rc, d, &mn, &p, nf, skipped);
@@ -212,9 +212,9 @@ static int graph_entry(model_doc *man, const char *dir, size_t idx, double copy_
   for (size_t i = 0; i < n && !rc; i++) {
     const model_point *p = &pts[i], *e = NULL;
     const char *why = NULL;
-    if (p->graph == CPLAB_BENCH_EAGER || !model_in_list(layouts, nl, p->layout.label)) continue;
+    if (p->graph == CPLAB_GRAPH_NONE || !model_in_list(layouts, nl, p->layout.label)) continue;
     for (size_t j = 0; j < n; j++)
-      if (pts[j].graph == CPLAB_BENCH_EAGER && model_same_config(&pts[j], p)) e = &pts[j];
+      if (pts[j].graph == CPLAB_GRAPH_NONE && model_same_config(&pts[j], p)) e = &pts[j];
     if (!e) continue;
     rc = excluded(man, pe, path, p, &why);
     if (!rc && why) {

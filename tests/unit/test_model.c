@@ -315,7 +315,7 @@ static cplab_model_table *unit_table(void) {
 }
 
 static cplab_scenario *scenario(const char *layout, cplab_bench_kind kind, int64_t tokens, int64_t batch,
-                                cplab_bench_graph g) {
+                                cplab_graph_mode g) {
   cplab_bench_matrix m;
   cplab_bench_layout l;
   cplab_diag d = {0};
@@ -350,7 +350,7 @@ static void test_step_structure(void **state) {
   assert_int_equal(cplab_model_link_preset("h200", &link, &d), 0);
   cplab_model_result r1, r2, r;
   /* Layers multiply the per-layer part; the output gather (pcp) is paid once. */
-  cplab_scenario *s = scenario("pcp4", CPLAB_BENCH_PREFILL, 4096, 1, CPLAB_BENCH_EAGER);
+  cplab_scenario *s = scenario("pcp4", CPLAB_BENCH_PREFILL, 4096, 1, CPLAB_GRAPH_NONE);
   double one = predict(s, t, &link, &pa, 1, &r1), ten = predict(s, t, &link, &pa, 10, &r2);
   assert_true(one > 0);
   assert_true(ten < 10 * one && ten > 9 * one); /* the output gather is once */
@@ -360,34 +360,34 @@ static void test_step_structure(void **state) {
   assert_true(r1.phase_ms[4] > 0);
   cplab_scenario_free(s);
   /* One rank: no collective costs anything over a link. */
-  s = scenario("tp1", CPLAB_BENCH_DECODE, 4096, 1, CPLAB_BENCH_EAGER);
+  s = scenario("tp1", CPLAB_BENCH_DECODE, 4096, 1, CPLAB_GRAPH_NONE);
   predict(s, t, &link, &pa, 1, &r);
   assert_near(r.phase_ms[4], 0, 0);
   cplab_scenario_free(s);
   /* A graph mode's saving is taken once a layer; the plan says which mode a batch runs in. */
   pa.graph_saving_us[2][0] = 50;
-  s = scenario("tp4", CPLAB_BENCH_DECODE, 4096, 1, CPLAB_BENCH_EAGER);
+  s = scenario("tp4", CPLAB_BENCH_DECODE, 4096, 1, CPLAB_GRAPH_NONE);
   double eager = predict(s, t, &link, &pa, 4, &r);
   assert_int_equal(r.graph, 0);
   cplab_scenario_free(s);
-  s = scenario("tp4", CPLAB_BENCH_DECODE, 4096, 1, CPLAB_BENCH_FULL);
+  s = scenario("tp4", CPLAB_BENCH_DECODE, 4096, 1, CPLAB_GRAPH_FULL_AND_PIECEWISE);
   double full = predict(s, t, &link, &pa, 4, &r);
   assert_int_equal(r.graph, 2);
   assert_near(eager - full, 4 * 0.050, 1e-9);
   cplab_scenario_free(s);
   /* PCP under piecewise graphs leaves the MoE fast path, under full it keeps it. */
-  s = scenario("pcp4", CPLAB_BENCH_DECODE, 4096, 1, CPLAB_BENCH_PIECEWISE);
+  s = scenario("pcp4", CPLAB_BENCH_DECODE, 4096, 1, CPLAB_GRAPH_PIECEWISE);
   predict(s, t, &link, &pa, 1, &r);
   assert_int_equal(r.moe_fast_path, 0);
   cplab_scenario_free(s);
-  s = scenario("pcp4", CPLAB_BENCH_DECODE, 4096, 1, CPLAB_BENCH_FULL);
+  s = scenario("pcp4", CPLAB_BENCH_DECODE, 4096, 1, CPLAB_GRAPH_FULL_AND_PIECEWISE);
   predict(s, t, &link, &pa, 1, &r);
   assert_int_equal(r.moe_fast_path, 1);
   cplab_scenario_free(s);
   /* A faster link never makes a step slower. */
   cplab_model_link fast = link;
   fast.intra.busbw_gbps *= 10, fast.intra.latency_us /= 10;
-  s = scenario("pcp4dcp4", CPLAB_BENCH_PREFILL, 8192, 1, CPLAB_BENCH_EAGER);
+  s = scenario("pcp4dcp4", CPLAB_BENCH_PREFILL, 8192, 1, CPLAB_GRAPH_NONE);
   assert_true(predict(s, t, &fast, &pa, 1, &r) <= predict(s, t, &link, &pa, 1, &r2));
   /* Without --extrapolate a shape the table lacks is an error naming the kernel. */
   cplab_model_table *small = new_table();
@@ -416,7 +416,7 @@ static void test_plancost_split(void **state) {
     if (!prop_trial(&p, trial)) continue;
     const char *l = layouts[prop_int(&p, 0, 7)];
     cplab_bench_kind kind = prop_int(&p, 0, 1) ? CPLAB_BENCH_DECODE : CPLAB_BENCH_PREFILL;
-    cplab_scenario *s = scenario(l, kind, prop_int(&p, 1, 64) * 64, prop_int(&p, 1, 4), CPLAB_BENCH_EAGER);
+    cplab_scenario *s = scenario(l, kind, prop_int(&p, 1, 64) * 64, prop_int(&p, 1, 4), CPLAB_GRAPH_NONE);
     cplab_bench_plan_cost c;
     cplab_diag d = {0};
     assert_int_equal(cplab_bench_plan_cost_of(s, &c, &d), 0);
