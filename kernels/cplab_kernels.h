@@ -240,9 +240,9 @@ int cplab_topk(const float *logits, int64_t m, int64_t n, const int32_t *ks, con
 
 /* The same result, with few long rows spread over the GPU: a row's range is
  * cut into chunks of 16384 columns (32768 for k > 2048); one kernel selects
- * each chunk's exact top-k into scratch, sorted as a row's (a row's top-k is
- * within the union of its chunks'), a second one merges a row's chunk lists
- * exactly as cplab_topk_merge merges DCP owners'. It splits when the rows are too long to be staged (above) and
+ * each chunk's exact top-k into scratch (a row's top-k is within the union of
+ * its chunks'), a second one each row's top-k from its chunks' candidates,
+ * sorted. It splits when the rows are too long to be staged (above) and
  * m <= 4 · the device's SM count; otherwise it runs cplab_topk (scratch
  * unused, may be NULL). cplab_topk_scratch gives in *bytes the scratch for
  * (m, n, k) on the current device: m · ceil(n / chunk) · k · 8 when it

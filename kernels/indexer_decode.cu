@@ -32,7 +32,6 @@
 #define DL_STAGES 4
 #define DL_MAX_HEADS 128
 #define DL_MAX_CHUNK_TILES 16 // at most 1024 keys a block
-#define DL_SMEM_PER_SM 233472 // shared memory of an SM (sm_90, sm_100)
 #define DL_WORDS (CPLAB_IDX_ENTRY_BYTES / 4) // 33 words a cache entry
 #define DL_TILE_BYTES (IT_TILE * CPLAB_IDX_ENTRY_BYTES)
 #define DL_TILE_CHUNKS (DL_TILE_BYTES / 16)
@@ -219,34 +218,25 @@ template <int HP> __global__ void __launch_bounds__(IT_THREADS) logits_decode_ke
   cp_async_wait<0>();
 }
 
-// Tiles a block: enough blocks to fill every SM once (blocks_per_sm each),
-// from 2 to DL_MAX_CHUNK_TILES tiles each. (Two waves of 2 blocks an SM, the
-// first rule, left a batch of 16 rows at 3.9 blocks an SM where 5 fit: too
-// few warps to hide a tile's latencies.)
-static int decode_chunk_tiles(int64_t m, int64_t n, int blocks_per_sm, cplab_diag *d, int *out) {
-  cplab_device_facts f;
-  int rc = cplab_device_facts_get(&f, d);
-  if (rc) return rc;
-  int64_t tiles = (n + IT_TILE - 1) / IT_TILE, want = (int64_t)blocks_per_sm * f.sm_count;
-  int64_t per = (m * tiles + want - 1) / want;
-  *out = (int)(per < 2 ? 2 : per > DL_MAX_CHUNK_TILES ? DL_MAX_CHUNK_TILES : per);
-  return 0;
-}
-
-template <int HP> static int decode_launch(dl_args a, cudaStream_t stream, cplab_diag *d) {
+template <int HP> static int decode_launch(const dl_args &a, cudaStream_t stream, cplab_diag *d) {
   size_t smem = sizeof(dl_smem<HP>) + 1024;
   int rc = kset_smem(d, logits_decode_kernel<HP>, smem, "logits_decode_kernel");
   if (rc) return rc;
-  // Blocks an SM by shared memory (sm_90 and sm_100 have 228 KiB an SM, 1 KiB
-  // of it reserved a block); registers allow at least as many up to 64 heads.
-  int per_sm = (int)(DL_SMEM_PER_SM / (smem + 1024));
-  rc = decode_chunk_tiles(a.m, a.n, per_sm < 1 ? 1 : per_sm, d, &a.chunk_tiles);
-  if (rc) return rc;
-  KCHECK_ARG(d, (a.n + (int64_t)a.chunk_tiles * IT_TILE - 1) / ((int64_t)a.chunk_tiles * IT_TILE) <= 65535,
-             "cplab_indexer_logits_decode: %lld keys a row exceed the grid", (long long)a.n);
   dim3 grid((unsigned)a.m, kblocks(a.n, (int64_t)a.chunk_tiles * IT_TILE));
   logits_decode_kernel<HP><<<grid, IT_THREADS, smem, stream>>>(a);
   return kcheck_launch(d, "logits_decode_kernel");
+}
+
+// Tiles a block: enough blocks for about two waves of the device's SMs,
+// from 2 to DL_MAX_CHUNK_TILES tiles each.
+static int decode_chunk_tiles(int64_t m, int64_t n, cplab_diag *d, int *out) {
+  cplab_device_facts f;
+  int rc = cplab_device_facts_get(&f, d);
+  if (rc) return rc;
+  int64_t tiles = (n + IT_TILE - 1) / IT_TILE, want = 2 * (int64_t)f.sm_count;
+  int64_t per = (m * tiles + want - 1) / want;
+  *out = (int)(per < 2 ? 2 : per > DL_MAX_CHUNK_TILES ? DL_MAX_CHUNK_TILES : per);
+  return 0;
 }
 
 extern "C" int cplab_indexer_logits_decode(const uint8_t *q, const float *weight, int64_t m, int heads,
@@ -277,6 +267,10 @@ extern "C" int cplab_indexer_logits_decode(const uint8_t *q, const float *weight
                logits};
   if (kaligned(idx_cache, 16) && block_size >= IT_TILE && (block_size & (block_size - 1)) == 0)
     for (a.run_shift = 0; (1 << a.run_shift) < block_size;) a.run_shift++;
+  int rc = decode_chunk_tiles(m, n, d, &a.chunk_tiles);
+  if (rc) return rc;
+  KCHECK_ARG(d, (n + (int64_t)a.chunk_tiles * IT_TILE - 1) / ((int64_t)a.chunk_tiles * IT_TILE) <= 65535,
+             "cplab_indexer_logits_decode: %lld keys a row exceed the grid", (long long)n);
   cudaStream_t st = kstream(stream);
   if (heads <= 16) return decode_launch<16>(a, st, d);
   if (heads <= 32) return decode_launch<32>(a, st, d);

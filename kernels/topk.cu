@@ -50,12 +50,10 @@
 //     staged; longer ones take the passes over global memory.
 //   - cplab_topk_split, when few long rows would leave the GPU idle and the
 //     rows do not fit: (1) TOPK_CHUNKS: one item per (row, chunk of C
-//     columns), each writing its chunk's exact top-k, sorted as a row's
-//     (indices relative to the row's ks), to the scratch; (2) the exact
-//     merge of a row's chunk lists, as cplab_topk_merge merges DCP owners'
-//     (a row's top-k is a subset of the union of its chunks' top-k, and a
-//     candidate's place is its place in its list plus the keys above it in
-//     the others). Same keys, same set, same order.
+//     columns), each writing its chunk's exact top-k keys (unsorted) to the
+//     scratch; (2) TOPK_MERGE: one item per row selecting the row's top-k
+//     from its chunks' candidates (a row's top-k is a subset of the union of
+//     its chunks' top-k) and sorting it. Same keys, same set, same order.
 //
 // Measured on an H200 (bench/NOTES.md, per-phase clocks of a staged row of
 // 32768 real logits, k = 2048, in SM cycles): floor pass ~8100, compaction
@@ -92,7 +90,7 @@
 #define TOPK_FULL 0xFFFFFFFFu
 #define TOPK_NOBIN 0xFFFFFFFFu
 
-enum { TOPK_ROWS = 0, TOPK_CHUNKS = 1 };
+enum { TOPK_ROWS = 0, TOPK_CHUNKS = 1, TOPK_MERGE = 2 };
 
 // Order-preserving map of float bits to unsigned (-0 is first made +0, so
 // that equal logits compare equal and fall to the index rule). NaNs order by
@@ -217,8 +215,7 @@ template <class S, class F> static __device__ __forceinline__ void topk_visit(co
 struct topk_item {
   int64_t r;
   const void *src;  // global memory
-  int32_t *idx;     // where the item's sorted top-k goes: the row's output, or the chunk's list in the scratch
-  float *score;     // (NULL: no scores)
+  uint64_t *out;    // TOPK_CHUNKS: where the chunk's keys go
   unsigned len, rel0, take, words;
 };
 
@@ -532,7 +529,7 @@ struct topk_args {
   int k;
   int32_t *idx;
   float *score;
-  void *scratch;                       // TOPK_CHUNKS: int32 [m][chunks][k] indices, then fp32 scores the same
+  uint64_t *scratch;                   // TOPK_CHUNKS writes, TOPK_MERGE reads: [m][chunks][k] keys
   int64_t items;                       // rows, or rows × chunks
   int64_t chunk, chunks;               // the split: columns per chunk, chunks per row
   unsigned win_cap, list_cap, row_words; // the shared-memory layout (topk_layout_make)
@@ -546,22 +543,30 @@ template <int MODE> static __device__ topk_item topk_decode(const topk_args &a, 
   if (MODE == TOPK_CHUNKS) it.r = w / a.chunks, c = w % a.chunks;
   int64_t base = a.ks[it.r];
   int64_t lo = min(max(base, (int64_t)0), a.n), hi = min(max((int64_t)a.ke[it.r], lo), a.n), L = hi - lo;
+  it.out = nullptr;
   if (MODE == TOPK_ROWS) {
     it.src = a.logits + it.r * a.n + lo;
     it.len = (unsigned)L;
     it.rel0 = (uint32_t)(lo - base);
-    it.idx = a.idx + it.r * a.k;
-    it.score = a.score ? a.score + it.r * a.k : nullptr;
-  } else {
+    it.take = (unsigned)min(L, (int64_t)a.k);
+    it.words = it.len;
+  } else if (MODE == TOPK_CHUNKS) {
     int64_t clo = lo + c * a.chunk, len = clo < hi ? min(hi - clo, a.chunk) : 0;
     it.src = a.logits + it.r * a.n + (len ? clo : 0);
     it.len = (unsigned)len;
     it.rel0 = (uint32_t)(clo - base);
-    it.idx = (int32_t *)a.scratch + w * a.k;
-    it.score = (float *)a.scratch + (a.items + w) * a.k;
+    it.take = (unsigned)min(len, (int64_t)a.k);
+    it.words = it.len;
+    it.out = a.scratch + (it.r * a.chunks + c) * a.k;
+  } else {
+    // chunks before the last hold k keys each (chunk >= k), the last min(k, its columns)
+    int64_t nch = (L + a.chunk - 1) / a.chunk;
+    it.src = a.scratch + it.r * a.chunks * a.k;
+    it.len = L ? (unsigned)((nch - 1) * a.k + min((int64_t)a.k, L - (nch - 1) * a.chunk)) : 0u;
+    it.rel0 = 0;
+    it.take = (unsigned)min(L, (int64_t)a.k);
+    it.words = 2 * it.len;
   }
-  it.take = (unsigned)min((int64_t)it.len, (int64_t)a.k);
-  it.words = it.len;
   return it;
 }
 
@@ -905,8 +910,8 @@ static __device__ void topk_sorted_out(const topk_args &a, const topk_item &it, 
   for (unsigned j = it.take + threadIdx.x; j < P; j += TOPK_THREADS) win[j] = 0; // below every real key
   __syncthreads();
   if (it.take > 1) topk_sort(win, P);
-  int32_t *idx = it.idx;
-  float *score = it.score;
+  int32_t *idx = a.idx + it.r * a.k;
+  float *score = a.score ? a.score + it.r * a.k : nullptr;
   for (int j = (int)threadIdx.x; j < a.k; j += TOPK_THREADS) {
     if ((unsigned)j < it.take) {
       topk_put(idx, score, (unsigned)j, win[j]);
@@ -917,13 +922,18 @@ static __device__ void topk_sorted_out(const topk_args &a, const topk_item &it, 
   }
 }
 
-// The radix path's item: the selection, then its top-k sorted and written.
+// The radix path's item: the selection, then a chunk's keys out unsorted or
+// a row's sorted and written.
 template <int MODE, class S, class PF>
 static __device__ void topk_radix_item(const S &src, const topk_item &it, const topk_args &a, bool staged,
                                        unsigned cap, topk_ctl *c, uint64_t *win, uint64_t *list, PF &prefetch) {
   topk_select(src, it.take, staged, c, win, list, cap, prefetch);
   prefetch(); // (select ended with a barrier, or read nothing)
-  topk_sorted_out(a, it, win);
+  if (MODE == TOPK_CHUNKS) {
+    for (unsigned j = threadIdx.x; j < it.take; j += TOPK_THREADS) it.out[j] = win[j];
+  } else {
+    topk_sorted_out(a, it, win);
+  }
 }
 
 // The bin path's item (take >= 1), its bins set (pass 1). Returns false,
@@ -943,23 +953,25 @@ static __device__ bool topk_bin_item(R &row, unsigned take, int64_t w, const top
     __syncthreads();
     return false;
   }
-  row.place(c, cut.bstar, win, list);
+  uint64_t *out = a.scratch + w * a.k, *dst = MODE == TOPK_CHUNKS ? out : win; // (topk_decode's out)
+  row.place(c, cut.bstar, dst, list);
   __syncthreads();
   topk_hist_clear(c); // the next item's histogram starts from zero (after its first barrier)
   prefetch();                        // this item reads only the winners and the list from here on
-  bool rank_all = c->maxb <= TOPK_BUCKET_MAX;
-  topk_item it = topk_decode<MODE>(a, w);
-  int32_t *idx = it.idx;
-  float *score = it.score;
+  bool rank_all = MODE != TOPK_CHUNKS && c->maxb <= TOPK_BUCKET_MAX;
+  int32_t *idx = a.idx + w * a.k; // rows, merge: the item is the row
+  float *score = a.score ? a.score + w * a.k : nullptr;
   for (unsigned i = t; i < cut.cnt; i += TOPK_THREADS) { // b*'s winners: their place among its keys
     uint64_t x = list[i];
     unsigned r = topk_rank(list, 0, cut.cnt, x);
     if (r >= cut.need) continue;
-    if (rank_all) topk_put(idx, score, cut.above + r, x);
+    if (MODE == TOPK_CHUNKS) out[cut.above + r] = x;
+    else if (rank_all) topk_put(idx, score, cut.above + r, x);
     else win[cut.above + r] = x;
   }
+  if (MODE == TOPK_CHUNKS) return true;
   if (!rank_all) {
-    topk_sorted_out(a, it, win);
+    topk_sorted_out(a, topk_decode<MODE>(a, w), win);
     return true;
   }
   for (unsigned p = t; p < cut.above; p += TOPK_THREADS) { // the bins above b*: a key's place in its bin
@@ -995,17 +1007,24 @@ static __device__ void topk_run_item(int64_t w, const topk_args &a, const void *
     topk_radix_item<MODE>(topk_ksrc((const uint64_t *)it.src, 0), it, a, false, cap, c, win, list, prefetch);
     return;
   }
-  if (staged) { // the list's first TOPK_RANK_MAX entries are b*'s, the rest cand's
-    // (rowbuf rather than staged: the compiler then knows that it is shared memory)
-    unsigned room = a.list_cap > TOPK_RANK_MAX ? 2 * (a.list_cap - TOPK_RANK_MAX) : 0u; // (in 4-byte entries)
-    topk_srow row(rowbuf, (uint32_t)((const uint32_t *)staged - rowbuf), it.len, it.rel0,
-                  (uint32_t *)(list + TOPK_RANK_MAX), room);
-    topk_bin_or_radix<MODE>(row, topk_fsrc((const float *)staged, it.len, it.rel0), it.take, w, a, true, cap, c, win,
-                            list, prefetch);
+  if constexpr (MODE != TOPK_MERGE) {
+    if (staged) { // the list's first TOPK_RANK_MAX entries are b*'s, the rest cand's
+      // (rowbuf rather than staged: the compiler then knows that it is shared memory)
+      unsigned room = a.list_cap > TOPK_RANK_MAX ? 2 * (a.list_cap - TOPK_RANK_MAX) : 0u; // (in 4-byte entries)
+      topk_srow row(rowbuf, (uint32_t)((const uint32_t *)staged - rowbuf), it.len, it.rel0,
+                    (uint32_t *)(list + TOPK_RANK_MAX), room);
+      topk_bin_or_radix<MODE>(row, topk_fsrc((const float *)staged, it.len, it.rel0), it.take, w, a, true, cap, c,
+                              win, list, prefetch);
+    } else {
+      topk_fsrc src((const float *)it.src, it.len, it.rel0);
+      topk_brow<topk_fsrc> row(src);
+      topk_bin_or_radix<MODE>(row, src, it.take, w, a, false, cap, c, win, list, prefetch);
+    }
   } else {
-    topk_fsrc src((const float *)it.src, it.len, it.rel0);
-    topk_brow<topk_fsrc> row(src);
-    topk_bin_or_radix<MODE>(row, src, it.take, w, a, false, cap, c, win, list, prefetch);
+    const void *from = staged ? (const void *)(rowbuf + ((const uint32_t *)staged - rowbuf)) : it.src; // (shared)
+    topk_ksrc src((const uint64_t *)from, it.len);
+    topk_brow<topk_ksrc> row(src);
+    topk_bin_or_radix<MODE>(row, src, it.take, w, a, staged != nullptr, cap, c, win, list, prefetch);
   }
 }
 
@@ -1044,127 +1063,6 @@ template <int MODE> __global__ void __launch_bounds__(TOPK_THREADS, 1) topk_kern
   }
 }
 
-// ---- the exact merge of sorted top-k lists --------------------------------
-//
-// cplab_topk_merge merges DCP owners' lists, cplab_topk_split its chunks'.
-// Every owner's list is its cplab_topk over its own keys: best first, so in
-// descending topk_key order once its local indices are turned into the row's
-// positions (local order is position order on one owner; a chunk's indices
-// are already the row's), the -1 entries after the valid ones. Positions are distinct across owners, so the keys
-// form one strict order, and a candidate's place in the merged list is its
-// place in its own list plus, in each other list, the number of valid keys
-// above its own: a binary search. The candidates whose place is below k are
-// the row's top-k, written straight to their places; places from the number
-// of valid candidates on are -1.
-//
-// One block per (row, owner) ranks that owner's candidates. Where the row's
-// D lists fit the block's shared memory (D · k · 8 bytes: D <= 13 at k =
-// 2048 on sm_90), the block first stages them there as keys, every load
-// in flight at once and the positions' divisions done once a key; the
-// searches then run on shared memory. Otherwise they read the lists in
-// global memory (L1 hits after the first touch), 32-bit positions keeping
-// the divisions by the interleave cheap. Either way the count of valid
-// candidates (from which places are -1) is shared out over the threads:
-// the first version had one thread binary-search each list in series,
-// every step a dependent load from DRAM: 88 of them at D = 8, most of the
-// 91 µs of a batch-1 row.
-
-#define MERGE_THREADS 256
-
-// The position of owner o's local index l (kv.h's cplab_kv_position).
-static __device__ __forceinline__ uint32_t merge_position(uint32_t l, uint32_t o, uint32_t interleave, uint32_t D) {
-  return (l / interleave) * interleave * D + o * interleave + l % interleave;
-}
-
-struct merge_args {
-  const int32_t *cand_idx;
-  const float *cand_score;
-  uint32_t D, I;           // owners (lists a row), interleave (0: the indices are the row's positions already)
-  int64_t owner_stride;    // entries from one owner's list of a row to the next owner's
-  int64_t row_stride;      // and from one row's list of an owner to the next row's
-  int k;
-  int32_t *idx;
-  float *score;
-};
-
-// Entry j of owner p's list for row r as a key; 0 for a -1 entry (a valid
-// key is above 0: positions are below 2^31, the outputs being int32).
-static __device__ __forceinline__ uint64_t merge_key_at(const merge_args &a, int64_t r, uint32_t p, int j) {
-  int64_t e = (int64_t)p * a.owner_stride + r * a.row_stride + j;
-  int32_t l = a.cand_idx[e];
-  uint32_t pos = a.I ? merge_position((uint32_t)l, p, a.I, a.D) : (uint32_t)l;
-  return l >= 0 ? topk_key(a.cand_score[e], pos) : 0;
-}
-
-// Entries of owner p's list above `key` (keys descend, the -1 entries'
-// zeros last): from the staged keys, or from global memory.
-template <bool STAGED>
-static __device__ int merge_above(const merge_args &a, const uint64_t *keys, int64_t r, uint32_t p, uint64_t key) {
-  int lo = 0, hi = a.k; // entries [0, lo) are above key, [hi, k) are not
-  while (lo < hi) {
-    int mid = (lo + hi) / 2;
-    uint64_t x = STAGED ? keys[(int64_t)p * a.k + mid] : merge_key_at(a, r, p, mid);
-    if (x > key) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
-template <bool STAGED> __global__ void __launch_bounds__(MERGE_THREADS) topk_merge_kernel(const merge_args a) {
-  extern __shared__ uint64_t merge_keys[]; // STAGED: [D][k]
-  __shared__ int total;
-  int64_t r = blockIdx.x;
-  uint32_t o = blockIdx.y;
-  if (threadIdx.x == 0) total = 0;
-  __syncthreads();
-  int mine = 0; // this thread's share of the valid count
-  if (STAGED) {
-    for (uint32_t p = 0; p < a.D; p++)
-#pragma unroll 4
-      for (int j = threadIdx.x; j < a.k; j += MERGE_THREADS) {
-        uint64_t x = merge_key_at(a, r, p, j);
-        merge_keys[(int64_t)p * a.k + j] = x;
-        mine += x != 0;
-      }
-  } else {
-    for (uint32_t p = threadIdx.x; p < a.D; p += MERGE_THREADS) mine += merge_above<false>(a, NULL, r, p, 0);
-  }
-  if (mine) atomicAdd(&total, mine);
-  __syncthreads();
-  if (o == 0) // one block of the row pads: places from the valid total on are never ranked
-    for (int j = total + threadIdx.x; j < a.k; j += blockDim.x) {
-      a.idx[r * a.k + j] = -1;
-      if (a.score) a.score[r * a.k + j] = -INFINITY;
-    }
-  for (int j = threadIdx.x; j < a.k; j += blockDim.x) {
-    uint64_t key = STAGED ? merge_keys[(int64_t)o * a.k + j] : merge_key_at(a, r, o, j);
-    if (key == 0) break; // the rest of this thread's entries are -1 too
-    int place = j;
-    for (uint32_t p = 0; p < a.D && place < a.k; p++)
-      if (p != o) place += merge_above<STAGED>(a, merge_keys, r, p, key);
-    if (place < a.k) {
-      int64_t e = (int64_t)o * a.owner_stride + r * a.row_stride + j;
-      a.idx[r * a.k + place] = (int32_t)(0xFFFFFFFFu - (uint32_t)key); // the position, back from the key
-      if (a.score) a.score[r * a.k + place] = a.cand_score[e];
-    }
-  }
-}
-
-// The merge of m rows' lists on `stream`: staged in shared memory where a
-// row's D lists fit (D · k keys), else searched in global memory.
-static int merge_launch(const merge_args &a, int64_t m, int optin, void *stream, cplab_diag *d) {
-  size_t staged = (size_t)a.D * (size_t)a.k * sizeof(uint64_t);
-  dim3 grid((unsigned)m, a.D);
-  if (staged + 1024 <= (size_t)optin) {
-    int rc = kset_smem(d, topk_merge_kernel<true>, staged, "topk_merge_kernel");
-    if (rc) return rc;
-    topk_merge_kernel<true><<<grid, MERGE_THREADS, staged, kstream(stream)>>>(a);
-  } else {
-    topk_merge_kernel<false><<<grid, MERGE_THREADS, 0, kstream(stream)>>>(a);
-  }
-  return kcheck_launch(d, "topk_merge_kernel");
-}
-
 // ---- host side -------------------------------------------------------------------
 
 struct topk_layout {
@@ -1183,18 +1081,20 @@ static inline int64_t topk_min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t topk_max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 // Shared memory of a mode: the control block, the winners (a power of two
-// >= TOPK_SORT_MIN for the sort), the candidate
+// >= TOPK_SORT_MIN for the sort; a chunk's are not sorted), the candidate
 // list and the row buffer. The row buffer gets what an item needs (n
-// columns, or a chunk) as long as the list keeps
+// columns, a chunk, a row's candidates) as long as the list keeps
 // TOPK_LIST_MIN entries; the list gets the rest (up to what an item can
 // have). Since one block runs per SM anyway, the layout takes
 // all it can use. 0 when even the minimum does not fit.
 
-static int topk_layout_make(int mode, int64_t n, int k, int64_t chunk, int optin, topk_layout *L) {
-  int64_t items = mode == TOPK_ROWS ? n : topk_min64(n, chunk);
+static int topk_layout_make(int mode, int64_t n, int k, int64_t chunk, int64_t chunks, int optin, topk_layout *L) {
+  int64_t items = mode == TOPK_ROWS ? n : mode == TOPK_CHUNKS ? topk_min64(n, chunk) : chunks * k;
   int64_t take = topk_min64((int64_t)k, items), win = TOPK_SORT_MIN;
-  while (win < take) win <<= 1;
-  int64_t words = items, want = (words + 3 + 3) & ~(int64_t)3;
+  if (mode == TOPK_CHUNKS) win = (take + 1) & ~(int64_t)1;
+  else
+    while (win < take) win <<= 1;
+  int64_t words = mode == TOPK_MERGE ? 2 * items : items, want = (words + 3 + 3) & ~(int64_t)3;
   int64_t even = (items + 1) & ~(int64_t)1, list_min = topk_min64((int64_t)TOPK_LIST_MIN, even);
   int64_t avail = (int64_t)optin - (int64_t)sizeof(topk_ctl) - 8 * win;
   if (avail < 8 * list_min + 64) return 0;
@@ -1222,14 +1122,14 @@ static int topk_plan(int64_t m, int64_t n, int k, int sms, int optin, int64_t *c
   *chunk = topk_chunk_cols(k);
   *chunks = (n + *chunk - 1) / *chunk;
   if (m < 1 || m > (int64_t)TOPK_SPLIT_ROWS_PER_SM * sms) return 0;
-  if (topk_layout_make(TOPK_ROWS, n, k, 0, optin, &rows) && n + 3 <= (int64_t)rows.row_words) return 0;
+  if (topk_layout_make(TOPK_ROWS, n, k, 0, 0, optin, &rows) && n + 3 <= (int64_t)rows.row_words) return 0;
   return *chunks >= 2;
 }
 
 template <int MODE>
 static int topk_launch(topk_args a, int sms, int optin, void *stream, cplab_diag *d, const char *name) {
   topk_layout L;
-  if (!topk_layout_make(MODE, a.n, a.k, a.chunk, optin, &L))
+  if (!topk_layout_make(MODE, a.n, a.k, a.chunk, a.chunks, optin, &L))
     return cplab_diag_set(d, CPLAB_EUNSUPPORTED, "%s: k %d needs more shared memory per block than the device's %d",
                           name, a.k, optin);
   a.win_cap = L.win_cap;
@@ -1311,17 +1211,117 @@ extern "C" int cplab_topk_split(const float *logits, int64_t m, int64_t n, const
   KCHECK_ARG(d, scratch_bytes >= need && scratch && kaligned(scratch, 16),
              "%s: %zu bytes of scratch given (16-byte aligned), %zu needed (cplab_topk_scratch)", name, scratch_bytes,
              need);
-  a.scratch = scratch;
+  a.scratch = (uint64_t *)scratch;
   a.chunk = chunk;
   a.chunks = chunks;
   a.items = m * chunks;
   rc = topk_launch<TOPK_CHUNKS>(a, sms, optin, stream, d, name);
   if (rc) return rc;
-  // chunk c's list of row r at (r · chunks + c) · k: indices, then the scores
-  const int32_t *cidx = (const int32_t *)scratch;
-  const float *cscore = (const float *)scratch + m * chunks * k;
-  merge_args g = {cidx, cscore, (uint32_t)chunks, 0, k, chunks * k, k, idx, score};
-  return merge_launch(g, m, optin, stream, d);
+  a.items = m;
+  return topk_launch<TOPK_MERGE>(a, sms, optin, stream, d, name);
+}
+
+// ---- the exact merge of DCP owners' top-k lists --------------------------
+//
+// Every owner's list is its cplab_topk over its own keys: best first, so in
+// descending topk_key order once its local indices are turned into the row's
+// positions (local order is position order on one owner), the -1 entries
+// after the valid ones. Positions are distinct across owners, so the keys
+// form one strict order, and a candidate's place in the merged list is its
+// place in its own list plus, in each other list, the number of valid keys
+// above its own: a binary search. The candidates whose place is below k are
+// the row's top-k, written straight to their places; places from the number
+// of valid candidates on are -1.
+//
+// One block per (row, owner) ranks that owner's candidates. Where the row's
+// D lists fit the block's shared memory (D · k · 8 bytes: D <= 13 at k =
+// 2048 on sm_90), the block first stages them there as keys, every load
+// in flight at once and the positions' divisions done once a key; the
+// searches then run on shared memory. Otherwise they read the lists in
+// global memory (L1 hits after the first touch), 32-bit positions keeping
+// the divisions by the interleave cheap. Either way the count of valid
+// candidates (from which places are -1) is shared out over the threads:
+// the first version had one thread binary-search each list in series,
+// every step a dependent load from DRAM: 88 of them at D = 8, most of the
+// 91 µs of a batch-1 row.
+
+#define MERGE_THREADS 256
+
+// The position of owner o's local index l (kv.h's cplab_kv_position).
+static __device__ __forceinline__ uint32_t merge_position(uint32_t l, uint32_t o, uint32_t interleave, uint32_t D) {
+  return (l / interleave) * interleave * D + o * interleave + l % interleave;
+}
+
+struct merge_args {
+  const int32_t *cand_idx;
+  const float *cand_score;
+  uint32_t D, I; // owners, interleave
+  int64_t m;
+  int k;
+  int32_t *idx;
+  float *score;
+};
+
+// Entry j of owner p's list for row r as a key; 0 for a -1 entry (a valid
+// key is above 0: positions are below 2^31, the outputs being int32).
+static __device__ __forceinline__ uint64_t merge_key_at(const merge_args &a, int64_t r, uint32_t p, int j) {
+  int64_t e = ((int64_t)p * a.m + r) * a.k + j;
+  int32_t l = a.cand_idx[e];
+  return l >= 0 ? topk_key(a.cand_score[e], merge_position((uint32_t)l, p, a.I, a.D)) : 0;
+}
+
+// Entries of owner p's list above `key` (keys descend, the -1 entries'
+// zeros last): from the staged keys, or from global memory.
+template <bool STAGED>
+static __device__ int merge_above(const merge_args &a, const uint64_t *keys, int64_t r, uint32_t p, uint64_t key) {
+  int lo = 0, hi = a.k; // entries [0, lo) are above key, [hi, k) are not
+  while (lo < hi) {
+    int mid = (lo + hi) / 2;
+    uint64_t x = STAGED ? keys[(int64_t)p * a.k + mid] : merge_key_at(a, r, p, mid);
+    if (x > key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+template <bool STAGED> __global__ void __launch_bounds__(MERGE_THREADS) topk_merge_kernel(const merge_args a) {
+  extern __shared__ uint64_t merge_keys[]; // STAGED: [D][k]
+  __shared__ int total;
+  int64_t r = blockIdx.x;
+  uint32_t o = blockIdx.y;
+  if (threadIdx.x == 0) total = 0;
+  __syncthreads();
+  int mine = 0; // this thread's share of the valid count
+  if (STAGED) {
+    for (uint32_t p = 0; p < a.D; p++)
+#pragma unroll 4
+      for (int j = threadIdx.x; j < a.k; j += MERGE_THREADS) {
+        uint64_t x = merge_key_at(a, r, p, j);
+        merge_keys[(int64_t)p * a.k + j] = x;
+        mine += x != 0;
+      }
+  } else {
+    for (uint32_t p = threadIdx.x; p < a.D; p += MERGE_THREADS) mine += merge_above<false>(a, NULL, r, p, 0);
+  }
+  if (mine) atomicAdd(&total, mine);
+  __syncthreads();
+  if (o == 0) // one block of the row pads: places from the valid total on are never ranked
+    for (int j = total + threadIdx.x; j < a.k; j += blockDim.x) {
+      a.idx[r * a.k + j] = -1;
+      if (a.score) a.score[r * a.k + j] = -INFINITY;
+    }
+  for (int j = threadIdx.x; j < a.k; j += blockDim.x) {
+    uint64_t key = STAGED ? merge_keys[(int64_t)o * a.k + j] : merge_key_at(a, r, o, j);
+    if (key == 0) break; // the rest of this thread's entries are -1 too
+    int place = j;
+    for (uint32_t p = 0; p < a.D && place < a.k; p++)
+      if (p != o) place += merge_above<STAGED>(a, merge_keys, r, p, key);
+    if (place < a.k) {
+      int64_t e = ((int64_t)o * a.m + r) * a.k + j;
+      a.idx[r * a.k + place] = (int32_t)(0xFFFFFFFFu - (uint32_t)key); // the position, back from the key
+      if (a.score) a.score[r * a.k + place] = a.cand_score[e];
+    }
+  }
 }
 
 extern "C" int cplab_topk_merge(const int32_t *cand_idx, const float *cand_score, int D, int64_t m, int k,
@@ -1333,10 +1333,18 @@ extern "C" int cplab_topk_merge(const int32_t *cand_idx, const float *cand_score
   if (m == 0) return 0;
   KCHECK_ARG(d, cand_idx && cand_score && idx, "cplab_topk_merge: NULL argument");
   KCHECK_ARG(d, m <= KGRID_MAX_X, "cplab_topk_merge: %lld rows too many", (long long)m);
-  // owner o's list of row r at (o · m + r) · k
-  merge_args a = {cand_idx, cand_score, (uint32_t)D, (uint32_t)interleave, m * k, k, k, idx, score};
+  merge_args a = {cand_idx, cand_score, (uint32_t)D, (uint32_t)interleave, m, k, idx, score};
   int sms = 0, optin = 0;
   int rc = topk_device(&sms, &optin, d);
   if (rc) return rc;
-  return merge_launch(a, m, optin, stream, d);
+  size_t staged = (size_t)D * (size_t)k * sizeof(uint64_t);
+  dim3 grid((unsigned)m, (unsigned)D);
+  if (staged + 1024 <= (size_t)optin) {
+    rc = kset_smem(d, topk_merge_kernel<true>, staged, "topk_merge_kernel");
+    if (rc) return rc;
+    topk_merge_kernel<true><<<grid, MERGE_THREADS, staged, kstream(stream)>>>(a);
+  } else {
+    topk_merge_kernel<false><<<grid, MERGE_THREADS, 0, kstream(stream)>>>(a);
+  }
+  return kcheck_launch(d, "topk_merge_kernel");
 }
