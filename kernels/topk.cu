@@ -1235,17 +1235,21 @@ extern "C" int cplab_topk_split(const float *logits, int64_t m, int64_t n, const
 //
 // One block per (row, owner) ranks that owner's candidates. Where the row's
 // D lists fit the block's shared memory (D · k · 8 bytes: D <= 13 at k =
-// 2048 on sm_90), the block first stages them there as keys, every load
-// in flight at once and the positions' divisions done once a key; the
+// 2048 on sm_90) and the whole grid's staging reads at most
+// MERGE_STAGE_MAX bytes, the block first stages them there as keys, the positions' divisions done once a key; the
 // searches then run on shared memory. Otherwise they read the lists in
 // global memory (L1 hits after the first touch), 32-bit positions keeping
-// the divisions by the interleave cheap. Either way the count of valid
+// the divisions by the interleave cheap. (Staging is every block reading
+// all D lists: on an H200 it made batch 1 at D = 2 and 8 (64 KiB, 1 MiB
+// read) and batch 64 at D = 2 (4 MiB) faster, and batch 64 at D = 8 (64 MiB)
+// slower: 111 -> 149 µs.) Either way the count of valid
 // candidates (from which places are -1) is shared out over the threads:
 // the first version had one thread binary-search each list in series,
 // every step a dependent load from DRAM: 88 of them at D = 8, most of the
 // 91 µs of a batch-1 row.
 
 #define MERGE_THREADS 256
+#define MERGE_STAGE_MAX (16 << 20) // bytes all blocks' staging may read (m · D · D · k · 8)
 
 // The position of owner o's local index l (kv.h's cplab_kv_position).
 static __device__ __forceinline__ uint32_t merge_position(uint32_t l, uint32_t o, uint32_t interleave, uint32_t D) {
@@ -1339,7 +1343,7 @@ extern "C" int cplab_topk_merge(const int32_t *cand_idx, const float *cand_score
   if (rc) return rc;
   size_t staged = (size_t)D * (size_t)k * sizeof(uint64_t);
   dim3 grid((unsigned)m, (unsigned)D);
-  if (staged + 1024 <= (size_t)optin) {
+  if (staged + 1024 <= (size_t)optin && (double)m * D * (double)staged <= MERGE_STAGE_MAX) {
     rc = kset_smem(d, topk_merge_kernel<true>, staged, "topk_merge_kernel");
     if (rc) return rc;
     topk_merge_kernel<true><<<grid, MERGE_THREADS, staged, kstream(stream)>>>(a);
