@@ -51,14 +51,17 @@ static __device__ __forceinline__ int it_off(int r, int c) { return r * IT_ROW +
 
 // Copy `rows` 128-byte rows into a swizzled array, 4 bytes a copy (the
 // sources are 4-byte aligned only: indexer entries are 132 bytes apart).
-// src(r) gives row r's source, NULL for a zero row. Consecutive threads copy
-// consecutive words of one row: a warp reads 128 contiguous bytes.
-template <class Src>
-static __device__ __forceinline__ void it_copy_rows(unsigned char *dst, int rows, Src src) {
+// src(r) gives row r's source, NULL for a zero row; word(w) the source word
+// that goes to word w of the row (the same word by default; the decode
+// kernel reorders the k columns). Consecutive threads copy consecutive words
+// of one row: a warp reads one row's 128 bytes.
+static __device__ __forceinline__ int it_same_word(int w) { return w; }
+template <class Src, class Word = int (*)(int)>
+static __device__ __forceinline__ void it_copy_rows(unsigned char *dst, int rows, Src src, Word word = it_same_word) {
   for (int i = threadIdx.x; i < rows * IT_WORDS; i += blockDim.x) {
     int r = i / IT_WORDS, w = i % IT_WORDS;
     const unsigned char *s = src(r);
-    cp_async_4(dst + it_off(r, w / 4) + 4 * (w % 4), s ? s + 4 * w : dst, s != NULL);
+    cp_async_4(dst + it_off(r, w / 4) + 4 * (w % 4), s ? s + 4 * word(w) : dst, s != NULL);
   }
 }
 

@@ -87,10 +87,11 @@ static __device__ __forceinline__ int32_t dl_slot(const dl_args &a, const int32_
 
 // Tile `tile` of the row's keys into ring buffer b, entry r at r·132. A run
 // where the launcher allows runs (block sizes of 2^s >= 64: the block and
-// slot by shifts) and the tile's block holds all 64 keys in range; else warp w copies its own rows (16w .. 16w + 15): lane
-// r < 16 finds row r's slot once, then each row goes out as 32 word copies,
-// one a lane, its slot broadcast by a shuffle, and lane r copies row r's
-// scale. Zero rows where a key has no slot or is past the row's keys.
+// slot by shifts) and the tile's block holds all 64 keys in range; else
+// warp w copies its own rows (16w .. 16w + 15): lane r < 16 finds row r's
+// slot once, then each row goes out as 32 word copies, one a lane, its slot
+// broadcast by a shuffle, and lane r copies row r's scale. Zero rows where
+// a key has no slot or is past the row's keys.
 template <int HP>
 static __device__ void dl_load_tile(dl_smem<HP> *s, int b, const dl_args &a, const int32_t *bt, int64_t keys,
                                     int64_t tile) {
@@ -187,11 +188,9 @@ template <int HP> __global__ void __launch_bounds__(IT_THREADS) logits_decode_ke
   for (int64_t j = max(c0, t1 * IT_TILE) + threadIdx.x; j < c1; j += blockDim.x) out[j] = -INFINITY;
   if (t1 <= t0) return;
 
-  for (int i = threadIdx.x; i < HP * IT_WORDS; i += blockDim.x) {
-    int c = i / IT_WORDS, L = i % IT_WORDS;
-    unsigned char *d = s->q + it_off(c, L / 4) + 4 * (L % 4);
-    cp_async_4(d, c < a.heads ? a.q + (row * a.heads + c) * IT_ROW + 4 * dl_word_src(L) : d, c < a.heads);
-  }
+  it_copy_rows(
+      s->q, HP, [&](int c) -> const unsigned char * { return c < a.heads ? a.q + (row * a.heads + c) * IT_ROW : NULL; },
+      dl_word_src);
   for (int c = threadIdx.x; c < HP; c += blockDim.x) s->w[c] = c < a.heads ? a.weight[row * a.heads + c] : 0.0f;
   for (int st = 0; st < DL_STAGES - 1; st++) {
     if (t0 + st < t1) dl_load_tile(s, st, a, bt, keys, t0 + st);
