@@ -1236,17 +1236,17 @@ extern "C" int cplab_topk_split(const float *logits, int64_t m, int64_t n, const
 // One block per (row, owner) ranks that owner's candidates. Where the row's
 // D lists fit the block's shared memory (D · k · 8 bytes: D <= 13 at k =
 // 2048 on sm_90) and the whole grid's staging reads at most
-// MERGE_STAGE_MAX bytes, the block first stages them there as keys, the positions' divisions done once a key; the
-// searches then run on shared memory. Otherwise they read the lists in
+// MERGE_STAGE_MAX bytes, the block first stages them there as keys, the
+// positions' divisions done once a key; the searches then run on shared
+// memory. Otherwise they read the lists in
 // global memory (L1 hits after the first touch), 32-bit positions keeping
 // the divisions by the interleave cheap. (Staging is every block reading
 // all D lists: on an H200 it made batch 1 at D = 2 and 8 (64 KiB, 1 MiB
 // read) and batch 64 at D = 2 (4 MiB) faster, and batch 64 at D = 8 (64 MiB)
-// slower: 111 -> 149 µs.) Either way the count of valid
-// candidates (from which places are -1) is shared out over the threads:
-// the first version had one thread binary-search each list in series,
-// every step a dependent load from DRAM: 88 of them at D = 8, most of the
-// 91 µs of a batch-1 row.
+// slower: 111 -> 149 µs.) Either way the count of valid candidates (from
+// which places are -1; the row's block of owner 0 needs it) is shared out
+// over the threads: the first version had one thread binary-search each
+// list in series, every step a dependent load from DRAM (11 · D of them).
 
 #define MERGE_THREADS 256
 #define MERGE_STAGE_MAX (16 << 20) // bytes all blocks' staging may read (m · D · D · k · 8)
@@ -1304,7 +1304,7 @@ template <bool STAGED> __global__ void __launch_bounds__(MERGE_THREADS) topk_mer
         merge_keys[(int64_t)p * a.k + j] = x;
         mine += x != 0;
       }
-  } else {
+  } else if (o == 0) { // (staged, the count comes free; unstaged, only the padding block needs it)
     for (uint32_t p = threadIdx.x; p < a.D; p += MERGE_THREADS) mine += merge_above<false>(a, NULL, r, p, 0);
   }
   if (mine) atomicAdd(&total, mine);
