@@ -13,7 +13,7 @@
 #include <cuda_runtime_api.h>
 #endif
 
-#define COPY_BUFS 3 /* copy t: buffer t mod 3 -> buffer (t + 1) mod 3 */
+#define COPY_BUFS 3 /* at least: copy t is buffer t mod n -> buffer (t + 1) mod n */
 #define SAMPLES 256 /* checked elements per GEMM */
 
 static const float fp8_scale[5] = {0.5f, 0, 0, 0, 0.25f}; /* powers of two (the reference stays exact); a_scale at
@@ -84,11 +84,14 @@ int cplab_ceil_setup_gemm(cplab_ceil_op *o, cplab_ceil_shape s, int fp8, cplab_g
   return 0;
 }
 
-int cplab_ceil_setup_copy(cplab_ceil_op *o, size_t bytes, cplab_diag *d) {
-  *o = (cplab_ceil_op){.sets = COPY_BUFS};
-  snprintf(o->name, sizeof o->name, "copy %zu MiB", bytes >> 20);
+int cplab_ceil_setup_copy(cplab_ceil_op *o, size_t bytes, size_t span, cplab_diag *d) {
+  int n = COPY_BUFS;
+  while (n < CPLAB_CEIL_MAX_SETS && (size_t)n * bytes < span) n++;
+  *o = (cplab_ceil_op){.sets = n};
+  if (bytes >= ((size_t)1 << 20)) snprintf(o->name, sizeof o->name, "copy %zu MiB", bytes >> 20);
+  else snprintf(o->name, sizeof o->name, "copy %zu bytes", bytes);
   o->s.k = (int64_t)bytes;
-  for (int i = 0; i < COPY_BUFS; i++) {
+  for (int i = 0; i < n; i++) {
     int rc = cplab_dev_alloc(&o->a[i], bytes, d);
     if (rc) return rc;
   }
@@ -110,7 +113,7 @@ void cplab_ceil_free(cplab_ceil_op *o) {
 int cplab_ceil_run(void *op, void *stream, cplab_diag *d) {
   cplab_ceil_op *o = op;
   int s = o->turn++ % o->sets;
-  if (!o->gemm) return cplab_dev_copy_async(o->a[(s + 1) % COPY_BUFS], o->a[s], (size_t)o->s.k, stream, d);
+  if (!o->gemm) return cplab_dev_copy_async(o->a[(s + 1) % o->sets], o->a[s], (size_t)o->s.k, stream, d);
   if (o->fp8)
     return cplab_gemm_fp8(o->g, o->s.m, o->s.n, o->s.k, o->a[s], o->b[s], o->scales, o->scales + 4, o->c[s], stream,
                           d);
@@ -127,7 +130,7 @@ static int check_copy(cplab_ceil_op *o, void *stream, cplab_diag *d) {
   size_t bytes = (size_t)o->s.k, n = bytes < sizeof probe[0] ? bytes : sizeof probe[0];
   size_t at[3] = {0, (bytes - n) / 2, bytes - n};
   int rc = 0;
-  for (int i = 0; !rc && i < COPY_BUFS; i++) rc = cplab_poison_bytes(o->a[i], bytes, (uint8_t)(i + 1), stream, d);
+  for (int i = 0; !rc && i < o->sets; i++) rc = cplab_poison_bytes(o->a[i], bytes, (uint8_t)(i + 1), stream, d);
   o->turn = 0;
   if (!rc) rc = cplab_ceil_run(o, stream, d);
   if (!rc) rc = cplab_dev_sync(stream, d);

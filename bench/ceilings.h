@@ -1,10 +1,11 @@
 /* bench/ceilings.h: the GPU's ceilings, measured, and the timing and
  * statistics the GPU benchmarks share (cplab-ceilings-bench,
  * cplab-kernel-bench). Operations (bench/ceilings.c):
- *   copy   a device-to-device copy of `bytes`, rotating over three buffers
- *          (run t copies buffer t mod 3 into (t + 1) mod 3), each far larger
- *          than the L2; GB/s = 2 · bytes / t / 1e9 (read and write counted,
- *          perf-anchors' convention);
+ *   copy   a device-to-device copy of `bytes`, rotating over n buffers
+ *          (run t copies buffer t mod n into (t + 1) mod n), n >= 3 and
+ *          enough to span the caller's `span` (4x the L2) unless that takes
+ *          more than CPLAB_CEIL_MAX_SETS; GB/s = 2 · bytes / t / 1e9 (read
+ *          and write counted, perf-anchors' convention);
  *   bf16   cplab_gemm_bf16 (cuBLASLt, fp32 accumulation), C[M][N] = A[M][K] ·
  *          B[N][K]^T, random inputs in [-1, 1);
  *   fp8    cplab_gemm_fp8 (e4m3 in [-4, 4), per-tensor scales 0.5 and 0.25,
@@ -57,7 +58,7 @@ uint64_t cplab_bench_splitmix(uint64_t *rng);
 
 /* Set up an operation (device memory, generated inputs); free with
  * cplab_ceil_free, also after a failure. */
-int cplab_ceil_setup_copy(cplab_ceil_op *o, size_t bytes, cplab_diag *d);
+int cplab_ceil_setup_copy(cplab_ceil_op *o, size_t bytes, size_t span, cplab_diag *d);
 int cplab_ceil_setup_gemm(cplab_ceil_op *o, cplab_ceil_shape s, int fp8, cplab_gemm *g, size_t l2, uint64_t *rng,
                           cplab_diag *d);
 void cplab_ceil_free(cplab_ceil_op *o);

@@ -188,7 +188,7 @@ int main(int argc, char **argv) {
     cplab_diag_set(&d, CPLAB_ENOMEM, "out of host memory");
     die(&d);
   }
-  ck_lab(cplab_ceil_setup_copy(&ops[0], o.copy_bytes, &d), &d);
+  ck_lab(cplab_ceil_setup_copy(&ops[0], o.copy_bytes, 4 * l2, &d), &d);
   for (int s = 0; s < o.nshapes; s++) {
     ck_lab(cplab_ceil_setup_gemm(&ops[1 + 2 * s], o.shapes[s], 0, gemm, l2, &rng, &d), &d);
     ck_lab(cplab_ceil_setup_gemm(&ops[2 + 2 * s], o.shapes[s], 1, gemm, l2, &rng, &d), &d);

@@ -310,7 +310,7 @@ static int measure_ceilings(const opts *o, size_t l2, void *stream, ceilings *ou
   uint64_t rng = o->seed ^ 0x6365696c696e6773ULL;
   memset(ops, 0, sizeof ops);
   int rc = cplab_gemm_create(&g, d);
-  if (!rc) rc = cplab_ceil_setup_copy(&ops[0], o->copy_bytes, d);
+  if (!rc) rc = cplab_ceil_setup_copy(&ops[0], o->copy_bytes, 4 * l2, d);
   if (!rc) rc = cplab_ceil_setup_gemm(&ops[1], o->gemm, 0, g, l2, &rng, d);
   if (!rc) rc = cplab_ceil_setup_gemm(&ops[2], o->gemm, 1, g, l2, &rng, d);
   for (int i = 0; !rc && i < 3; i++) rc = cplab_ceil_check(&ops[i], stream, &rng, stdout, d);
@@ -359,9 +359,9 @@ static double elapsed(const struct timespec *t0) {
 static void table_header(const cplab_kb_kernel *k) {
   static const char *const err1[] = {"rel_l2", "rel_err", "rel_err"}, *const err2[] = {"lse_abs", "wrong", "wrong"};
   printf("# %s: %s\n", k->name, k->summary);
-  printf("#%-23s %-46s %4s %10s %10s %10s %7s %7s %7s %6s %6s %8s %8s %10s %7s\n", "case", "shape", "sets", "median_us",
-         "p10_us", "p90_us", "TFLOPS", "valid", "GB/s", k->rate == CPLAB_KB_RATE_FP8_FLOPS ? "%fp8" : "%bf16", "%copy",
-         err1[k->check_kind], err2[k->check_kind], "peer_us", "xpeer");
+  printf("#%-23s %-46s %4s %10s %10s %10s %7s %7s %7s %6s %6s %6s %8s %8s %10s %7s\n", "case", "shape", "sets",
+         "median_us", "p10_us", "p90_us", "TFLOPS", "valid", "GB/s", k->rate == CPLAB_KB_RATE_FP8_FLOPS ? "%fp8" : "%bf16",
+         "%copy", "%cp=", err1[k->check_kind], err2[k->check_kind], "peer_us", "xpeer");
 }
 
 /* The peer's entry; its rate by the kernel's count (flop or bytes) at its median. */
@@ -448,6 +448,35 @@ static void check_cols(const cplab_kb_kernel *k, const cplab_kb_check *c, char c
   }
 }
 
+/* A copy that moves as many bytes as the kernel (read + write: w->bytes / 2 a copy), timed as the
+ * kernel was, its buffers spanning 4x the L2 as the kernel's inputs do: what the card's copy
+ * reaches at this size, launch and ramp included. The big copy of the ceilings is the
+ * bandwidth; this is the bar for a kernel of a few tens of microseconds. *gbps 0 when not
+ * measured (no ceilings asked for, or not a bytes-rated kernel). */
+static int same_size_copy(const opts *o, const cplab_kb_kernel *k, const cplab_kb_work *w, const cplab_kb_env *env,
+                          void *stream, json_t *e, double *gbps, cplab_diag *d) {
+  *gbps = 0;
+  if (!o->ceilings || k->rate != CPLAB_KB_RATE_BYTES) return 0;
+  size_t bytes = (size_t)(w->bytes / 2) / 16 * 16;
+  if (bytes < 16) bytes = 16;
+  cplab_ceil_op op;
+  double *t = malloc((size_t)o->reps * sizeof *t), busy = 0;
+  if (!t) return cplab_diag_set(d, CPLAB_ENOMEM, "out of host memory");
+  void *ctx[1] = {&op};
+  int rc = cplab_ceil_setup_copy(&op, bytes, 4 * env->l2_bytes, d);
+  if (!rc) rc = cplab_bench_time(1, cplab_ceil_run, ctx, o->reps, o->warmup, stream, &t, &busy, d);
+  if (!rc) {
+    cplab_spread st = cplab_stats_spread(t, (size_t)o->reps);
+    *gbps = 2.0 * (double)bytes / st.median / 1e9;
+    json_object_set_new(e, "copy_same_size",
+                        json_pack("{s:I, s:i, s:f, s:f}", "bytes_per_copy", (json_int_t)bytes, "sets", op.sets,
+                                  "median_us", 1e6 * st.median, "gbps", *gbps));
+  }
+  cplab_ceil_free(&op);
+  free(t);
+  return rc;
+}
+
 /* Set up, check, time and report case c; its kernels.json entry into entries. */
 static void run_case(const opts *o, int index, int total, const cplab_kb_kernel *k, const cplab_kb_case *c,
                      const cplab_kb_env *env, void *stream, const ceilings *ceil, const cplab_kb_peers *peers,
@@ -497,6 +526,13 @@ static void run_case(const opts *o, int index, int total, const cplab_kb_kernel 
     json_decref(timing);
     json_object_set_new(e, "launcher", json_string(w.launcher));
     json_object_set_new(e, "peer", peer_json(peer, 1e6 * st.median, k, &w));
+    double same = 0;
+    char scol[16] = "-";
+    rc = same_size_copy(o, k, &w, env, stream, e, &same, &d);
+    if (!rc && same > 0) {
+      json_object_set_new(e, "of_copy_same_size", json_real(w.bytes / st.median / 1e9 / same));
+      snprintf(scol, sizeof scol, "%.1f", 100 * w.bytes / st.median / 1e9 / same);
+    }
     check_cols(k, &chk, ecol);
     char pcol[16] = "-", xcol[16] = "-";
     if (peer && peer->has_time) {
@@ -505,9 +541,9 @@ static void run_case(const opts *o, int index, int total, const cplab_kb_kernel 
     } else if (peer) {
       snprintf(pcol, sizeof pcol, "error");
     }
-    printf(" %-23s %-46s %4d %10.1f %10.1f %10.1f %7s %7s %7s %6s %6s %8s %8s %10s %7s\n", c->name, text, w.sets,
-           1e6 * st.median, 1e6 * st.p10, 1e6 * st.p90, rcol[0], rcol[1], rcol[2], rcol[3], rcol[4], ecol[0], ecol[1],
-           pcol, xcol);
+    printf(" %-23s %-46s %4d %10.1f %10.1f %10.1f %7s %7s %7s %6s %6s %6s %8s %8s %10s %7s\n", c->name, text, w.sets,
+           1e6 * st.median, 1e6 * st.p10, 1e6 * st.p90, rcol[0], rcol[1], rcol[2], rcol[3], rcol[4], scol, ecol[0],
+           ecol[1], pcol, xcol);
     fflush(stdout);
     if (!o->quiet)
       fprintf(stderr, "; median %.1f us, %s TFLOPS, %s GB/s; %.1f s\n", 1e6 * st.median, rcol[0], rcol[2], elapsed(&t0));
@@ -563,7 +599,9 @@ static int write_doc(const opts *o, int argc, char **argv, const cplab_gpu_info 
       "and lse (fp32); other kernels: per_kernel; at the median time",
       "ratios",
       "of_bf16_gemm = tflops / ceilings.bf16_tflops (sparse_mla_*), of_fp8_gemm = tflops / ceilings.fp8_tflops "
-      "(indexer_logits_*), of_copy = gbps / ceilings.copy_gbps; peer.peer_over_kernel = peer median / kernel median",
+      "(indexer_logits_*), of_copy = gbps / ceilings.copy_gbps; of_copy_same_size = gbps / copy_same_size.gbps (bytes-rated "
+      "kernels: a copy of bytes / 2, timed the same way in the same run, buffers over 4x the L2); "
+      "peer.peer_over_kernel = peer median / kernel median",
       "entries", entries);
   free(cmd);
   if (!doc) CPLAB_FAIL(d, CPLAB_ENOMEM, "cannot build the JSON document");

@@ -101,6 +101,17 @@ if [ "${CPLAB_CEILINGS:-1}" != 0 ] && [ -f bench/run-gpu-ceilings.sh ]; then
   make -j16 bench >>"$out/bench-build.log" 2>&1 && sh bench/run-gpu-ceilings.sh . "$out" >"$out/ceilings.log" 2>&1 || status=$?
   tail -12 "$out/ceilings.log"
 fi
+# One kernel iteration (CPLAB_KERNEL_BENCH="cplab-kernel-bench args", e.g.
+# "--kernel topk_prefill"): bench/run-gpu-kernels.sh with those args after the
+# tests (CPLAB_CHECK_TESTS: the kernel's GPU test); results in $final/kb.tar.gz.
+if [ $status -eq 0 ] && [ -n "${CPLAB_KERNEL_BENCH:-}" ] && [ -f bench/run-gpu-kernels.sh ]; then
+  # shellcheck disable=SC2086 # the args are words
+  make -j16 bench >>"$out/bench-build.log" 2>&1 && sh bench/run-gpu-kernels.sh . "$final/kb" $CPLAB_KERNEL_BENCH \
+    >"$out/kernel-bench.log" 2>&1 || status=$?
+  tail -40 "$final/kb/stdout.txt" 2>/dev/null || tail -20 "$out/kernel-bench.log"
+  # One file back for the folder (a GPU call brings back 8 files at most).
+  [ -d "$final/kb" ] && tar czf "$final/kb.tar.gz" -C "$final" kb && rm -rf "$final/kb"
+fi
 # The layout comparison of cplab-bench (minutes of device time: only when asked,
 # CPLAB_LAYERS_BENCH=1); its results land in $final/layers.
 if [ "${CPLAB_LAYERS_BENCH:-0}" != 0 ] && [ -f bench/run-gpu-layers.sh ]; then
