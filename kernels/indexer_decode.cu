@@ -38,7 +38,6 @@
 
 static_assert(DL_TILE_BYTES % 16 == 0, "a whole tile is 16-byte chunks");
 static_assert(CPLAB_IDX_SCALE_OFFSET == 4 * IT_WORDS, "the scale is word 32 of an entry");
-static_assert(DL_MAX_CHUNK_TILES <= IT_THREADS, "dl_find_runs: one tile a thread");
 
 struct dl_args {
   const uint8_t *q;
@@ -63,7 +62,6 @@ template <int HP> struct dl_smem {
   unsigned char k[DL_STAGES][DL_TILE_BYTES];
   unsigned char q[HP * IT_ROW];
   float w[HP];
-  int32_t run[DL_MAX_CHUNK_TILES]; // the first slot of chunk tile i's run, or -1 (dl_find_runs)
 };
 static_assert(DL_STAGES * DL_TILE_BYTES % 1024 == 0, "the heads start on a swizzle atom");
 
@@ -87,50 +85,32 @@ static __device__ __forceinline__ int32_t dl_slot(const dl_args &a, const int32_
   return b >= 0 && slot < a.num_slots ? (int32_t)slot : -1;
 }
 
-// Where each tile of the block's chunk may be copied as one run: where the
-// launcher allows runs (block sizes of 2^s >= 64: the block and slot by
-// shifts) and the tile's block holds all 64 keys in range, the tile's first
-// slot; else -1. Found once, at the block's start, one tile a thread, so
-// that issuing a tile's copies waits on no global load (it had waited on
-// the tile's block-table entry: a dependent load in series with every
-// tile). The caller's barrier makes them visible.
-template <int HP>
-static __device__ void dl_find_runs(dl_smem<HP> *s, const dl_args &a, const int32_t *bt, int64_t keys, int64_t t0,
-                                    int64_t t1) {
-  int i = threadIdx.x;
-  if (i >= DL_MAX_CHUNK_TILES) return;
-  int32_t first = -1;
-  uint32_t l0 = (uint32_t)((t0 + i) * IT_TILE);
-  if (t0 + i < t1 && a.run_shift >= 0 && l0 + IT_TILE <= keys) {
-    uint32_t blk = l0 >> a.run_shift;
-    int32_t e = blk < (uint32_t)a.max_blocks ? bt[blk] : -1;
-    int64_t f = ((int64_t)e << a.run_shift) + (l0 & ((1u << a.run_shift) - 1));
-    if (e >= 0 && f + IT_TILE <= a.num_slots) first = (int32_t)f;
-  }
-  s->run[i] = first;
-}
-
-// Tile `tile` (chunk tile i) of the row's keys into ring buffer b, entry r
-// at r·132. A run where dl_find_runs found one (528 copies of 16 bytes);
-// else warp w copies its own rows (16w .. 16w + 15): lane r < 16 finds row
-// r's slot once, then each row goes out as 32 word copies, one a lane, its
-// slot broadcast by a shuffle, and lane r copies row r's scale. Zero rows
-// where a key has no slot or is past the row's keys.
+// Tile `tile` of the row's keys into ring buffer b, entry r at r·132. A run
+// where the launcher allows runs (block sizes of 2^s >= 64: the block and
+// slot by shifts) and the tile's block holds all 64 keys in range; else
+// warp w copies its own rows (16w .. 16w + 15): lane r < 16 finds row r's
+// slot once, then each row goes out as 32 word copies, one a lane, its slot
+// broadcast by a shuffle, and lane r copies row r's scale. Zero rows where
+// a key has no slot or is past the row's keys.
 template <int HP>
 static __device__ void dl_load_tile(dl_smem<HP> *s, int b, const dl_args &a, const int32_t *bt, int64_t keys,
-                                    int64_t tile, int i) {
+                                    int64_t tile) {
   unsigned char *dst = s->k[b];
   uint32_t l0 = (uint32_t)(tile * IT_TILE);
-  int32_t first = s->run[i];
-  if (first >= 0) {
-    const uint8_t *src = a.cache + (size_t)first * CPLAB_IDX_ENTRY_BYTES;
-    constexpr int whole = DL_TILE_CHUNKS / IT_THREADS; // 4 chunks every thread, then 16 threads one more
+  if (a.run_shift >= 0 && l0 + IT_TILE <= keys) {
+    uint32_t blk = l0 >> a.run_shift;
+    int32_t e = blk < (uint32_t)a.max_blocks ? bt[blk] : -1;
+    int64_t first = ((int64_t)e << a.run_shift) + (l0 & ((1u << a.run_shift) - 1));
+    if (e >= 0 && first + IT_TILE <= a.num_slots) {
+      const uint8_t *src = a.cache + (size_t)first * CPLAB_IDX_ENTRY_BYTES;
+      constexpr int whole = DL_TILE_CHUNKS / IT_THREADS; // 4 chunks every thread, then 16 threads one more
 #pragma unroll
-    for (int u = 0; u <= whole; u++) {
-      int c = (int)threadIdx.x + u * IT_THREADS;
-      if (u < whole || c < DL_TILE_CHUNKS) cp_async_16(dst + 16 * c, src + 16 * c, true);
+      for (int u = 0; u <= whole; u++) {
+        int i = (int)threadIdx.x + u * IT_THREADS;
+        if (u < whole || i < DL_TILE_CHUNKS) cp_async_16(dst + 16 * i, src + 16 * i, true);
+      }
+      return;
     }
-    return;
   }
   int lane = threadIdx.x % 32, r0 = 16 * (threadIdx.x / 32);
   uint32_t l = l0 + r0 + (lane % 16);
@@ -208,18 +188,12 @@ template <int HP> __global__ void __launch_bounds__(IT_THREADS) logits_decode_ke
   for (int64_t j = max(c0, t1 * IT_TILE) + threadIdx.x; j < c1; j += blockDim.x) out[j] = -INFINITY;
   if (t1 <= t0) return;
 
-  // The heads and their weights first (copies in flight while the runs are
-  // found), then the first tiles.
   it_copy_rows(
       s->q, HP, [&](int c) -> const unsigned char * { return c < a.heads ? a.q + (row * a.heads + c) * IT_ROW : NULL; },
       dl_word_src);
-  for (int c = threadIdx.x; c < HP; c += blockDim.x)
-    cp_async_4(&s->w[c], c < a.heads ? (const void *)(a.weight + row * a.heads + c) : (const void *)&s->w[c],
-               c < a.heads);
-  dl_find_runs(s, a, bt, keys, t0, t1);
-  __syncthreads();
+  for (int c = threadIdx.x; c < HP; c += blockDim.x) s->w[c] = c < a.heads ? a.weight[row * a.heads + c] : 0.0f;
   for (int st = 0; st < DL_STAGES - 1; st++) {
-    if (t0 + st < t1) dl_load_tile(s, st, a, bt, keys, t0 + st, st);
+    if (t0 + st < t1) dl_load_tile(s, st, a, bt, keys, t0 + st);
     cp_async_commit();
   }
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -228,7 +202,7 @@ template <int HP> __global__ void __launch_bounds__(IT_THREADS) logits_decode_ke
     cp_async_wait<DL_STAGES - 2>();
     mma_smem_ready();
     int64_t next = tile + DL_STAGES - 1;
-    if (next < t1) dl_load_tile(s, (int)((next - t0) % DL_STAGES), a, bt, keys, next, (int)(next - t0));
+    if (next < t1) dl_load_tile(s, (int)((next - t0) % DL_STAGES), a, bt, keys, next);
     cp_async_commit();
 
     float acc[NT][4];
