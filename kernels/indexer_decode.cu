@@ -19,8 +19,7 @@
 // registers: Hopper has no fp8 mma.sync (ptxas turns mma.sync e4m3 into an
 // f16 HMMA pair behind byte conversions: 2,800 warp instructions a tile,
 // the kernel's limit, seen by ncu), elsewhere mma.sync over the same
-// fragments (B by ldmatrix). A tile's products run while the previous
-// tile's head sums are done. The chunk shrinks with the work so that a
+// fragments (B by ldmatrix). The chunk shrinks with the work so that a
 // small batch still spreads over every SM.
 #include <cuda_runtime.h>
 
@@ -133,32 +132,32 @@ static __device__ void dl_load_tile(dl_smem<HP> *s, int b, const dl_args &a, con
 // acc[NT][4] = S for this warp's 16 keys of the tile (rows 16w + g, + 8)
 // and the 8·NT head columns, in mma_m16n8k16's D layout. A fragment of
 // k-step kk: words 8t + 2kk (a0, a1) and 8t + 2kk + 1 (a2, a3) of the rows.
-// dl_issue starts the products; they are complete after dl_retire, and
-// until then neither acc nor a may be touched (wgmma reads a and writes acc
-// asynchronously; in between the caller does the previous tile's head
-// sums). Elsewhere (mma.sync) dl_issue computes them and dl_retire is
-// nothing.
 template <int NT>
-static __device__ __forceinline__ void dl_issue(float (&acc)[NT][4], uint32_t (&a)[IT_KSTEPS][4],
-                                                const unsigned char *tile, const unsigned char *heads) {
+static __device__ __forceinline__ void dl_products(float (&acc)[NT][4], const unsigned char *tile,
+                                                   const unsigned char *heads) {
+#pragma unroll
+  for (int j = 0; j < NT; j++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) acc[j][e] = 0.0f;
   int lane = threadIdx.x % 32, w = (threadIdx.x / 32) % 4, g = lane / 4, t = lane % 4;
   const uint32_t *r0 = (const uint32_t *)(tile + (16 * w + g) * CPLAB_IDX_ENTRY_BYTES) + 8 * t;
   const uint32_t *r1 = r0 + 8 * DL_WORDS;
+  uint32_t a[IT_KSTEPS][4];
 #pragma unroll
   for (int kk = 0; kk < IT_KSTEPS; kk++) {
     a[kk][0] = r0[2 * kk], a[kk][1] = r1[2 * kk], a[kk][2] = r0[2 * kk + 1], a[kk][3] = r1[2 * kk + 1];
   }
 #ifdef CPLAB_HAVE_WGMMA
-  wgmma_fence(); // (the first k-step does not read acc: no zeroing, no register written in another group's flight)
+  wgmma_fence();
 #pragma unroll
-  for (int kk = 0; kk < IT_KSTEPS; kk++)
-    wgmma_e4m3_ra<NT>(acc, a[kk], wgmma_desc(heads + 32 * kk, 16, 1024), kk > 0);
+  for (int kk = 0; kk < IT_KSTEPS; kk++) wgmma_e4m3_ra<NT>(acc, a[kk], wgmma_desc(heads + 32 * kk, 16, 1024));
   wgmma_commit();
-#else
+  wgmma_wait<0>();
 #pragma unroll
   for (int j = 0; j < NT; j++)
 #pragma unroll
-    for (int e = 0; e < 4; e++) acc[j][e] = 0.0f;
+    for (int e = 0; e < 4; e++) wgmma_fence_operand(acc[j][e]);
+#else
   int i = lane / 8, r = lane % 8;
 #pragma unroll
   for (int kk = 0; kk < IT_KSTEPS; kk++)
@@ -172,37 +171,7 @@ static __device__ __forceinline__ void dl_issue(float (&acc)[NT][4], uint32_t (&
 #endif
 }
 
-// Wait for the products dl_issue started, then pin acc (no read of it may
-// move above the wait).
-template <int NT> static __device__ __forceinline__ void dl_retire(float (&acc)[NT][4]) {
-#ifdef CPLAB_HAVE_WGMMA
-  wgmma_wait<0>();
-#pragma unroll
-  for (int j = 0; j < NT; j++)
-#pragma unroll
-    for (int e = 0; e < 4; e++) wgmma_fence_operand(acc[j][e]);
-#else
-  (void)acc;
-#endif
-}
-
-// kept = acc through real moves (the compiler may not fold them into acc's
-// registers: see the kernel's loop).
-template <int NT> static __device__ __forceinline__ void dl_keep(float (&kept)[NT][4], const float (&acc)[NT][4]) {
-#pragma unroll
-  for (int j = 0; j < NT; j++)
-#pragma unroll
-    for (int e = 0; e < 4; e++) {
-#ifdef CPLAB_HAVE_WGMMA
-      asm volatile("mov.b32 %0, %1;" : "=f"(kept[j][e]) : "f"(acc[j][e]));
-#else
-      kept[j][e] = acc[j][e];
-#endif
-    }
-}
-
-// Five blocks an SM where shared memory allows them (HP <= 64): registers kept to 102 a thread.
-template <int HP> __global__ void __launch_bounds__(IT_THREADS, HP <= 64 ? 5 : 1) logits_decode_kernel(const dl_args a) {
+template <int HP> __global__ void __launch_bounds__(IT_THREADS) logits_decode_kernel(const dl_args a) {
   constexpr int NT = HP / 8;
   extern __shared__ uint4 dl_raw[];
   dl_smem<HP> *s = (dl_smem<HP> *)mma_align_smem(dl_raw, 1024);
@@ -228,23 +197,6 @@ template <int HP> __global__ void __launch_bounds__(IT_THREADS, HP <= 64 ? 5 : 1
     cp_async_commit();
   }
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  int kr = 16 * warp + g + 8 * it_value<1>(t, 0); // the key whose logit this thread may own
-  // Tile `tile`'s head sums out, its products complete in acc.
-  auto finish = [&](const float (&acc)[NT][4], float scale, int64_t tile) {
-    float sum[it_sums<NT, HP>::N];
-    it_head_sums<NT, HP>(acc, s->w, sum);
-    int64_t col = tile * IT_TILE + kr;
-    if (it_owner<1>(t) && col < c1) out[col] = col < keys ? sum[0] * scale : -INFINITY;
-  };
-  // Tile `tile`'s products run on the tensor cores while the previous
-  // tile's head sums are done: two tiles in flight a warpgroup. The
-  // previous tile's accumulator is first copied (dl_keep) so that the sums
-  // read registers no product wrote: ptxas waits for every product in
-  // flight before any read of a register a wgmma wrote. The ring buffer the
-  // next load overwrites is the previous tile's, which nothing reads after
-  // the barrier (its fragments and scale are in registers).
-  float acc[NT][4], kept[NT][4], scale = 0.0f, kept_scale = 0.0f;
-  uint32_t frag[IT_KSTEPS][4];
   for (int64_t tile = t0; tile < t1; tile++) {
     int b = (int)((tile - t0) % DL_STAGES);
     cp_async_wait<DL_STAGES - 2>();
@@ -252,14 +204,16 @@ template <int HP> __global__ void __launch_bounds__(IT_THREADS, HP <= 64 ? 5 : 1
     int64_t next = tile + DL_STAGES - 1;
     if (next < t1) dl_load_tile(s, (int)((next - t0) % DL_STAGES), a, bt, keys, next);
     cp_async_commit();
-    scale = *(const float *)(s->k[b] + kr * CPLAB_IDX_ENTRY_BYTES + CPLAB_IDX_SCALE_OFFSET);
-    dl_issue<NT>(acc, frag, s->k[b], s->q);
-    if (tile > t0) finish(kept, kept_scale, tile - 1);
-    dl_retire<NT>(acc);
-    dl_keep<NT>(kept, acc);
-    kept_scale = scale;
+
+    float acc[NT][4];
+    dl_products<NT>(acc, s->k[b], s->q);
+    float sum[it_sums<NT, HP>::N];
+    it_head_sums<NT, HP>(acc, s->w, sum);
+    int kr = 16 * warp + g + 8 * it_value<1>(t, 0);
+    int64_t col = tile * IT_TILE + kr;
+    float scale = *(const float *)(s->k[b] + kr * CPLAB_IDX_ENTRY_BYTES + CPLAB_IDX_SCALE_OFFSET);
+    if (it_owner<1>(t) && col < c1) out[col] = col < keys ? sum[0] * scale : -INFINITY;
   }
-  finish(kept, kept_scale, t1 - 1);
   cp_async_wait<0>();
 }
 

@@ -221,49 +221,43 @@ static __device__ __forceinline__ void wgmma_m64n256k32_e4m3(float d[32][4], uin
 
 // d += A · B, A 64 x 32 e4m3 from registers (a[0..3] of each thread: the
 // fragment of mma_m16n8k32_e4m3's A, warp w holding rows 16w..16w+15) and B
-// 32 x 8·NT e4m3 K-major from its descriptor, fp32 d[NT][4] (scale_d 0: d =
-// A · B, d's old values unread, so it needs no zeroing). The registers must
-// be written before the wgmma_fence that precedes the call.
-static __device__ __forceinline__ void wgmma_m64n16k32_e4m3_ra(float (&d)[2][4], const uint32_t a[4], uint64_t desc_b,
-                                                           int scale_d = 1) {
+// 32 x 8·NT e4m3 K-major from its descriptor, fp32 d[NT][4]. The registers
+// must be written before the wgmma_fence that precedes the call.
+static __device__ __forceinline__ void wgmma_m64n16k32_e4m3_ra(float (&d)[2][4], const uint32_t a[4], uint64_t desc_b) {
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
                "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7}, "
                "{%8, %9, %10, %11}, %12, p, 1, 1;\n}\n"
                : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));
 }
-static __device__ __forceinline__ void wgmma_m64n32k32_e4m3_ra(float (&d)[4][4], const uint32_t a[4], uint64_t desc_b,
-                                                           int scale_d = 1) {
+static __device__ __forceinline__ void wgmma_m64n32k32_e4m3_ra(float (&d)[4][4], const uint32_t a[4], uint64_t desc_b) {
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
                "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
                "{%16, %17, %18, %19}, %20, p, 1, 1;\n}\n"
                : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));
 }
-static __device__ __forceinline__ void wgmma_m64n64k32_e4m3_ra(float (&d)[8][4], const uint32_t a[4], uint64_t desc_b,
-                                                           int scale_d = 1) {
+static __device__ __forceinline__ void wgmma_m64n64k32_e4m3_ra(float (&d)[8][4], const uint32_t a[4], uint64_t desc_b) {
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
                "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
                "{%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
                : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));
 }
-static __device__ __forceinline__ void wgmma_m64n128k32_e4m3_ra(float (&d)[16][4], const uint32_t a[4], uint64_t desc_b,
-                                                           int scale_d = 1) {
+static __device__ __forceinline__ void wgmma_m64n128k32_e4m3_ra(float (&d)[16][4], const uint32_t a[4], uint64_t desc_b) {
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
                "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
                "{%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
                : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));
 }
 template <int NT>
-static __device__ __forceinline__ void wgmma_e4m3_ra(float (&d)[NT][4], const uint32_t a[4], uint64_t desc_b,
-                                                     int scale_d = 1) {
+static __device__ __forceinline__ void wgmma_e4m3_ra(float (&d)[NT][4], const uint32_t a[4], uint64_t desc_b) {
   static_assert(NT == 2 || NT == 4 || NT == 8 || NT == 16, "N = 16, 32, 64 or 128");
-  if constexpr (NT == 2) wgmma_m64n16k32_e4m3_ra(d, a, desc_b, scale_d);
-  else if constexpr (NT == 4) wgmma_m64n32k32_e4m3_ra(d, a, desc_b, scale_d);
-  else if constexpr (NT == 8) wgmma_m64n64k32_e4m3_ra(d, a, desc_b, scale_d);
-  else wgmma_m64n128k32_e4m3_ra(d, a, desc_b, scale_d);
+  if constexpr (NT == 2) wgmma_m64n16k32_e4m3_ra(d, a, desc_b);
+  else if constexpr (NT == 4) wgmma_m64n32k32_e4m3_ra(d, a, desc_b);
+  else if constexpr (NT == 8) wgmma_m64n64k32_e4m3_ra(d, a, desc_b);
+  else wgmma_m64n128k32_e4m3_ra(d, a, desc_b);
 }
 #endif
 
