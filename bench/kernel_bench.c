@@ -32,7 +32,7 @@
 
 /* The kernels, in table order: the attention path (bench/kernel_attention.c), then the indexer path: logits
  * (bench/kernel_indexer.c; decode: bench/kernel_indexer_decode.c), top-k (bench/kernel_topk.c), the conversion of its lists and the row movers
- * (bench/kernel_convert.c). */
+ * (bench/kernel_convert.c), the DCP decode rows' combine (bench/kernel_combine.c). */
 static const cplab_kb_kernel *const kernels[] = {
     &cplab_kb_sparse_mla_prefill,
     &cplab_kb_sparse_mla_decode_fp8,
@@ -43,7 +43,9 @@ static const cplab_kb_kernel *const kernels[] = {
     &cplab_kb_topk_merge,
     &cplab_kb_convert,
     &cplab_kb_gather_upconvert,
+    &cplab_kb_gather_idx,
     &cplab_kb_restore,
+    &cplab_kb_lse_combine,
 };
 #define NKERNELS ((int)(sizeof kernels / sizeof kernels[0]))
 #define MAX_CASES 1024

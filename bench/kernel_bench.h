@@ -117,9 +117,12 @@ extern const cplab_kb_kernel cplab_kb_indexer_logits_decode;
 extern const cplab_kb_kernel cplab_kb_topk_prefill;
 extern const cplab_kb_kernel cplab_kb_topk_decode;
 extern const cplab_kb_kernel cplab_kb_topk_merge;
-/* bench/kernel_convert.c. */
+/* bench/kernel_convert.c, */
 extern const cplab_kb_kernel cplab_kb_convert;
 extern const cplab_kb_kernel cplab_kb_gather_upconvert;
+extern const cplab_kb_kernel cplab_kb_gather_idx;
 extern const cplab_kb_kernel cplab_kb_restore;
+/* bench/kernel_combine.c. */
+extern const cplab_kb_kernel cplab_kb_lse_combine;
 
 #endif

@@ -13,6 +13,10 @@
  *                     through a slot list (64-token blocks in shuffled
  *                     order, as a paged cache holds them), into bf16
  *                     workspace rows [keys][576];
+ *   gather_idx        cplab_gather_idx: the same for the indexer cache's
+ *                     132-byte entries, copied as they are (a DCP rank's
+ *                     shard of the gathered indexer keys, cplab-bench's
+ *                     KEY_SHARD piece);
  *   restore           cplab_restore_rows: the PCP output all-gather of a
  *                     prefill of `tokens` tokens (every PCP rank's
  *                     DualChunkSwap pair of chunks, padded to equal size,
@@ -29,11 +33,13 @@
  * the call, every entry of each:
  *   convert  cplab_layout_vllm_convert_prefill / _decode (common/layouts);
  *   gather   cplab_kvformat_mla_dequantize of cplab_kvformat_mla_generate
- *            of the row's token;
+ *            of the row's token (gather_idx: cplab_kvformat_idx_generate's
+ *            bytes);
  *   restore  cplab_gen_bf16_host of the gathered row the map names.
  * Work (bytes, against the copy ceiling): convert the int32 lists read and
  * written (4 + 4 B an entry; the block table is not counted); gather the
- * entry read, its slot (int64) and the bf16 row written (656 + 8 + 1152 B);
+ * entry read, its slot (int64) and the bf16 row written (656 + 8 + 1152 B;
+ * gather_idx 132 + 8 + 132 B);
  * restore the row read and written and its index (2 · 2 · row_elems + 4 B). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -241,7 +247,7 @@ static void convert_work(const void *p, cplab_kb_work *w) {
            x->s->decode ? "cplab_convert_decode_topk" : "cplab_convert_prefill_topk");
 }
 
-/* ---- gather_upconvert ------------------------------------------------------------------- */
+/* ---- gather_upconvert and gather_idx ----------------------------------------------------- */
 
 #define BLOCK 64 /* tokens per cache block */
 
@@ -256,22 +262,34 @@ static const cplab_kb_case gather_cases[] = {
     {"smoke-gather", 0, &(const gather_shape){200}, N_SMOKE " (the last block partly used)"},
 };
 
+static const cplab_kb_case gidx_cases[] = {
+    {"gather-idx-8k", 1, &(const gather_shape){8192}, "a DCP rank's shard of a 32k prefill's indexer keys at dcp 4"},
+    {"gather-idx-32k", 1, &(const gather_shape){32768}, "a 32k prefill's indexer keys (the shard at dcp 1)"},
+    {"gather-idx-128k", 1, &(const gather_shape){131072}, "a 128k context's indexer keys"},
+    {"smoke-gather-idx", 0, &(const gather_shape){200}, N_SMOKE " (the last block partly used)"},
+};
+
 static json_t *gather_json(const void *p) { return json_pack("{s:I}", "keys", (json_int_t)((const gather_shape *)p)->keys); }
 static void gather_text(const void *p, char *buf, size_t cap) {
   snprintf(buf, cap, "keys %lld", (long long)((const gather_shape *)p)->keys);
 }
+#define gidx_json gather_json
+#define gidx_text gather_text
 
 typedef struct gather_inst {
   const gather_shape *s;
+  int idx; /* gather_idx: the indexer cache, rows copied */
   uint64_t seed;
   int sets, turn, check_rows;
   int64_t num_slots;
   uint8_t *cache[CPLAB_KBI_MAX_SETS];
   int64_t *slot[CPLAB_KBI_MAX_SETS];
-  uint16_t *out[CPLAB_KBI_MAX_SETS];
+  void *out[CPLAB_KBI_MAX_SETS];
 } gather_inst;
 
 static uint32_t gather_req(int si) { return (uint32_t)(si + 1); }
+static size_t gather_entry_bytes(const gather_inst *x) { return x->idx ? CPLAB_IDX_ENTRY_BYTES : CPLAB_MLA_ENTRY_BYTES; }
+static size_t gather_row_bytes(const gather_inst *x) { return x->idx ? CPLAB_IDX_ENTRY_BYTES : CPLAB_MLA_ROW_DIM * 2; }
 
 static void gather_teardown(void *p) {
   gather_inst *x = p;
@@ -281,21 +299,25 @@ static void gather_teardown(void *p) {
     cplab_dev_free(x->cache[i], &d), cplab_dev_free(x->slot[i], &d), cplab_dev_free(x->out[i], &d);
   free(x);
 }
+#define gidx_teardown gather_teardown
 
-static int gather_setup(const cplab_kb_case *c, const cplab_kb_env *env, void *stream, void **inst, cplab_diag *d) {
+static int gather_setup_as(int idx, const cplab_kb_case *c, uint64_t salt, const cplab_kb_env *env, void *stream,
+                           void **inst, cplab_diag *d) {
   const gather_shape *s = c->shape;
   gather_inst *x = calloc(1, sizeof *x);
   *inst = x;
   if (!x) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of host memory");
   int64_t n = s->keys, blocks = (n + BLOCK - 1) / BLOCK;
-  uint64_t rng = env->seed ^ (0x6A7EULL * (uint64_t)(c - gather_cases + 1));
-  x->s = s, x->seed = env->seed, x->check_rows = cplab_kbi_check_rows(env, n), x->num_slots = blocks * BLOCK;
+  uint64_t rng = env->seed ^ salt;
+  x->s = s, x->idx = idx, x->seed = env->seed, x->check_rows = cplab_kbi_check_rows(env, n);
+  x->num_slots = blocks * BLOCK;
+  size_t eb = gather_entry_bytes(x), rb = gather_row_bytes(x);
   int32_t *req = malloc((size_t)n * 4), *pos = malloc((size_t)n * 4), *perm = malloc((size_t)blocks * 4);
   int64_t *slot = malloc((size_t)n * 8);
   void *d_req = NULL, *d_pos = NULL;
   int rc = !req || !pos || !perm || !slot ? cplab_diag_set(d, CPLAB_ENOMEM, "out of host memory") : 0;
-  double set_bytes = (double)n * (CPLAB_MLA_ENTRY_BYTES + 8 + CPLAB_MLA_ROW_DIM * 2);
-  int sets = cplab_kbi_sets(env, set_bytes, set_bytes + (double)(x->num_slots - n) * CPLAB_MLA_ENTRY_BYTES);
+  double set_bytes = (double)n * (double)(eb + 8 + rb);
+  int sets = cplab_kbi_sets(env, set_bytes, set_bytes + (double)(x->num_slots - n) * (double)eb);
   for (int si = 0; !rc && si < sets; si++) {
     x->sets = si + 1;
     /* token j of request si + 1 at slot perm[j / 64] · 64 + j mod 64: whole blocks, in shuffled order */
@@ -307,14 +329,15 @@ static int gather_setup(const cplab_kb_case *c, const cplab_kb_env *env, void *s
     }
     for (int64_t j = 0; j < n; j++)
       req[j] = (int32_t)gather_req(si), pos[j] = (int32_t)j, slot[j] = (int64_t)perm[j / BLOCK] * BLOCK + j % BLOCK;
-    rc = cplab_dev_alloc((void **)&x->cache[si], (size_t)x->num_slots * CPLAB_MLA_ENTRY_BYTES, d);
-    if (!rc) rc = cplab_poison_bytes(x->cache[si], (size_t)x->num_slots * CPLAB_MLA_ENTRY_BYTES, 0x7F, stream, d);
+    rc = cplab_dev_alloc((void **)&x->cache[si], (size_t)x->num_slots * eb, d);
+    if (!rc) rc = cplab_poison_bytes(x->cache[si], (size_t)x->num_slots * eb, 0x7F, stream, d);
     if (!rc) rc = cplab_kbi_upload((void **)&x->slot[si], slot, (size_t)n * 8, d);
     if (!rc) rc = cplab_kbi_upload(&d_req, req, (size_t)n * 4, d);
     if (!rc) rc = cplab_kbi_upload(&d_pos, pos, (size_t)n * 4, d);
-    if (!rc) rc = cplab_gen_cache(x->seed, CPLAB_KBI_LAYER, d_req, d_pos, x->slot[si], n, x->cache[si], NULL,
-                                  x->num_slots, stream, d);
-    if (!rc) rc = cplab_dev_alloc((void **)&x->out[si], (size_t)n * CPLAB_MLA_ROW_DIM * 2, d);
+    if (!rc)
+      rc = cplab_gen_cache(x->seed, CPLAB_KBI_LAYER, d_req, d_pos, x->slot[si], n, idx ? NULL : x->cache[si],
+                           idx ? x->cache[si] : NULL, x->num_slots, stream, d);
+    if (!rc) rc = cplab_dev_alloc(&x->out[si], (size_t)n * rb, d);
     if (!rc) rc = cplab_dev_sync(stream, d);
     cplab_diag scratch = {0};
     cplab_dev_free(d_req, &scratch), cplab_dev_free(d_pos, &scratch);
@@ -326,7 +349,15 @@ static int gather_setup(const cplab_kb_case *c, const cplab_kb_env *env, void *s
   return rc;
 }
 
+static int gather_setup(const cplab_kb_case *c, const cplab_kb_env *env, void *stream, void **inst, cplab_diag *d) {
+  return gather_setup_as(0, c, 0x6A7EULL * (uint64_t)(c - gather_cases + 1), env, stream, inst, d);
+}
+static int gidx_setup(const cplab_kb_case *c, const cplab_kb_env *env, void *stream, void **inst, cplab_diag *d) {
+  return gather_setup_as(1, c, 0x61D7ULL * (uint64_t)(c - gidx_cases + 1), env, stream, inst, d);
+}
+
 static int gather_run_set(gather_inst *x, int si, void *stream, cplab_diag *d) {
+  if (x->idx) return cplab_gather_idx(x->cache[si], x->num_slots, x->slot[si], x->s->keys, x->out[si], stream, d);
   return cplab_gather_mla(x->cache[si], x->num_slots, x->slot[si], x->s->keys, x->out[si], stream, d);
 }
 
@@ -334,47 +365,63 @@ static int gather_run(void *p, void *stream, cplab_diag *d) {
   gather_inst *x = p;
   return gather_run_set(x, x->turn++ % x->sets, stream, d);
 }
+#define gidx_run gather_run
+
+/* Row r's expected bytes: the bf16 row of its token's entry, or (gather_idx) the entry. */
+static void gather_want(const gather_inst *x, int64_t r, uint8_t *want) {
+  if (x->idx) {
+    cplab_kvformat_idx_generate(x->seed, CPLAB_KBI_LAYER, gather_req(0), (uint32_t)r, want);
+    return;
+  }
+  uint8_t entry[CPLAB_MLA_ENTRY_BYTES];
+  uint16_t row[CPLAB_MLA_ROW_DIM];
+  cplab_kvformat_mla_generate(x->seed, CPLAB_KBI_LAYER, gather_req(0), (uint32_t)r, entry);
+  cplab_kvformat_mla_dequantize(entry, row);
+  memcpy(want, row, sizeof row);
+}
 
 static int gather_check(void *p, void *stream, cplab_kb_check *res, cplab_diag *d) {
   gather_inst *x = p;
   int64_t n = x->s->keys;
-  uint16_t got[CPLAB_MLA_ROW_DIM], want[CPLAB_MLA_ROW_DIM];
-  uint8_t entry[CPLAB_MLA_ENTRY_BYTES];
+  size_t rb = gather_row_bytes(x), unit = x->idx ? 1 : 2; /* compared as bytes or as bf16 */
+  uint8_t got[CPLAB_MLA_ROW_DIM * 2], want[CPLAB_MLA_ROW_DIM * 2];
   memset(res, 0, sizeof *res);
-  int rc = cplab_poison_bytes(x->out[0], (size_t)n * CPLAB_MLA_ROW_DIM * 2, 0xFF, stream, d);
+  int rc = cplab_poison_bytes(x->out[0], (size_t)n * rb, 0xFF, stream, d);
   if (!rc) rc = gather_run_set(x, 0, stream, d);
   if (!rc) rc = cplab_dev_sync(stream, d);
   for (int i = 0; !rc && i < x->check_rows; i++) {
     int64_t r = cplab_kbi_check_row(i, x->check_rows, n);
-    rc = cplab_dev_download(got, x->out[0] + r * CPLAB_MLA_ROW_DIM, sizeof got, d);
-    cplab_kvformat_mla_generate(x->seed, CPLAB_KBI_LAYER, gather_req(0), (uint32_t)r, entry);
-    cplab_kvformat_mla_dequantize(entry, want);
-    for (int c = 0; !rc && c < CPLAB_MLA_ROW_DIM; c++) {
+    rc = cplab_dev_download(got, (uint8_t *)x->out[0] + (size_t)r * rb, rb, d);
+    gather_want(x, r, want);
+    for (size_t c = 0; !rc && c < rb / unit; c++) {
       res->compared++;
-      if (got[c] != want[c] && res->mismatches++ == 0)
-        snprintf(res->detail, sizeof res->detail, "row %lld column %d: got 0x%04x, want 0x%04x; ", (long long)r, c,
-                 got[c], want[c]);
+      unsigned g = unit == 1 ? got[c] : ((const uint16_t *)got)[c], w = unit == 1 ? want[c] : ((const uint16_t *)want)[c];
+      if (g != w && res->mismatches++ == 0)
+        snprintf(res->detail, sizeof res->detail, "row %lld %s %zu: got 0x%0*x, want 0x%0*x; ", (long long)r,
+                 unit == 1 ? "byte" : "column", c, (int)(2 * unit), g, (int)(2 * unit), w);
     }
   }
   if (!rc) {
     size_t at = strlen(res->detail);
     res->rows = x->check_rows;
     res->ok = res->mismatches == 0;
-    snprintf(res->reference, sizeof res->reference,
-             "cplab_kvformat_mla_dequantize of cplab_kvformat_mla_generate (the row's token), bit for bit");
-    snprintf(res->detail + at, sizeof res->detail - at, "%d rows x %d bf16: %lld differ from %s", res->rows,
-             CPLAB_MLA_ROW_DIM, (long long)res->mismatches, res->reference);
+    snprintf(res->reference, sizeof res->reference, "%s (the row's token), bit for bit",
+             x->idx ? "cplab_kvformat_idx_generate" : "cplab_kvformat_mla_dequantize of cplab_kvformat_mla_generate");
+    snprintf(res->detail + at, sizeof res->detail - at, "%d rows x %zu %s: %lld differ from %s", res->rows, rb / unit,
+             unit == 1 ? "bytes" : "bf16", (long long)res->mismatches, res->reference);
   }
   return rc;
 }
+#define gidx_check gather_check
 
 static void gather_work(const void *p, cplab_kb_work *w) {
   const gather_inst *x = p;
   w->flop = w->flop_valid = 0;
-  w->bytes = w->set_bytes = (double)x->s->keys * (CPLAB_MLA_ENTRY_BYTES + 8 + CPLAB_MLA_ROW_DIM * 2);
+  w->bytes = w->set_bytes = (double)x->s->keys * (double)(gather_entry_bytes(x) + 8 + gather_row_bytes(x));
   w->sets = x->sets;
-  snprintf(w->launcher, sizeof w->launcher, "cplab_gather_mla");
+  snprintf(w->launcher, sizeof w->launcher, x->idx ? "cplab_gather_idx" : "cplab_gather_mla");
 }
+#define gidx_work gather_work
 
 /* ---- restore ----------------------------------------------------------------------------- */
 
@@ -530,6 +577,9 @@ const cplab_kb_kernel cplab_kb_gather_upconvert =
           gather_cases, gather,
           "gbps: per row the 656-byte entry and its int64 slot read and the 1152-byte bf16 row written, against the "
           "copy");
+const cplab_kb_kernel cplab_kb_gather_idx =
+    MOVER("gather_idx", "cplab_gather_idx: 132-byte indexer cache entries through a slot list into a key buffer [keys][132]",
+          gidx_cases, gidx, "gbps: per row the 132-byte entry and its int64 slot read and the entry written, against the copy");
 const cplab_kb_kernel cplab_kb_restore =
     MOVER("restore", "cplab_restore_rows: the PCP output all-gather's rows [gathered][576] back in global token order",
           restore_cases, restore,

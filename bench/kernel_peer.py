@@ -57,6 +57,7 @@ import time
 
 PROG = "kernel_peer.py"
 DQK, DV, ENTRY = 576, 512, 656
+IDX_ENTRY = 132  # bytes of an indexer cache entry (128 e4m3 + an fp32 scale)
 
 
 def die(msg, code=2):
@@ -482,6 +483,57 @@ class GatherPeer(IndexerPeer):
         return self.blocks * 64 * ENTRY + self.n * (8 + 1152)
 
 
+class GatherIdxPeer(IndexerPeer):
+    """gather_idx: index_select of the 132-byte indexer entries by slot (bytes as they are)."""
+
+    def __init__(self, torch, dev, shape, gen):
+        super().__init__(torch, dev, shape, gen)
+        self.n = shape["keys"]
+        self.blocks = -(-self.n // 64)
+        self.name = "torch index_select of the 132-byte entries"
+
+    def make_set(self):
+        t, n = self.t, self.n
+        perm = t.randperm(self.blocks, generator=self.g, device=self.dev)
+        j = t.arange(n, device=self.dev)
+        slot = perm[t.div(j, 64, rounding_mode="floor")] * 64 + j % 64
+        cache = self.randint(0, 256, self.blocks * 64, IDX_ENTRY).to(t.uint8)
+        return {"cache": cache, "slot": slot, "out": t.empty((n, IDX_ENTRY), dtype=t.uint8, device=self.dev)}
+
+    def call(self, st):
+        self.t.index_select(st["cache"], 0, st["slot"], out=st["out"])
+
+    def touched_bytes(self):
+        return self.n * (2 * IDX_ENTRY + 8)
+
+    def alloc_bytes(self):
+        return self.blocks * 64 * IDX_ENTRY + self.n * (8 + IDX_ENTRY)
+
+
+class CombinePeer(IndexerPeer):
+    """lse_combine: the DCP partials weighted by exp(lse_d - logsumexp) and summed (fp32 torch ops)."""
+
+    def __init__(self, torch, dev, shape, gen):
+        super().__init__(torch, dev, shape, gen)
+        self.D, self.m, self.h = shape["dcp"], shape["batch"], shape["heads"]
+        self.name = "torch logsumexp + softmax weights + weighted sum over D (fp32)"
+
+    def make_set(self):
+        t, D, m, h = self.t, self.D, self.m, self.h
+        return {"lse": 10 + (self.rand(D, m, h) * 8 - 4), "out": self.rand(D, m, h, 512) * 2 - 1,
+                "fin": t.empty((m, h, 512), dtype=t.float32, device=self.dev)}
+
+    def call(self, st):
+        w = self.t.softmax(st["lse"], dim=0)
+        self.t.sum(w.unsqueeze(-1) * st["out"], dim=0, out=st["fin"])
+
+    def touched_bytes(self):
+        return 4 * (self.D * self.m * self.h * 513 + self.m * self.h * 512)
+
+    def alloc_bytes(self):
+        return 4 * (2 * self.D * self.m * self.h * 513 + self.m * self.h * 512)
+
+
 class RestorePeer(IndexerPeer):
     """restore: index_select of the PCP all-gather's rows by the restore map (DualChunkSwap)."""
 
@@ -520,7 +572,9 @@ PEERS = {
     "topk_merge": MergePeer,
     "convert": ConvertPeer,
     "gather_upconvert": GatherPeer,
+    "gather_idx": GatherIdxPeer,
     "restore": RestorePeer,
+    "lse_combine": CombinePeer,
 }
 
 

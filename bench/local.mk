@@ -62,7 +62,7 @@ endif
 # ceilings: also linked against the CPU emulation (tests/emu/local.mk, with
 # -DCPLAB_BENCH_EMU=1), so they are defined whether or not CUDA is found.
 KERNEL_BENCH_SOURCES = bench/kernel_bench.c bench/kernel_bench.h bench/kernel_attention.c bench/kernel_indexer.c \
-	bench/kernel_indexer.h bench/kernel_indexer_decode.c bench/kernel_topk.c bench/kernel_convert.c bench/kernel_peer.c bench/kernel_peer.h \
+	bench/kernel_indexer.h bench/kernel_indexer_decode.c bench/kernel_topk.c bench/kernel_convert.c bench/kernel_combine.c bench/kernel_peer.c bench/kernel_peer.h \
 	bench/ceilings.c bench/ceilings.h
 EXTRA_DIST += $(KERNEL_BENCH_SOURCES) bench/kernel_peer.py bench/run-gpu-kernels.sh tests/kernel_bench_smoke.sh
 # Its command line, case table and peer-file reader (no GPU needed), and a

@@ -8,8 +8,8 @@
 # smoke-logits, causal rows over 256 keys with copied keys (exact ties);
 # smoke-topk, causal rows, some shorter than k (-1 padding); smoke-topk-decode;
 # smoke-topk-merge, 2 owners at interleave 2; smoke-convert-prefill and
-# -decode; smoke-gather, a partly used last block; smoke-restore, padded
-# chunks) are generated, checked against their references (double precision
+# -decode; smoke-gather and smoke-gather-idx, a partly used last block;
+# smoke-combine, 2 DCP ranks' partials; smoke-restore, padded chunks) are generated, checked against their references (double precision
 # or exact) on poisoned outputs, timed over their rotating sets, and written
 # to kernels.json with their peers (a peer file made here), after small
 # ceilings; kernels.json's entries are checked field by field per kernel.
@@ -38,7 +38,7 @@ expect_grep "$WORK/err" "check ok (8 rows x 16 heads" "prefill: 8 rows of all he
 expect_grep "$WORK/err" "check ok (3 rows x 16 heads" "decode: every row of the batch checked"
 # The indexer path: one table line and one passed check per case.
 for c in smoke-logits smoke-dlogits smoke-topk smoke-topk-decode smoke-topk-merge smoke-convert-prefill smoke-convert-decode \
-  smoke-gather smoke-restore; do
+  smoke-gather smoke-gather-idx smoke-restore smoke-combine; do
   expect_grep "$WORK/out" "^ $c " "$c has its table line"
 done
 expect_grep "$WORK/out" "^ smoke-topk .* exact  *0  *40.0 " "top-k: exact, no mismatch, the peer's time beside it"
@@ -54,7 +54,10 @@ expect_grep "$WORK/err" "smoke-convert-prefill .*check ok (8 rows x 128 entries 
 expect_grep "$WORK/err" "smoke-convert-decode .*check ok (3 rows x 256 entries (.* of them -1): 0 differ" "convert decode: exact"
 expect_grep "$WORK/err" "smoke-gather .*check ok (8 rows x 576 bf16: 0 differ" "gather: 8 rows bit for bit"
 expect_grep "$WORK/err" "smoke-restore .*check ok (8 rows x 576 bf16: 0 differ" "restore: 8 rows bit for bit"
-if "$PY" - "$WORK/kernels.json" <<'CHECK'; then pass "kernels.json: 11 entries, checked, timed, with their fields"; else fail "kernels.json is not as expected"; fi
+expect_grep "$WORK/err" "smoke-gather-idx .*check ok (8 rows x 132 bytes: 0 differ" "gather idx: 8 rows byte for byte"
+expect_grep "$WORK/err" "smoke-combine .*check ok (3 rows x 4 heads x 512: worst .* (bound 1e-06), 0 beyond" \
+  "combine: every row within 1e-6 of sim_lse_combine"
+if "$PY" - "$WORK/kernels.json" <<'CHECK'; then pass "kernels.json: 13 entries, checked, timed, with their fields"; else fail "kernels.json is not as expected"; fi
 import json, sys
 doc = json.load(open(sys.argv[1]))
 assert doc["complete"] is True and doc["card"]["name"] and doc["commit"] and doc["command"] and doc["date"]
@@ -69,6 +72,8 @@ shapes = {  # the indexer path's kernels: exactly their shape fields, and their 
     "smoke-convert-prefill": ("convert", {"path", "rows", "k", "context", "dcp", "interleave"}, "gbps"),
     "smoke-convert-decode": ("convert", {"path", "rows", "k", "context", "dcp", "interleave", "block_size"}, "gbps"),
     "smoke-gather": ("gather_upconvert", {"keys"}, "gbps"),
+    "smoke-gather-idx": ("gather_idx", {"keys"}, "gbps"),
+    "smoke-combine": ("lse_combine", {"dcp", "batch", "heads"}, "gbps"),
     "smoke-restore": ("restore", {"tokens", "pcp", "row_elems"}, "gbps"),
 }
 e = {x["case"]: x for x in doc["entries"]}
@@ -92,6 +97,8 @@ for name, (kernel, fields, rate) in shapes.items():
     assert c["ok"] is True and c["mismatches"] == 0 and c["compared"] > 0 and c["rows"] > 0 and c["reference"], name
     if kernel.startswith("indexer_logits"):
         assert c["tol_rel_err"] == 2e-3 and 0 <= c["max_rel_err"] <= 2e-3, c
+    elif kernel == "lse_combine":
+        assert c["tol_rel_err"] == 1e-6 and 0 <= c["max_rel_err"] <= 1e-6, c
     else:
         assert set(c) == {"ok", "rows", "compared", "mismatches", "reference"}, c
 assert e["smoke-convert-prefill"]["path"] == "prefill" and e["smoke-convert-decode"]["path"] == "decode"

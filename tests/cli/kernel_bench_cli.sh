@@ -115,7 +115,7 @@ refuse() { # refuse DESCRIPTION PATTERN ARGS...
 }
 refuse "an unknown kernel" "\-\-kernel: unknown kernel 'attn' (kernels: sparse_mla_prefill, sparse_mla_decode_fp8, \
 indexer_logits_prefill, indexer_logits_decode, topk_prefill, topk_decode, topk_merge, convert, gather_upconvert, \
-restore)" --kernel attn
+gather_idx, restore, lse_combine)" --kernel attn
 refuse "a case of another kernel (indexer path)" "'smoke-topk' matches no case of the kernels --kernel selects" \
   --case smoke-topk --kernel topk_decode
 refuse "an unknown case" "\-\-case: no case matches 'fm-prefill-h256'" --case fm-prefill-h256
