@@ -251,6 +251,13 @@ class IndexerPeer:
     def alloc_bytes(self):
         return self.touched_bytes()
 
+    def block_slots(self):
+        """Slot of token j of self.n: 64-token blocks of self.blocks in shuffled order (a paged cache)."""
+        t = self.t
+        perm = t.randperm(self.blocks, generator=self.g, device=self.dev)
+        j = t.arange(self.n, device=self.dev)
+        return perm[t.div(j, 64, rounding_mode="floor")] * 64 + j % 64
+
 
 class LogitsPeer(IndexerPeer):
     """indexer_logits_prefill: fp8 q . k per head (torch._scaled_mm), ReLU, weighted head sum, key scale."""
@@ -467,10 +474,7 @@ class GatherPeer(IndexerPeer):
 
     def make_set(self):
         t, n = self.t, self.n
-        perm = t.randperm(self.blocks, generator=self.g, device=self.dev)
-        j = t.arange(n, device=self.dev)
-        slot = perm[t.div(j, 64, rounding_mode="floor")] * 64 + j % 64
-        return {"cache": random_entries(t, self.rand, self.blocks * 64, self.dev), "slot": slot,
+        return {"cache": random_entries(t, self.rand, self.blocks * 64, self.dev), "slot": self.block_slots(),
                 "out": t.empty((n, 576), dtype=t.bfloat16, device=self.dev)}
 
     def call(self, st):
@@ -494,11 +498,9 @@ class GatherIdxPeer(IndexerPeer):
 
     def make_set(self):
         t, n = self.t, self.n
-        perm = t.randperm(self.blocks, generator=self.g, device=self.dev)
-        j = t.arange(n, device=self.dev)
-        slot = perm[t.div(j, 64, rounding_mode="floor")] * 64 + j % 64
         cache = self.randint(0, 256, self.blocks * 64, IDX_ENTRY).to(t.uint8)
-        return {"cache": cache, "slot": slot, "out": t.empty((n, IDX_ENTRY), dtype=t.uint8, device=self.dev)}
+        return {"cache": cache, "slot": self.block_slots(),
+                "out": t.empty((n, IDX_ENTRY), dtype=t.uint8, device=self.dev)}
 
     def call(self, st):
         self.t.index_select(st["cache"], 0, st["slot"], out=st["out"])
