@@ -27,7 +27,7 @@ mkdir -p "$out"
 R=bench/results
 common="--params $R/2026-12-01-model-validation/validation.json --table $R/2026-12-01-kernels-h200/kernels.json \
 --table $R/2026-12-01-indexer-kernels-h200/kernels.json --table $R/2026-12-01-topk-bins-h200/kernels.json \
---table $R/2026-12-01-decode-splits-h200/kernels.json --extrapolate --weight-bytes 0.5 \
+--table $R/2026-12-01-decode-splits-h200/kernels.json --table $R/2026-12-02-dcp-pieces-h200/kernels.json --extrapolate --weight-bytes 0.5 \
 --model-set max_position_embeddings=2097152"
 worlds=tp8,pcp8,tp8dcp8,pcp8dcp8,tp8pcp2,tp8pcp2dcp2,tp8pcp2dcp16,tp8pcp8,tp8pcp8dcp8,tp8pcp8dcp64,tp8pcp32,\
 tp8pcp32dcp32,tp8pcp32dcp256,tp8pcp128,tp8pcp128dcp128,tp8pcp128dcp1024

@@ -153,8 +153,14 @@ static int rank_layer(rank_ctx *c, const cplab_step_input *si, const cplab_rank_
   t = 0;
   if (ws > 0) rc = kernel_ms(c, CPLAB_MK_GATHER, 0, ws, &t, d);
   ADD(SEG_PRE, PH_ATTN, t);
-  /* Indexer. */
+  /* The rank's shard of the gathered indexer keys (the engine's KEY_SHARD piece). */
+  double kb = w.comm_bytes[CPLAB_CW_INDEXER_K_GATHER] / (double)CPLAB_IDX_ENTRY_BYTES;
   t = 0;
+  if (!rc && kb > 0) rc = kernel_ms(c, CPLAB_MK_GATHER_IDX, 0, kb, &t, d);
+  ADD(SEG_PRE, PH_INDEXER, t);
+  /* Indexer: the prefill rows' keys in logical order, logits, top-k. */
+  t = 0;
+  if (!rc && w.prefill_keys > 0) rc = kernel_ms(c, CPLAB_MK_GATHER_IDX, 0, w.prefill_keys, &t, d);
   if (!rc && w.prefill_pairs > 0) rc = kernel_ms(c, CPLAB_MK_LOGITS_PREFILL, ih, w.prefill_pairs, &t, d);
   if (!rc && w.prefill_pairs > 0) rc = kernel_ms(c, CPLAB_MK_TOPK_PREFILL, 0, w.prefill_pairs, &t, d);
   if (!rc && w.decode_pairs > 0) rc = kernel_ms(c, CPLAB_MK_LOGITS_DECODE, ih, w.decode_pairs, &t, d);
@@ -170,6 +176,11 @@ static int rank_layer(rank_ctx *c, const cplab_step_input *si, const cplab_rank_
   if (!rc && w.attn_prefill_rows > 0) rc = kernel_ms(c, CPLAB_MK_ATTN_PREFILL, heads, w.attn_prefill_rows, &t, d);
   if (!rc && w.attn_decode_rows > 0) rc = kernel_ms(c, CPLAB_MK_ATTN_DECODE, heads_dcp, w.attn_decode_rows, &t, d);
   ADD(SEG_TOPK, PH_ATTN, t);
+  /* The decode rows' LSE combine over DCP (the DCP group's heads). */
+  t = 0;
+  if (!rc && D > 1 && w.decode_tokens > 0)
+    rc = kernel_ms(c, CPLAB_MK_COMBINE, D, (double)w.decode_tokens * heads_dcp, &t, d);
+  ADD(SEG_PART, PH_ATTN, t);
 #undef ADD
   return rc;
 }

@@ -10,7 +10,8 @@
 
 static const char *const kernel_names[CPLAB_MK_COUNT] = {
     "sparse_mla_prefill", "sparse_mla_decode_fp8", "indexer_logits_prefill", "indexer_logits_decode", "topk_prefill",
-    "topk_decode",        "topk_merge",            "convert",                "gather_upconvert",      "restore"};
+    "topk_decode",        "topk_merge",            "convert",                "gather_upconvert",      "restore",
+    "gather_idx",         "lse_combine"};
 
 const char *cplab_model_kernel_name(cplab_model_kernel k) {
   return (int)k >= 0 && k < CPLAB_MK_COUNT ? kernel_names[k] : NULL;
@@ -128,6 +129,12 @@ static int entry_shape(cplab_json_reader *r, const json_t *e, const char *path, 
   }
   case CPLAB_MK_GATHER: return get_num(r, e, path, "keys", work);
   case CPLAB_MK_RESTORE: return get_num(r, e, path, "tokens", work);
+  case CPLAB_MK_GATHER_IDX: return get_num(r, e, path, "keys", work);
+  case CPLAB_MK_COMBINE:
+    if (!(rc = get_num(r, e, path, "dcp", series)) && !(rc = get_num(r, e, path, "batch", &a)) &&
+        !(rc = get_num(r, e, path, "heads", &b)))
+      *work = a * b;
+    return rc;
   default: return cplab_json_fail(r, path, 0, CPLAB_EINTERNAL, "kernel %d has no shape rule", (int)k);
   }
 }

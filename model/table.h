@@ -46,6 +46,8 @@ typedef enum cplab_model_kernel {
   CPLAB_MK_CONVERT,          /* convert: series 0 prefill / 1 decode, work rows x k */
   CPLAB_MK_GATHER,           /* gather_upconvert: work keys */
   CPLAB_MK_RESTORE,          /* restore: work tokens */
+  CPLAB_MK_GATHER_IDX,       /* gather_idx: work keys (132-byte indexer entries) */
+  CPLAB_MK_COMBINE,          /* lse_combine: series dcp, work (row, head) pairs */
   CPLAB_MK_COUNT
 } cplab_model_kernel;
 

@@ -52,6 +52,7 @@ int cplab_bench_work_of(const cplab_step_input *in, const cplab_rank_plan *p, cp
     if (r->len <= 0) continue;
     if (r->is_prefill && !cplab_row_on_local_shard(par, r)) {
       out->prefill_tokens += r->len;
+      out->prefill_keys += (double)r->seq_len;
       prefill_row(r, K, &pairs, &attn_prefill);
     } else if (r->is_prefill) { /* DCP without PCP: this rank's share of the causal context, the DCP group's heads */
       double own_pairs = 0, own_attn = 0;

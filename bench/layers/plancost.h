@@ -37,6 +37,7 @@ typedef struct cplab_bench_work {
   double moe_flop;     /* router, routed experts (expected), shared slice */
   double indexer_pairs, indexer_flop, logits_bytes;
   double prefill_pairs, decode_pairs; /* indexer_pairs of prefill rows (causal) and of decode rows (own keys) */
+  double prefill_keys; /* indexer keys gathered in logical order for the prefill rows (each row's context) */
   double attn_rows;    /* attended (query, row) pairs summed over query tokens */
   /* attn_rows split by kernel: prefill rows over the workspace with the rank's
    * H/T heads, and rows on the decode path (decode rows, and prefill rows of

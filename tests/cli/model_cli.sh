@@ -9,6 +9,7 @@ R="$top_srcdir/bench/results"
 V="$R/2026-12-01-model-validation/validation.json"
 set -- --table "$R/2026-12-01-kernels-h200/kernels.json" --table "$R/2026-12-01-indexer-kernels-h200/kernels.json" \
   --table "$R/2026-12-01-topk-bins-h200/kernels.json" --table "$R/2026-12-01-decode-splits-h200/kernels.json" \
+  --table "$R/2026-12-02-dcp-pieces-h200/kernels.json" \
   --params "$V"
 
 expect_exit 0 "--help" "$MODEL" --help
