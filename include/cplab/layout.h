@@ -3,7 +3,7 @@
  * A layout decides how a step is cut over PCP ranks, how the gathered prefill
  * workspace is laid out and chunked, how indexer keys are de-interleaved and
  * how top-k indices are converted into workspace rows or cache slots. It is an
- * ops table in one file under common/layouts/; every op a layout leaves NULL
+ * ops table in one file under plan/layouts/; every op a layout leaves NULL
  * takes the vLLM behaviour (cplab_layout_vllm_*). Ops receive only what one
  * rank can know: the shared environment and, where noted, its own ids.
  * Mutants are layouts that reproduce real bugs, flagged so that tools can
