@@ -57,7 +57,7 @@ tests_unit_test_scenario_invalid_SOURCES = tests/unit/test_scenario_invalid.c te
 tests_unit_test_scenario_invalid_LDADD = $(TEST_UNIT_LIBS)
 tests_unit_test_workload_SOURCES = tests/unit/test_workload.c tests/unit/testutil.h
 tests_unit_test_workload_LDADD = $(TEST_UNIT_LIBS)
-EXTRA_DIST += tests/scenarios tests/lsan.supp tests/mutants.tsv
+EXTRA_DIST += tests/scenarios tests/lsan.supp
 
 TESTS += tests/cli/sim_cli.sh tests/cli/trace_cli.sh tests/cli/trace_rows.sh tests/cli/setup_cli.sh tests/mpi/sim_mpi.sh tests/gpu/gpu_probe.sh
 EXTRA_DIST += tests/lib.sh tests/cli/sim_cli.sh tests/cli/trace_cli.sh tests/cli/trace_rows.sh tests/cli/setup_cli.sh tests/mpi/sim_mpi.sh tests/gpu/gpu_probe.sh tests/gpu/gpu_probe.c

@@ -14,6 +14,7 @@
 #define CPLAB_LAYOUT_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "cplab/error.h"
 #include "cplab/parallel.h"
@@ -37,11 +38,32 @@ void cplab_layout_env_init(cplab_layout_env *env, const cplab_parallel *par);
 struct cplab_prefill_plan;
 struct cplab_indexer_plan;
 
+/* The commands of the catalogue of mutants, in its column order. */
+typedef enum cplab_layout_catch {
+  CPLAB_CATCH_SIM = 0,           /* cplab-sim: the ranks' plan digests */
+  CPLAB_CATCH_SIM_CHECK,         /* cplab-sim --check: the rules with violations */
+  CPLAB_CATCH_DIFF_RANKS,        /* cplab-diff --ranks of the run's trace: the rules reported */
+  CPLAB_CATCH_DIFF_VLLM_PLANS,   /* cplab-diff of the vllm layout's trace and the run's: the datasets */
+  CPLAB_CATCH_DIFF_VLLM_NUMERIC, /* the same of two --numeric runs */
+  CPLAB_CATCH_EXEC_PLANS_ONLY,   /* cplab-exec --plans-only: what the plan consensus names */
+  CPLAB_CATCH_COUNT
+} cplab_layout_catch;
+
 typedef struct cplab_layout {
   const char *name;
   const char *summary;   /* one line */
   int mutant;            /* 1: reproduces a bug; must be caught by the checks */
-  const char *reproduces; /* for mutants: the bug (what catches it where: tests/mutants.tsv) */
+  /* A mutant declares, in its own file, what must catch it; tests/cli/mutants.sh
+   * and tests/unit/test_invariants.c run every claim, tests/exec/exec_consensus.sh
+   * the consensus's under mpirun, and README.md's catalogue is rendered from it
+   * (cplab-sim --list-mutants, tools/mutants-table.sh). A correct layout leaves
+   * all of these NULL. */
+  const char *reproduces; /* the real bug, one sentence */
+  const char *breaks;     /* the rule of plan/check.c that must catch it (cplab_check_rule_name) */
+  const char *needs;      /* where it can show: space-separated pcp>1, dcp>1, interleave>1 */
+  /* Per command of the catalogue: "SCENARIO EXIT [NAMES]; ...", the command's
+   * exit on each built-in scenario and, for 1, everything it names (exactly). */
+  const char *caught[CPLAB_CATCH_COUNT];
 
   /* §3.2: is a request with q new tokens replicated on every PCP rank? */
   int (*replicated)(const cplab_layout_env *env, int64_t q, int is_prefill);
@@ -64,9 +86,16 @@ typedef struct cplab_layout {
                             int dcp_rank);
 } cplab_layout;
 
-/* Registry: NULL-terminated, correct layouts first, then mutants. */
+/* Registry: NULL-terminated, vllm first, the other correct layouts, then the
+ * mutants; generated from the files of plan/layouts/ (one a layout). */
 const cplab_layout *const *cplab_layouts(void);
 const cplab_layout *cplab_layout_find(const char *name);
+
+/* The command of a catalogue column as the catalogue names it ("cplab-sim --check"). */
+const char *cplab_layout_catch_name(cplab_layout_catch c);
+/* The catalogue of mutants as the mutants declare it, tab-separated: a header
+ * line "# mutant, bug, breaks, needs, then the commands", one line a mutant. */
+int cplab_layout_catalogue_write(FILE *out);
 
 /* The vLLM behaviour each op falls back to. */
 int cplab_layout_vllm_replicated(const cplab_layout_env *env, int64_t q, int is_prefill);

@@ -1,8 +1,8 @@
 /* Property sweep: every invariant of vllm-pcp-dcp.md §10.1 holds for every
  * correct layout over 10,000 generated steps (P in {1,2,3,4,8}, D in {1, P,
  * TP·P}, I in {1,2,4,64}, B = 64), each rank's plan derived on its own; and
- * every mutant layout is caught by the rule tests/mutants.tsv says it breaks,
- * and only where that table says it can show. */
+ * every mutant layout is caught by the rule its file says it breaks (.breaks),
+ * and only where its needs (.needs) say it can show. */
 #include <time.h>
 
 #include "check.h"
@@ -79,11 +79,11 @@ static void test_correct_layouts_hold_every_invariant(void **state) {
 static cplab_check_rule rule_named(const char *name) {
   for (int k = 0; k < CPLAB_RULE_COUNT; k++)
     if (strcmp(cplab_check_rule_name((cplab_check_rule)k), name) == 0) return (cplab_check_rule)k;
-  fail_msg("tests/mutants.tsv: '%s' is no rule of plan/check.c", name);
+  fail_msg("a mutant declares .breaks = \"%s\", which is no rule of plan/check.c", name);
   return CPLAB_RULE_COUNT;
 }
 
-/* Each mutant of tests/mutants.tsv: on generated steps where its "needs"
+/* Each mutant of the registry: on generated steps where its "needs"
  * hold, the rule in "breaks" flags it; where they do not, it is the vllm
  * layout and no rule fires. */
 static void test_mutants_are_caught(void **state) {
@@ -94,7 +94,7 @@ static void test_mutants_are_caught(void **state) {
   for (size_t i = 0; i < n; i++) {
     const mutant_row *row = &rows[i];
     const cplab_layout *l = cplab_layout_find(row->name);
-    if (!l || !l->mutant) fail_msg("tests/mutants.tsv: %s is no mutant layout", row->name);
+    if (!l || !l->mutant) fail_msg("%s is no mutant layout", row->name);
     cplab_check_rule rule = rule_named(row->breaks);
     prop_run pr;
     prop_begin(&pr);

@@ -1,4 +1,4 @@
-/* Layout environment and op dispatch: NULL ops fall back to vLLM's. */
+/* Layout environment and op dispatch: NULL ops fall back to vLLM's (plan/layouts/vllm.c). */
 #include "cplab/kv.h"
 #include "cplab/layout.h"
 
