@@ -38,6 +38,30 @@ void cplab_layout_env_init(cplab_layout_env *env, const cplab_parallel *par);
 struct cplab_prefill_plan;
 struct cplab_indexer_plan;
 
+/* The maps over the gathered arrangement (§4.2, §4.3, §5.2). */
+typedef enum cplab_layout_map {
+  CPLAB_MAP_WORKSPACE_ROW = 0, /* gathered workspace row of a token of a region */
+  CPLAB_MAP_DEINTERLEAVE,      /* gathered indexer-key row of a token of a region */
+  CPLAB_MAP_CONVERT_PREFILL,   /* a prefill row's top-k entry into the workspace */
+  CPLAB_MAP_CONVERT_DECODE,    /* a decode row's top-k entry into the local cache */
+} cplab_layout_map;
+
+/* A layout's own maps, where it departs from the arrangement (NULL: it does not). */
+typedef struct cplab_layout_maps {
+  /* §4.2: workspace row of request-relative token t of region k of its chunk. */
+  int64_t (*workspace_row)(const cplab_layout_env *env, const struct cplab_prefill_plan *plan, int region,
+                           int64_t t);
+  /* §4.3: row of the gathered rank-major indexer keys (of the region's
+   * chunk) that holds request-relative token t of region r. */
+  int64_t (*deinterleave)(const cplab_layout_env *env, const struct cplab_indexer_plan *plan, int region, int64_t t);
+  /* §5.2: one converted top-k entry of a prefill row of region (-1 = none). */
+  int32_t (*convert_prefill)(const cplab_layout_env *env, const struct cplab_prefill_plan *plan, int region,
+                             int32_t tok, int dcp_rank);
+  /* §5.2: one converted top-k entry of a decode row through its block-table row. */
+  int32_t (*convert_decode)(const cplab_layout_env *env, const int32_t *block_row, int max_blocks, int32_t tok,
+                            int dcp_rank);
+} cplab_layout_maps;
+
 /* The commands of the catalogue of mutants, in its column order. */
 typedef enum cplab_layout_catch {
   CPLAB_CATCH_SIM = 0,           /* cplab-sim: the ranks' plan digests */
@@ -65,6 +89,12 @@ typedef struct cplab_layout {
    * exit on each built-in scenario and, for 1, everything it names (exactly). */
   const char *caught[CPLAB_CATCH_COUNT];
 
+  /* Decisions. The plans follow from these, and so do the gathered
+   * arrangement (rank-major: the owner's slice, the region's start, the local
+   * index; §4.2, §4.3) and every map over it, by dispatch: the conversion of a
+   * prefill row is its token's workspace row, the decode conversion is the
+   * block table's slot. No map is a separate answer that could disagree with
+   * another. */
   /* §3.2: is a request with q new tokens replicated on every PCP rank? */
   int (*replicated)(const cplab_layout_env *env, int64_t q, int is_prefill);
   /* §4.1: rows each DCP rank contributes to a region of this extent. self is
@@ -72,18 +102,15 @@ typedef struct cplab_layout {
   int64_t (*rows_per_rank)(const cplab_layout_env *env, int64_t extent, const cplab_rank_ids *self);
   /* §10.2: accept a region of this extent, or fail with a message. */
   int (*check_extent)(const cplab_layout_env *env, int64_t extent, cplab_diag *d);
-  /* §4.2: workspace row of request-relative token t of region k of its chunk. */
-  int64_t (*workspace_row)(const cplab_layout_env *env, const struct cplab_prefill_plan *plan, int region,
-                           int64_t t);
-  /* §4.3: row of the gathered rank-major indexer keys (of the region's
-   * chunk) that holds request-relative token t of region r. */
-  int64_t (*deinterleave)(const cplab_layout_env *env, const struct cplab_indexer_plan *plan, int region, int64_t t);
-  /* §5.2: one converted top-k entry of a prefill row of region (-1 = none). */
-  int32_t (*convert_prefill)(const cplab_layout_env *env, const struct cplab_prefill_plan *plan, int region,
-                             int32_t tok, int dcp_rank);
-  /* §5.2: one converted top-k entry of a decode row through its block-table row. */
-  int32_t (*convert_decode)(const cplab_layout_env *env, const int32_t *block_row, int max_blocks, int32_t tok,
-                            int dcp_rank);
+
+  /* Departures from the gathered arrangement: each replaces one map with the
+   * layout's own, and the maps derived from it follow (a workspace_row of its
+   * own is also the prefill conversion's). A correct layout sets none; mutants
+   * use them to reproduce a wrong map. cplab-exec's kernels express the
+   * arrangement only: it refuses a conversion that departs, naming the layout
+   * and the op (cplab_layout_departure), rather than run the layout's rule on
+   * the host, which the diff would then compare with itself. */
+  cplab_layout_maps departs;
 } cplab_layout;
 
 /* Registry: NULL-terminated, vllm first, the other correct layouts, then the
@@ -96,6 +123,12 @@ const char *cplab_layout_catch_name(cplab_layout_catch c);
 /* The catalogue of mutants as the mutants declare it, tab-separated: a header
  * line "# mutant, bug, breaks, needs, then the commands", one line a mutant. */
 int cplab_layout_catalogue_write(FILE *out);
+
+/* NULL when the layout's map m is the arrangement's, derived from its
+ * decisions (what cplab-exec's kernels express); else the op it departs with:
+ * "convert_prefill", or "workspace_row" for a prefill conversion that follows
+ * a workspace row of the layout's own. */
+const char *cplab_layout_departure(const cplab_layout *l, cplab_layout_map m);
 
 /* The vLLM behaviour each op falls back to. */
 int cplab_layout_vllm_replicated(const cplab_layout_env *env, int64_t q, int is_prefill);
@@ -110,7 +143,8 @@ int32_t cplab_layout_vllm_convert_prefill(const cplab_layout_env *env, const str
 int32_t cplab_layout_vllm_convert_decode(const cplab_layout_env *env, const int32_t *block_row, int max_blocks,
                                          int32_t tok, int dcp_rank);
 
-/* Dispatch through a layout, falling back to vLLM for NULL ops. */
+/* Dispatch through a layout: its decisions and departures, vLLM's for NULL
+ * ops, and the maps derived from them (convert_prefill from workspace_row). */
 int cplab_layout_replicated(const cplab_layout *l, const cplab_layout_env *env, int64_t q, int is_prefill);
 int64_t cplab_layout_rows_per_rank(const cplab_layout *l, const cplab_layout_env *env, int64_t extent,
                                    const cplab_rank_ids *self);

@@ -40,5 +40,5 @@ const cplab_layout cplab_layout_mutant_bad_deinterleave = {
                                         "smoke 0; "
                                         "mixed 0",
     },
-    .deinterleave = deinterleave_no_interleave,
+    .departs.deinterleave = deinterleave_no_interleave,
 };

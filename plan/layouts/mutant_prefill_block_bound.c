@@ -42,5 +42,5 @@ const cplab_layout cplab_layout_mutant_prefill_block_bound = {
                                         "smoke 0; "
                                         "mixed 0",
     },
-    .convert_prefill = convert_prefill_block_bound,
+    .departs.convert_prefill = convert_prefill_block_bound,
 };
