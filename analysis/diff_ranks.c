@@ -2,7 +2,7 @@
  * wrote must agree where they must (shared digest, collectives within every
  * group: a mismatch is a hang in a real run), and, where the ranks wrote
  * token maps, every invariant of the reference (§10.1) must hold over them
- * (sim/check.c, index maps exercised by tag simulation); where they stored
+ * (plan/check.c, index maps exercised by tag simulation); where they stored
  * numeric tensors, diff_numeric.c checks those. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,18 +15,18 @@
  * empty-context rule is the layout's, checked once per run) and the numeric
  * checks, whose "conversion" is the rule of the same name over stored top-k. */
 typedef struct step_cases {
-  diff_case *rule[SIM_RULE_COUNT];
+  diff_case *rule[CPLAB_RULE_COUNT];
   diff_numeric_cases num;
 } step_cases;
 
 static void step_cases_open(diff_report *r, size_t step, const diff_policy *pol, step_cases *sc) {
   char group[32];
   snprintf(group, sizeof group, "step%zu", step);
-  for (int k = 0; k < SIM_RULE_COUNT; k++) {
-    sc->rule[k] = k == SIM_RULE_EMPTY_CONTEXT ? NULL : diff_report_case(r, group, sim_rule_name((sim_rule)k));
+  for (int k = 0; k < CPLAB_RULE_COUNT; k++) {
+    sc->rule[k] = k == CPLAB_RULE_EMPTY_CONTEXT ? NULL : diff_report_case(r, group, cplab_check_rule_name((cplab_check_rule)k));
     if (sc->rule[k]) sc->rule[k]->skip = "not checked: the ranks wrote no token maps";
   }
-  sc->num.conversion = sc->rule[SIM_RULE_CONVERSION];
+  sc->num.conversion = sc->rule[CPLAB_RULE_CONVERSION];
   sc->num.conversion->skip = "not checked: the ranks wrote neither token maps nor numeric tensors";
   sc->num.replicated = diff_report_case(r, group, "replicated-rows");
   sc->num.replicated->skip = "not checked: no numeric tensors stored in this step";
@@ -46,18 +46,18 @@ static void step_cases_open(diff_report *r, size_t step, const diff_policy *pol,
            t->atol, t->rtol, t->atol, t->rtol);
 }
 
-/* The rule a violation of sim/check.c names first ("ownership: ..."), or -1. */
+/* The rule a violation of plan/check.c names first ("ownership: ..."), or -1. */
 static int rule_of_violation(const char *msg) {
-  for (int k = 0; k < SIM_RULE_COUNT; k++) {
-    size_t n = strlen(sim_rule_name((sim_rule)k));
-    if (strncmp(msg, sim_rule_name((sim_rule)k), n) == 0 && msg[n] == ':') return k;
+  for (int k = 0; k < CPLAB_RULE_COUNT; k++) {
+    size_t n = strlen(cplab_check_rule_name((cplab_check_rule)k));
+    if (strncmp(msg, cplab_check_rule_name((cplab_check_rule)k), n) == 0 && msg[n] == ':') return k;
   }
   return -1;
 }
 
 static void digest_checks(diff_report *r, size_t step, cplab_rank_plan *const *plans, const cplab_parallel *par,
                           int world, const step_cases *sc) {
-  diff_case *coll = sc->rule[SIM_RULE_COLLECTIVES], *identity = sc->rule[SIM_RULE_PLAN];
+  diff_case *coll = sc->rule[CPLAB_RULE_COLLECTIVES], *identity = sc->rule[CPLAB_RULE_PLAN];
   coll->evaluated = identity->evaluated = 1;
   uint64_t shared0 = cplab_rank_plan_shared_digest(plans[0]);
   int *m = malloc((size_t)world * sizeof *m);
@@ -77,28 +77,28 @@ static void digest_checks(diff_report *r, size_t step, cplab_rank_plan *const *p
   free(m);
 }
 
-/* Every rule was evaluated; the violations sim/check.c kept no text for
+/* Every rule was evaluated; the violations plan/check.c kept no text for
  * are counted against their rules. */
-static void take_violations(diff_report *r, const sim_check *chk, size_t step, const step_cases *sc) {
-  int64_t untold[SIM_RULE_COUNT];
+static void take_violations(diff_report *r, const cplab_check *chk, size_t step, const step_cases *sc) {
+  int64_t untold[CPLAB_RULE_COUNT];
   memcpy(untold, chk->by_rule, sizeof untold);
-  for (int k = 0; k < SIM_RULE_COUNT; k++)
+  for (int k = 0; k < CPLAB_RULE_COUNT; k++)
     if (sc->rule[k]) sc->rule[k]->evaluated = 1;
   for (int i = 0; i < chk->kept; i++) {
     int k = rule_of_violation(chk->first[i]);
     if (k >= 0) untold[k]--;
     diff_report_add(r, k >= 0 ? sc->rule[k] : NULL, "step %zu: %s", step, chk->first[i]);
   }
-  for (int k = 0; k < SIM_RULE_COUNT; k++) diff_report_count(r, sc->rule[k], untold[k]);
+  for (int k = 0; k < CPLAB_RULE_COUNT; k++) diff_report_count(r, sc->rule[k], untold[k]);
 }
 
 /* The plan builder of the run's layout must refuse an empty context: one
  * case of the run, not of a step. */
 static void empty_context(diff_report *r, const cplab_layout *layout, const cplab_scenario *s, cplab_diag *d) {
-  sim_check chk = {0};
-  diff_case *c = diff_report_case(r, "layout", sim_rule_name(SIM_RULE_EMPTY_CONTEXT));
+  cplab_check chk = {0};
+  diff_case *c = diff_report_case(r, "layout", cplab_check_rule_name(CPLAB_RULE_EMPTY_CONTEXT));
   c->evaluated = 1;
-  sim_check_empty_context(layout, &s->par, &s->model, &chk, d);
+  cplab_check_empty_context(layout, &s->par, &s->model, &chk, d);
   for (int i = 0; i < chk.kept; i++) diff_report_add(r, c, "%s", chk.first[i]);
 }
 
@@ -136,8 +136,8 @@ int diff_ranks(const char *run_path, const diff_policy *pol, diff_report *r, cpl
     for (int k = 0; k < world; k++) plans[k]->layout = layout;
     cplab_step_input in = {&s->steps[step], step, s->seed, &s->par, &s->model, layout};
     if (maps) {
-      sim_check chk = {0};
-      rc = sim_check_step(&in, plans, world, s->seed + step, &chk, d);
+      cplab_check chk = {0};
+      rc = cplab_check_step(&in, plans, world, s->seed + step, &chk, d);
       if (!rc) take_violations(r, &chk, step, &sc);
       ds->compared += chk.checks;
     }

@@ -1,5 +1,5 @@
 # analysis/: cplab-diff (agreement of two runs; rank-invariance of one run),
-# reading traces only through traces/ and judging with sim/check.c's rules.
+# reading traces only through traces/ and judging with plan/check.c's rules.
 noinst_LTLIBRARIES += libcplab_diff.la
 libcplab_diff_la_SOURCES = %reldir%/diff_ranks.c %reldir%/diff_numeric.c %reldir%/diff_partials.c %reldir%/diff_agree.c %reldir%/policy.c %reldir%/report.c %reldir%/junit.c \
 	%reldir%/diff.h

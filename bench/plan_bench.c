@@ -90,7 +90,7 @@ static int bench_sweep(long steps, json_t *results, cplab_diag *d) {
   cplab_model model;
   cplab_model_preset("glm-5", &model);
   gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-  sim_check chk = {0};
+  cplab_check chk = {0};
   double t0 = now();
   int rc = 0;
   for (long s = 0; s < steps && !rc; s++) {
@@ -119,7 +119,7 @@ static int bench_sweep(long steps, json_t *results, cplab_diag *d) {
     int world = cplab_parallel_world(&p);
     cplab_rank_plan *plans[16] = {0};
     for (int r = 0; r < world && !rc; r++) rc = cplab_rank_plan_derive(&in, r, CPLAB_PLAN_TOKEN_MAPS, &plans[r], d);
-    if (!rc) rc = sim_check_step(&in, plans, world, (uint64_t)s, &chk, d);
+    if (!rc) rc = cplab_check_step(&in, plans, world, (uint64_t)s, &chk, d);
     for (int r = 0; r < world; r++) cplab_rank_plan_free(plans[r]);
   }
   double secs = now() - t0;

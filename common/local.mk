@@ -1,22 +1,21 @@
-# common/: code that sim/ and exec/ both use (errors, logging, CLI, model
-# presets, parallel layouts, rank tables, scenarios, workload generator).
-# Built once as libcplab_core (linked into the programs) and installed as
-# libcplab with its public headers under include/cplab/.
+# common/: what every program needs (errors, logging, CLI, atomic files,
+# statistics, model presets, parallel-layout rules, JSON, scenarios, workload
+# generator). Built once as libcplab_core, which also takes in plan/'s
+# libcplab_plan (the plan engine: plan/local.mk), is linked into the programs
+# and installed as libcplab with its public headers under include/cplab/.
 
 noinst_LTLIBRARIES += libcplab_core.la
 libcplab_core_la_SOURCES = \
 	%reldir%/error.c %reldir%/log.c %reldir%/cli.c %reldir%/atomic.c %reldir%/stats.c \
-	%reldir%/model.c %reldir%/parallel.c %reldir%/ranks.c \
+	%reldir%/model.c %reldir%/parallel.c \
 	%reldir%/json_locate.c %reldir%/json_locate.h \
 	%reldir%/json_reader.c %reldir%/json_reader.h \
 	%reldir%/scenario_parse.c %reldir%/scenario_json.c %reldir%/workload.c \
-	%reldir%/scenario_builtin.c %reldir%/scenario_builtin.h \
-	%reldir%/kv.c %reldir%/schedule.c %reldir%/prefill_plan.c %reldir%/indexer_plan.c \
-	%reldir%/collectives.c %reldir%/rank_plan.c %reldir%/plan_digest.c %reldir%/plan_compare.c \
-	%reldir%/maps.c %reldir%/layouts/dispatch.c %reldir%/layouts/registry.c %reldir%/layouts/vllm.c \
-	%reldir%/layouts/block_aligned.c %reldir%/layouts/mutants.c
+	%reldir%/scenario_builtin.c %reldir%/scenario_builtin.h
 nodist_libcplab_core_la_SOURCES = %reldir%/scenario_table.c
-libcplab_core_la_LIBADD = $(JANSSON_LIBS) $(GSL_LIBS) $(XXHASH_LIBS) -lm
+# The scenario parser and the CLI name layouts (cplab_layout_find), and the plan
+# engine reports through common's errors: one convenience library holds both.
+libcplab_core_la_LIBADD = libcplab_plan.la $(JANSSON_LIBS) $(GSL_LIBS) $(XXHASH_LIBS) -lm
 
 # Built-in scenarios: the JSON files are the source; the table is generated.
 builtin_scenarios = \

@@ -142,17 +142,23 @@ int exec_row_convert(exec_rank *c, const cplab_row *row, const int32_t *topk, co
   const cplab_layout *l = rp->layout;
   const cplab_parallel *par = c->in->par;
   size_t kb = sizeof(int32_t) * (size_t)c->k;
-  int32_t *conv = malloc(kb);
-  if (!conv) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
   /* Rows on the local shard convert like decodes (vLLM's
    * triton_filter_and_convert_dcp_index); the others into the gathered
    * workspace, or (DCP 1) not at all. */
   int on_shard = cplab_row_on_local_shard(par, row), rc = 0;
   int k = on_shard ? -1 : cplab_prefill_region_of(&rp->prefill, row->req);
   const int32_t *brow = rp->sched.block_table + (int64_t)row->req * rp->sched.max_blocks;
-  if (!on_shard && !rp->prefill.active) {
-    rc = cplab_dev_upload(dconv, topk, kb, d);
-  } else if (!on_shard && !l->convert_prefill) {
+  if (!on_shard && !rp->prefill.active) return cplab_dev_upload(dconv, topk, kb, d);
+  /* The kernels express the gathered arrangement's maps. A layout that departs
+   * from it is refused by name: running its rule on the host instead would
+   * leave the diff comparing that rule with itself, proving nothing. */
+  const char *own = cplab_layout_departure(l, on_shard ? CPLAB_MAP_CONVERT_DECODE : CPLAB_MAP_CONVERT_PREFILL);
+  if (own)
+    CPLAB_FAIL(d, CPLAB_EUNSUPPORTED,
+               "layout %s: its own %s is no map the %s conversion kernel expresses; cplab-exec refuses it "
+               "(cplab-sim runs it)",
+               l->name, own, on_shard ? "decode" : "prefill");
+  if (!on_shard) {
     const cplab_prefill_plan *pl = &rp->prefill;
     int32_t region = 0;
     int64_t start = pl->workspace_start[k], shard = pl->chunks[pl->region_chunk[k]].shard_rows;
@@ -163,7 +169,7 @@ int exec_row_convert(exec_rank *c, const cplab_row *row, const int32_t *topk, co
     if (!rc)
       rc = cplab_convert_prefill_topk(dtopk, 1, c->k, dreg, dstart, dshard, NULL, 1, par->dcp, par->interleave, dconv,
                                       NULL, d);
-  } else if (on_shard && !l->convert_decode) {
+  } else {
     int32_t zero = 0;
     void *dreq, *dbt;
     rc = exec_arena_put(a, &dreq, &zero, sizeof zero, d);
@@ -171,13 +177,7 @@ int exec_row_convert(exec_rank *c, const cplab_row *row, const int32_t *topk, co
     if (!rc)
       rc = cplab_convert_decode_topk(dtopk, 1, c->k, dreq, dbt, 1, rp->sched.max_blocks, par->block_size, par->dcp, o,
                                      par->interleave, dconv, NULL, d);
-  } else { /* the layout's own rule, on the host */
-    for (int j = 0; j < c->k; j++)
-      conv[j] = !on_shard ? cplab_layout_convert_prefill(l, &rp->env, &rp->prefill, k, topk[j], o)
-                       : cplab_layout_convert_decode(l, &rp->env, brow, rp->sched.max_blocks, topk[j], o);
-    rc = cplab_dev_upload(dconv, conv, kb, d);
   }
-  free(conv);
   return rc;
 }
 

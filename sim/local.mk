@@ -2,7 +2,7 @@
 # isolation (one process looping over ranks, or MPI processes sharing them)
 # and checks the invariants over them. libcplab_sim holds what tests reuse.
 noinst_LTLIBRARIES += libcplab_sim.la
-libcplab_sim_la_SOURCES = %reldir%/check.c %reldir%/check.h %reldir%/reference.c %reldir%/reference.h \
+libcplab_sim_la_SOURCES = %reldir%/reference.c %reldir%/reference.h \
 	%reldir%/indexer_ref.c %reldir%/indexer_ref.h %reldir%/moe_ref.c %reldir%/moe_ref.h \
 	%reldir%/numeric.c %reldir%/numeric.h %reldir%/numeric_mem.c %reldir%/numeric_mem.h
 libcplab_sim_la_LIBADD = libcplab_core.la

@@ -28,6 +28,8 @@ static void usage(FILE *out) {
         "                        attention (decode rows combined over DCP), read through each\n"
         "                        rank's plan; with -o the results go into the trace\n"
         "  --layers LIST         layers of the numeric pass, e.g. 0,3,5 (default 0)\n"
+        "  --list-mutants        print the catalogue of mutants as their files declare it (what\n"
+        "                        catches each: tab-separated, one line a mutant) and exit\n"
         "  -o NAME.h5            write the trace: NAME.h5 (the run) and NAME.rNNNN.h5 (each rank's\n"
         "                        plans, written by the process that derived them); schema in\n"
         "                        traces/SCHEMA.md.  -o NAME.json writes the JSON report instead\n\n",
@@ -40,12 +42,13 @@ static void usage(FILE *out) {
         out);
 }
 
-enum { OPT_CHECK = CPLAB_OPT_PROGRAM, OPT_NUMERIC, OPT_LAYERS };
+enum { OPT_CHECK = CPLAB_OPT_PROGRAM, OPT_NUMERIC, OPT_LAYERS, OPT_LIST_MUTANTS };
 
 typedef struct sim_args {
   int check;
   sim_numeric_opts numeric;
   const char *layers; /* --layers as given, checked against the model once it is known */
+  int list_mutants;
 } sim_args;
 
 static int sim_option(void *ctx, int opt, const char *arg, cplab_diag *d) {
@@ -54,6 +57,7 @@ static int sim_option(void *ctx, int opt, const char *arg, cplab_diag *d) {
   case OPT_CHECK: a->check = 1; return 0;
   case OPT_NUMERIC: a->numeric.enabled = 1; return 0;
   case OPT_LAYERS: a->layers = arg; return 0;
+  case OPT_LIST_MUTANTS: a->list_mutants = 1; return 0;
   default: CPLAB_FAIL(d, CPLAB_EINTERNAL, "option code %d has no handler", opt);
   }
 }
@@ -63,6 +67,7 @@ static int parse_args(int argc, char **argv, cplab_cli *cli, sim_args *a, cplab_
                                            {"check", no_argument, NULL, OPT_CHECK},
                                            {"numeric", no_argument, NULL, OPT_NUMERIC},
                                            {"layers", required_argument, NULL, OPT_LAYERS},
+                                           {"list-mutants", no_argument, NULL, OPT_LIST_MUTANTS},
                                            {NULL, 0, NULL, 0}};
   int rc = cplab_cli_parse(argc, argv, CPLAB_CLI_COMMON_SHORTOPTS, longopts, cli, sim_option, a, NULL, d);
   if (rc) return rc;
@@ -127,6 +132,7 @@ int main(int argc, char **argv) {
     cplab_cli_list_layouts(stdout);
     return CPLAB_EXIT_OK;
   }
+  if (args.list_mutants) return cplab_layout_catalogue_write(stdout) ? CPLAB_EXIT_ERROR : CPLAB_EXIT_OK;
   if (cli.list_scenarios) {
     if (cplab_cli_list_scenarios(stdout, &d) == 0) return CPLAB_EXIT_OK;
     cplab_diag_report(stderr, PROG, &d);

@@ -117,7 +117,7 @@ static int run_step(const sim_procs *pr, const cplab_scenario *s, const cplab_la
     if (kept) kept[r] = rp;
     else cplab_rank_plan_free(rp);
   }
-  if (!rc && kept) rc = sim_check_step(&in, kept, world, s->seed + step, &out->check, d);
+  if (!rc && kept) rc = cplab_check_step(&in, kept, world, s->seed + step, &out->check, d);
   if (kept) {
     for (int r = 0; r < world; r++) cplab_rank_plan_free(kept[r]);
     free(kept);
@@ -194,7 +194,7 @@ int sim_plans_run(const sim_procs *pr, const cplab_scenario *s, const cplab_layo
   }
   int rc = 0, nmine = 0;
   cplab_trace_writer **writers = NULL;
-  if (full_check) rc = sim_check_empty_context(layout, &s->par, &s->model, &out->check, d);
+  if (full_check) rc = cplab_check_empty_context(layout, &s->par, &s->model, &out->check, d);
   if (!rc) rc = open_rank_traces(pr, s, trace, out->world, &writers, d);
   for (size_t step = 0; step < s->num_steps && !rc; step++) {
     int before = nmine;

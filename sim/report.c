@@ -52,8 +52,8 @@ static json_t *plans_json(const cplab_scenario *s, const sim_plans *pl) {
                           "steps", steps, "disagreements", (json_int_t)pl->disagreements, "first_disagreements", first);
   if (pl->checked) {
     json_t *by_rule = json_object(), *vfirst = json_array();
-    for (int r = 0; r < SIM_RULE_COUNT; r++)
-      json_object_set_new(by_rule, sim_rule_name((sim_rule)r), json_integer(pl->check.by_rule[r]));
+    for (int r = 0; r < CPLAB_RULE_COUNT; r++)
+      json_object_set_new(by_rule, cplab_check_rule_name((cplab_check_rule)r), json_integer(pl->check.by_rule[r]));
     for (int i = 0; i < pl->check.kept; i++) json_array_append_new(vfirst, json_string(pl->check.first[i]));
     json_object_set_new(out, "invariants",
                         json_pack("{s:I, s:I, s:o, s:o}", "checks", (json_int_t)pl->check.checks, "violations",

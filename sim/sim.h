@@ -87,7 +87,7 @@ typedef struct sim_plans {
   int numeric_layers;    /* layers the numeric pass ran (0: none) */
   int64_t numeric_rows;  /* process 0: sampled rows the numeric pass computed (all processes) */
   double numeric_seconds; /* process 0: the slowest process's time in the numeric pass */
-  sim_check check;
+  cplab_check check;
 } sim_plans;
 
 /* Derive every rank's plan of every step (rank r by process r mod size),

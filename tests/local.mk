@@ -57,9 +57,14 @@ tests_unit_test_scenario_invalid_SOURCES = tests/unit/test_scenario_invalid.c te
 tests_unit_test_scenario_invalid_LDADD = $(TEST_UNIT_LIBS)
 tests_unit_test_workload_SOURCES = tests/unit/test_workload.c tests/unit/testutil.h
 tests_unit_test_workload_LDADD = $(TEST_UNIT_LIBS)
-EXTRA_DIST += tests/scenarios tests/lsan.supp tests/mutants.tsv
+EXTRA_DIST += tests/scenarios tests/lsan.supp
 
 TESTS += tests/cli/sim_cli.sh tests/cli/trace_cli.sh tests/cli/trace_rows.sh tests/cli/setup_cli.sh tests/mpi/sim_mpi.sh tests/gpu/gpu_probe.sh
+# A layout is one file: a copy of the tree with one more file in plan/layouts/
+# builds cplab-sim with it (about a minute on two cores: a configure and a
+# third of a build).
+TESTS += tests/cli/layout_one_file.sh
+EXTRA_DIST += tests/cli/layout_one_file.sh
 EXTRA_DIST += tests/lib.sh tests/cli/sim_cli.sh tests/cli/trace_cli.sh tests/cli/trace_rows.sh tests/cli/setup_cli.sh tests/mpi/sim_mpi.sh tests/gpu/gpu_probe.sh tests/gpu/gpu_probe.c
 
 if HAVE_CUDA

@@ -25,13 +25,14 @@ EXTRA_DIST += %reldir%/fuzz_trace.c tests/fuzz/trace_fuzz.sh tests/fuzz/corpus
 if HAVE_FUZZ
 check_DATA = traces/fuzz_trace
 CLEANFILES += traces/fuzz_trace
-traces/fuzz_trace: $(libcplab_core_la_SOURCES) $(libcplab_trace_la_SOURCES) %reldir%/fuzz_trace.c common/scenario_table.c
+traces/fuzz_trace: $(libcplab_core_la_SOURCES) $(libcplab_plan_la_SOURCES) $(libcplab_trace_la_SOURCES) %reldir%/fuzz_trace.c common/scenario_table.c \
+		$(layout_sources) plan/layout_table.c
 	$(AM_V_GEN)srcs=""; \
-	for f in $(libcplab_core_la_SOURCES) $(libcplab_trace_la_SOURCES) %reldir%/fuzz_trace.c; do \
+	for f in $(libcplab_core_la_SOURCES) $(libcplab_plan_la_SOURCES) $(libcplab_trace_la_SOURCES) %reldir%/fuzz_trace.c; do \
 	  case $$f in *.c) srcs="$$srcs $(srcdir)/$$f";; esac; \
 	done; \
 	$(CLANG) -std=c11 -D_POSIX_C_SOURCE=200809L -g -O1 -fsanitize=fuzzer,address,undefined \
 	  -fno-sanitize-recover=undefined $(DEFS) -I$(top_builddir) $(AM_CPPFLAGS) \
-	  -o $@ $$srcs common/scenario_table.c $(HDF5_LIBS) $(JANSSON_LIBS) $(GSL_LIBS) $(XXHASH_LIBS) -lm
+	  -o $@ $$srcs common/scenario_table.c $(layout_sources) plan/layout_table.c $(HDF5_LIBS) $(JANSSON_LIBS) $(GSL_LIBS) $(XXHASH_LIBS) -lm
 endif
 TESTS += tests/fuzz/trace_fuzz.sh

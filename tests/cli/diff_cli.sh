@@ -1,7 +1,7 @@
 #!/bin/sh
 # cplab-diff end to end: today's traces of the built-in scenarios agree with
 # the golden ones; how divergences are reported (which mutant is caught where:
-# tests/mutants.tsv, run by tests/cli/mutants.sh); exit codes 0/1/2 like h5diff.
+# the mutants' declarations (cplab-sim --list-mutants), run by tests/cli/mutants.sh); exit codes 0/1/2 like h5diff.
 . "$top_srcdir/tests/lib.sh"
 DIFF="$top_builddir/cplab-diff"
 GOLDEN="$top_srcdir/tests/golden"
@@ -41,7 +41,7 @@ expect_exit 0 "JSON report" "$DIFF" --json "$GOLDEN/smoke.h5" "$WORK/smoke.h5"
 expect_grep "$WORK/out" '"differences": 0' "JSON says 0 differences"
 
 # How --ranks words what it finds, on mixed (TP2/PCP2/DCP4, I=4); the rules
-# each mutant breaks and where: tests/mutants.tsv.
+# each mutant breaks and where: the mutants' declarations (cplab-sim --list-mutants).
 "$SIM" --scenario mixed -q -o "$WORK/mixed.h5" 2>/dev/null
 words() { # mutant, then phrases its report must carry
   m=$1; shift
@@ -56,7 +56,7 @@ words mutant-empty-context "empty-context: layout mutant-empty-context accepted 
 # Two layouts of one scenario compare what the layout does not decide (the
 # numeric pass's top-k, scores, attention, cache digests): block-aligned
 # agrees with vllm. Which mutant which diff catches on which scenario is
-# tests/mutants.tsv (tests/cli/mutants.sh); here only how two of them are reported.
+# the mutants' declarations (cplab-sim --list-mutants) (tests/cli/mutants.sh); here only how two of them are reported.
 for l in vllm block-aligned mutant-no-short-replication mutant-prefill-block-bound; do
   "$SIM" --scenario smoke --layout "$l" --numeric -q -o "$WORK/num-$l.h5" 2>/dev/null
 done

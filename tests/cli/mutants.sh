@@ -1,15 +1,18 @@
 #!/bin/sh
-# The catalogue of mutants, tests/mutants.tsv, is true: every claim of every
-# row is run (the command on the scenario exits as the cell says and names
-# exactly what it says, non-catches included), the vllm layout passes every
-# command on every scenario the table names, and README.md's copy of the
-# table is the one tools/mutants-table.sh renders from the file.
+# The catalogue of mutants is true: every mutant declares in its own file
+# (plan/layouts/mutant_*.c) what catches it, cplab-sim --list-mutants prints
+# the declarations, and every claim of every row is run here (the command on
+# the scenario exits as the cell says and names exactly what it says,
+# non-catches included); the vllm layout passes every command on every
+# scenario the table names, and README.md's copy of the table is the one
+# tools/mutants-table.sh renders from the declarations.
 . "$top_srcdir/tests/lib.sh"
 DIFF="$top_builddir/cplab-diff"
 EXEC="$top_builddir/cplab-exec"
-TABLE="$top_srcdir/tests/mutants.tsv"
+TABLE="$WORK/mutants.tsv"
+sh "$top_srcdir/tools/mutants-table.sh" --tsv "$SIM" >"$TABLE" || fail "cplab-sim --list-mutants prints no catalogue"
 
-# The commands, in the file's column order (after mutant, bug, breaks, needs).
+# The commands, in the catalogue's column order (after mutant, bug, breaks, needs).
 columns="cplab-sim|cplab-sim --check|cplab-diff --ranks|cplab-diff vllm (plans)|cplab-diff vllm (--numeric)|cplab-exec --plans-only"
 header=$(grep '^# mutant	' "$TABLE" | sed 's/^# //')
 if [ "$header" = "$(printf 'mutant\tbug\tbreaks\tneeds\t%s' "$columns" | sed 's/|/\t/g')" ]; then
@@ -92,11 +95,11 @@ while IFS='|' read -r col s <&3; do
 done 3<"$WORK/used.sorted"
 
 # README.md quotes the table as tools/mutants-table.sh renders it.
-sh "$top_srcdir/tools/mutants-table.sh" "$TABLE" >"$WORK/rendered" || fail "tools/mutants-table.sh cannot render the table"
-sed -n '/^<!-- begin tests\/mutants.tsv/,/^<!-- end tests\/mutants.tsv/p' "$top_srcdir/README.md" | sed '1d;$d' >"$WORK/readme"
+sh "$top_srcdir/tools/mutants-table.sh" "$SIM" >"$WORK/rendered" || fail "tools/mutants-table.sh cannot render the table"
+sed -n '/^<!-- begin catalogue of mutants/,/^<!-- end catalogue of mutants/p' "$top_srcdir/README.md" | sed '1d;$d' >"$WORK/readme"
 if [ -s "$WORK/readme" ] && cmp -s "$WORK/rendered" "$WORK/readme"; then pass "README.md's copy of the table is current"
 else
-  fail "README.md's copy of tests/mutants.tsv differs from 'sh tools/mutants-table.sh' (paste its output in)"
+  fail "README.md's copy of the catalogue differs from 'sh tools/mutants-table.sh' (paste its output in)"
   diff "$WORK/rendered" "$WORK/readme" | head -10
 fi
 finish

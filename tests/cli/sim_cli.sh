@@ -38,7 +38,7 @@ expect_grep "$WORK/out" "^invariants (vllm-pcp-dcp.md §10.1): [0-9]* checks, 0 
 expect_exit 0 "--list-layouts" "$SIM" --list-layouts
 expect_grep "$WORK/out" "^vllm " "lists vllm"
 expect_grep "$WORK/out" "^mutant-prefill-block-bound  *\[mutant\]" "flags mutants"
-# Which mutant --check and the plain run catch, on which scenario: tests/mutants.tsv
+# Which mutant --check and the plain run catch, on which scenario: the mutants' declarations (cplab-sim --list-mutants)
 # (tests/cli/mutants.sh). Here only how the plain run reports a disagreement.
 "$SIM" --scenario mixed --layout mutant-rank-local-plan >"$WORK/out" 2>&1
 expect_grep "$WORK/out" "^DISAGREEMENT: " "a disagreement is reported as such"

@@ -5,7 +5,8 @@
 # by policy) and rank-invariance of the executor's trace, for smoke and for
 # generated scenarios that span the layouts (TP1; PCP2; PCP2/DCP2 with
 # interleave 64; PCP4/DCP4; TP2/DCP2; TP2/PCP2/DCP2). Then a mutant layout
-# run through the executor differs from the simulator's correct one.
+# run through the executor differs from the simulator's correct one, and one
+# whose conversion no kernel expresses is refused.
 . "$top_srcdir/tests/lib.sh"
 EXEC="$top_builddir/tests/emu/cplab-exec-emu"
 DIFF="$top_builddir/cplab-diff"
@@ -30,4 +31,14 @@ expect_exit 0 "mutant: exec runs mutant-bad-deinterleave" "$EXEC" --scenario "$s
   -o "$WORK/mutant-exec.h5"
 expect_exit 1 "mutant: exec's trace differs from sim's correct one" "$DIFF" -q "$WORK/gen-003-sim.h5" \
   "$WORK/mutant-exec.h5"
+
+# A layout whose prefill conversion departs from the gathered arrangement
+# (include/cplab/layout.h, .departs) is no map the conversion kernel
+# expresses: the executor refuses it, naming the layout and the op, instead
+# of running the layout's rule on the host (the diff would compare it with
+# itself).
+expect_exit 2 "mutant: exec refuses mutant-prefill-block-bound" "$EXEC" --scenario smoke \
+  --layout mutant-prefill-block-bound -o "$WORK/refused.h5"
+expect_grep "$WORK/err" "layout mutant-prefill-block-bound: its own convert_prefill is no map the prefill conversion" \
+  "the refusal names the layout and the op"
 finish

@@ -19,8 +19,8 @@ for s in smoke mixed pr56157; do
   expect_exit 0 "mpirun -np 2: $s agrees" timeout 120 "$MPIRUN" -np 2 "$EXEC" --plans-only --scenario "$s"
 done
 expect_exit 0 "mpirun -np 3 (uneven): mixed agrees" timeout 120 "$MPIRUN" -np 3 "$EXEC" --plans-only --scenario mixed
-# Every catch of the plan consensus that tests/mutants.tsv states (its
-# "cplab-exec --plans-only" column, run in one process by tests/cli/mutants.sh)
+# Every catch of the plan consensus that the mutants declare (their
+# "cplab-exec --plans-only" claims, run in one process by tests/cli/mutants.sh)
 # stops the run under mpirun too, with the message of the one-process run.
 catch() { # layout, scenario, what the table says the consensus names
   "$EXEC" --plans-only --scenario "$2" --layout "$1" >/dev/null 2>"$WORK/one"
@@ -34,12 +34,13 @@ catch() { # layout, scenario, what the table says the consensus names
   echo "# $1 on $2: stopped after $(( (end - start) / 1000000 )) ms (mpirun start-up included)"
 }
 catches=0
+sh "$top_srcdir/tools/mutants-table.sh" --tsv "$top_builddir/cplab-sim" >"$WORK/mutants.tsv" || fail "no catalogue of mutants"
 while IFS='	' read -r m bug breaks needs c1 c2 c3 c4 c5 cell <&3; do
   case $m in '#'* | '') continue ;; esac
   printf '%s\n' "$cell" | tr ';' '\n' >"$WORK/entries"
   while read -r s ex part <&4; do
     if [ "$ex" = 1 ]; then catch "$m" "$s" "$part"; catches=$((catches + 1)); fi
   done 4<"$WORK/entries"
-done 3<"$top_srcdir/tests/mutants.tsv"
-[ "$catches" -gt 0 ] && pass "$catches catches of the table run under mpirun" || fail "tests/mutants.tsv states no catch of the consensus"
+done 3<"$WORK/mutants.tsv"
+[ "$catches" -gt 0 ] && pass "$catches catches of the catalogue run under mpirun" || fail "no mutant declares a catch of the consensus"
 finish

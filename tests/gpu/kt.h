@@ -1,7 +1,7 @@
 /* tests/gpu/kt.h: what the kernel tests share (tests/gpu/test_gpu_*.c).
  *
  * Each test program checks one group of kernels of cplab_kernels.h against
- * the C references (cplab/kvformat.h, sim/, common/layouts), prints one line
+ * the C references (cplab/kvformat.h, sim/, plan/layouts), prints one line
  * per check ("PASS: what: counts, max errors" or "FAIL: ..."), and exits 0
  * when every check passed, 1 otherwise, 77 (skip) when the process sees no
  * GPU. Setup failures (a launcher or CUDA error) end the program at once with

@@ -1,5 +1,5 @@
 # tests/gpu/: kernel tests (tests/gpu/test_gpu_*.c) against the C references
-# (cplab/kvformat.h, sim/, common/layouts). Each runs through a small .sh
+# (cplab/kvformat.h, sim/, plan/layouts). Each runs through a small .sh
 # wrapper (plain automake driver): SKIP (77) when the build has no CUDA, and
 # the program itself exits 77 when the process sees no GPU. Helpers: kt.[ch].
 # gpu_probe (the toolchain probe) is wired in tests/local.mk.

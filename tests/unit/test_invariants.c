@@ -1,8 +1,8 @@
 /* Property sweep: every invariant of vllm-pcp-dcp.md §10.1 holds for every
  * correct layout over 10,000 generated steps (P in {1,2,3,4,8}, D in {1, P,
  * TP·P}, I in {1,2,4,64}, B = 64), each rank's plan derived on its own; and
- * every mutant layout is caught by the rule tests/mutants.tsv says it breaks,
- * and only where that table says it can show. */
+ * every mutant layout is caught by the rule its file says it breaks (.breaks),
+ * and only where its needs (.needs) say it can show. */
 #include <time.h>
 
 #include "check.h"
@@ -12,7 +12,7 @@
 #include "testutil.h"
 
 /* Derive every rank's plan for the case and check the step. */
-static int run_case(const sweep_case *c, const cplab_layout *layout, uint64_t seed, sim_check *chk, cplab_diag *d) {
+static int run_case(const sweep_case *c, const cplab_layout *layout, uint64_t seed, cplab_check *chk, cplab_diag *d) {
   cplab_model model;
   cplab_model_preset("glm-5", &model);
   cplab_step step = {c->n, (cplab_request *)c->reqs};
@@ -21,8 +21,8 @@ static int run_case(const sweep_case *c, const cplab_layout *layout, uint64_t se
   cplab_rank_plan *plans[64] = {0};
   int rc = 0;
   for (int r = 0; r < world && !rc; r++) rc = cplab_rank_plan_derive(&in, r, CPLAB_PLAN_TOKEN_MAPS, &plans[r], d);
-  if (!rc) rc = sim_check_step(&in, plans, world, seed, chk, d);
-  if (!rc) rc = sim_check_empty_context(layout, &c->par, &model, chk, d);
+  if (!rc) rc = cplab_check_step(&in, plans, world, seed, chk, d);
+  if (!rc) rc = cplab_check_empty_context(layout, &c->par, &model, chk, d);
   for (int r = 0; r < world; r++) cplab_rank_plan_free(plans[r]);
   return rc;
 }
@@ -42,7 +42,7 @@ static void test_round_trip_extents(void **state) {
         c.par.max_model_len = 4096;
         c.n = (size_t)sizes[i];
         for (size_t g = 0; g < c.n; g++) c.reqs[g] = (cplab_request){(int64_t)g, 0, lists[i][g], CPLAB_PHASE_PREFILL};
-        sim_check chk = {0};
+        cplab_check chk = {0};
         cplab_diag d = {0};
         if (run_case(&c, cplab_layout_find("vllm"), 7, &chk, &d) != 0) fail_msg("W=%d list %zu: %s", w, i, d.msg);
         if (chk.violations) fail_msg("W=%d I=%d extents #%zu: %s", w, il, i, chk.first[0]);
@@ -57,17 +57,17 @@ static void test_correct_layouts_hold_every_invariant(void **state) {
     prop_run pr;
     prop_begin(&pr);
     long trials = strcmp((*l)->name, "vllm") == 0 ? 10000 : 2000, steps = 0;
-    sim_check chk = {0};
+    cplab_check chk = {0};
     clock_t t0 = clock();
     for (long trial = 0; trial < trials; trial++) {
       if (!prop_trial(&pr, trial)) continue;
       sweep_case c;
       sweep_random_case(&pr, &c);
-      sim_check before = chk;
+      cplab_check before = chk;
       cplab_diag d = {0};
       prop_check(&pr, trial, run_case(&c, *l, (uint64_t)trial, &chk, &d) == 0, "%s: %s", (*l)->name, d.msg);
       prop_check(&pr, trial, chk.violations == before.violations, "%s (tp%d pcp%d dcp%d I%d): %s", (*l)->name,
-                 c.par.tp, c.par.pcp, c.par.dcp, c.par.interleave, chk.first[before.kept < SIM_CHECK_KEEP ? before.kept : 0]);
+                 c.par.tp, c.par.pcp, c.par.dcp, c.par.interleave, chk.first[before.kept < CPLAB_CHECK_KEEP ? before.kept : 0]);
       steps++;
     }
     print_message("# %s: %ld steps, %lld checks, 0 violations, %.1f s\n", (*l)->name, steps, (long long)chk.checks,
@@ -76,14 +76,14 @@ static void test_correct_layouts_hold_every_invariant(void **state) {
   }
 }
 
-static sim_rule rule_named(const char *name) {
-  for (int k = 0; k < SIM_RULE_COUNT; k++)
-    if (strcmp(sim_rule_name((sim_rule)k), name) == 0) return (sim_rule)k;
-  fail_msg("tests/mutants.tsv: '%s' is no rule of sim/check.c", name);
-  return SIM_RULE_COUNT;
+static cplab_check_rule rule_named(const char *name) {
+  for (int k = 0; k < CPLAB_RULE_COUNT; k++)
+    if (strcmp(cplab_check_rule_name((cplab_check_rule)k), name) == 0) return (cplab_check_rule)k;
+  fail_msg("a mutant declares .breaks = \"%s\", which is no rule of plan/check.c", name);
+  return CPLAB_RULE_COUNT;
 }
 
-/* Each mutant of tests/mutants.tsv: on generated steps where its "needs"
+/* Each mutant of the registry: on generated steps where its "needs"
  * hold, the rule in "breaks" flags it; where they do not, it is the vllm
  * layout and no rule fires. */
 static void test_mutants_are_caught(void **state) {
@@ -94,11 +94,11 @@ static void test_mutants_are_caught(void **state) {
   for (size_t i = 0; i < n; i++) {
     const mutant_row *row = &rows[i];
     const cplab_layout *l = cplab_layout_find(row->name);
-    if (!l || !l->mutant) fail_msg("tests/mutants.tsv: %s is no mutant layout", row->name);
-    sim_rule rule = rule_named(row->breaks);
+    if (!l || !l->mutant) fail_msg("%s is no mutant layout", row->name);
+    cplab_check_rule rule = rule_named(row->breaks);
     prop_run pr;
     prop_begin(&pr);
-    sim_check chk = {0}, hidden = {0};
+    cplab_check chk = {0}, hidden = {0};
     long trial = 0, shown = 0, not_shown = 0;
     for (; trial < 3000 && (chk.by_rule[rule] == 0 || not_shown < 200); trial++) {
       if (!prop_trial(&pr, trial)) continue;

@@ -211,11 +211,11 @@ static void test_mtp_equals_single_rank(void **state) {
     random_step_spec(pr.rng, par.num_spec_tokens, reqs, &step.num_requests);
     cplab_step_input in = {&step, (size_t)trial, 300 + (uint64_t)trial, &par, &model, cplab_layout_find("vllm")};
     cplab_rank_plan *plans[4] = {0};
-    sim_check chk = {0};
+    cplab_check chk = {0};
     cplab_diag d = {0};
     for (int r = 0; r < par.pcp; r++)
       if (cplab_rank_plan_derive(&in, r, CPLAB_PLAN_TOKEN_MAPS, &plans[r], &d)) fail_msg("%s", d.msg);
-    if (sim_check_step(&in, plans, par.pcp, 7 + (uint64_t)trial, &chk, &d)) fail_msg("%s", d.msg);
+    if (cplab_check_step(&in, plans, par.pcp, 7 + (uint64_t)trial, &chk, &d)) fail_msg("%s", d.msg);
     for (int r = 0; r < par.pcp; r++) cplab_rank_plan_free(plans[r]);
     checks += chk.checks;
     prop_check(&pr, trial, chk.violations == 0, "P=%d I=%d spec=%d: %lld invariant violations, first: %s", par.pcp,

@@ -143,8 +143,8 @@ static void test_dcp_without_pcp_filters_prefill(void **state) {
     cplab_step_input in = {&step, (size_t)trial, 900 + (uint64_t)trial, &par, &m, cplab_layout_find("vllm")};
     cplab_rank_plan *plans[4] = {0};
     for (int r = 0; r < tp; r++) plans[r] = derive(&in, r);
-    sim_check chk = {0};
-    if (sim_check_step(&in, plans, tp, 11 + (uint64_t)trial, &chk, &d)) fail_msg("%s", d.msg);
+    cplab_check chk = {0};
+    if (cplab_check_step(&in, plans, tp, 11 + (uint64_t)trial, &chk, &d)) fail_msg("%s", d.msg);
     prop_check(&pr, trial, chk.violations == 0, "TP%d/DCP%d I=%d: %lld violations, first: %s", tp, dcp,
                par.interleave, (long long)chk.violations, chk.kept ? chk.first[0] : "");
     for (int r = 0; r < tp; r++) {
@@ -243,9 +243,9 @@ static void test_placeholder_row(void **state) {
   assert_int_equal(sp->num_decode_rows, 0);
   assert_int_equal(sp->num_tokens, 0);
   assert_null(cplab_split_row_of(sp, 0));
-  sim_check chk = {0};
+  cplab_check chk = {0};
   cplab_diag d = {0};
-  assert_int_equal(sim_check_step(&in, plans, 2, 1, &chk, &d), 0);
+  assert_int_equal(cplab_check_step(&in, plans, 2, 1, &chk, &d), 0);
   if (chk.violations) fail_msg("%lld violations, first: %s", (long long)chk.violations, chk.first[0]);
   cplab_rank_plan_free(plans[0]);
   cplab_rank_plan_free(plans[1]);
@@ -287,8 +287,8 @@ static void test_mtp_fewer_drafts(void **state) {
     assert_int_equal(p->slot_mapping[0] >= 0, cplab_kv_owner(4094, 1, 2) == p->ids.dcp_rank);
     assert_int_equal(p->slot_mapping[1] >= 0, cplab_kv_owner(4095, 1, 2) == p->ids.dcp_rank);
   }
-  sim_check chk = {0};
-  assert_int_equal(sim_check_step(&in, plans, 2, 5, &chk, &d), 0);
+  cplab_check chk = {0};
+  assert_int_equal(cplab_check_step(&in, plans, 2, 5, &chk, &d), 0);
   if (chk.violations) fail_msg("%lld violations, first: %s", (long long)chk.violations, chk.first[0]);
   for (int r = 0; r < 2; r++) cplab_rank_plan_free(plans[r]);
   cplab_scenario_free(s);

@@ -13,26 +13,26 @@
 #include "cplab/kv.h"
 #include "cplab/seed.h"
 
-static const char *const rule_names[SIM_RULE_COUNT] = {
+static const char *const rule_names[CPLAB_RULE_COUNT] = {
     "groups",       "ownership",      "per-block-slots", "query-partition", "row-order",
     "schedule",     "plan-identity",  "workspace",       "indexer-gather",  "indexer-bounds",
     "conversion",   "moe-path",       "collectives",     "empty-context"};
 
-const char *sim_rule_name(sim_rule r) { return r >= 0 && r < SIM_RULE_COUNT ? rule_names[r] : "?"; }
+const char *cplab_check_rule_name(cplab_check_rule r) { return r >= 0 && r < CPLAB_RULE_COUNT ? rule_names[r] : "?"; }
 
 typedef struct ctx {
   const cplab_step_input *in;
   cplab_rank_plan *const *plans;
   int world;
   const cplab_parallel *par;
-  sim_check *c;
+  cplab_check *c;
 } ctx;
 
-static void violate(sim_check *c, sim_rule rule, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void violate(sim_check *c, sim_rule rule, const char *fmt, ...) {
+static void violate(cplab_check *c, cplab_check_rule rule, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void violate(cplab_check *c, cplab_check_rule rule, const char *fmt, ...) {
   c->violations++;
   c->by_rule[rule]++;
-  if (c->kept >= SIM_CHECK_KEEP) return;
+  if (c->kept >= CPLAB_CHECK_KEEP) return;
   char msg[288];
   va_list ap;
   va_start(ap, fmt);
@@ -55,10 +55,10 @@ static int64_t token_of(int64_t j, int o, int I, int D) { return (j / I) * I * D
 /* ---- 1. groups ----------------------------------------------------------- */
 static void check_groups(ctx *x) {
   const cplab_parallel *p = x->par;
-  CHECK(x->c, x->world == p->pp * p->tp * p->pcp, SIM_RULE_GROUPS, "world %d != pp·tp·pcp", x->world);
+  CHECK(x->c, x->world == p->pp * p->tp * p->pcp, CPLAB_RULE_GROUPS, "world %d != pp·tp·pcp", x->world);
   for (int r = 0; r < x->world; r++) {
     const cplab_rank_ids *id = &x->plans[r]->ids;
-    CHECK(x->c, id->dcp_rank == (id->tp * p->pcp + id->pcp) % p->dcp, SIM_RULE_GROUPS,
+    CHECK(x->c, id->dcp_rank == (id->tp * p->pcp + id->pcp) % p->dcp, CPLAB_RULE_GROUPS,
           "rank %d: dcp_rank %d != (tp·pcp + pcp) mod dcp", r, id->dcp_rank);
   }
 }
@@ -71,7 +71,7 @@ static void check_ownership(ctx *x, int r, int64_t *marks, int64_t mark_cap) {
   int I = par->interleave, D = par->dcp, B = par->block_size, d = p->ids.dcp_rank;
   for (int g = 0; g < s->num_requests; g++) {
     int64_t L = s->seq_len[g], n = p->local_len[g];
-    if (!CHECK(x->c, n == cplab_kv_local_len(L, d, I, D) && n <= mark_cap, SIM_RULE_OWNERSHIP,
+    if (!CHECK(x->c, n == cplab_kv_local_len(L, d, I, D) && n <= mark_cap, CPLAB_RULE_OWNERSHIP,
                "rank %d request %d: local length %lld", r, g, (long long)n))
       continue;
     memset(marks, 0, (size_t)n * sizeof *marks);
@@ -80,13 +80,13 @@ static void check_ownership(ctx *x, int r, int64_t *marks, int64_t mark_cap) {
       if (cplab_kv_owner(pos, I, D) != d) continue;
       int64_t li = cplab_kv_local_idx(pos, I, D);
       owned++;
-      if (!CHECK(x->c, li < n && !marks[li], SIM_RULE_OWNERSHIP,
+      if (!CHECK(x->c, li < n && !marks[li], CPLAB_RULE_OWNERSHIP,
                  "rank %d request %d: local index %lld of position %lld repeated or past local length %lld", r, g,
                  (long long)li, (long long)pos, (long long)n))
         break;
       marks[li] = 1;
     }
-    CHECK(x->c, owned == n, SIM_RULE_OWNERSHIP, "rank %d request %d owns %lld positions, local length %lld", r, g,
+    CHECK(x->c, owned == n, CPLAB_RULE_OWNERSHIP, "rank %d request %d owns %lld positions, local length %lld", r, g,
           (long long)owned, (long long)n);
     /* New tokens: the slot mapping agrees with the per-block form and stays in
      * this request's blocks. */
@@ -96,14 +96,14 @@ static void check_ownership(ctx *x, int r, int64_t *marks, int64_t mark_cap) {
     for (int64_t j = 0; j < q->new_tokens; j++) {
       int64_t pos = q->num_computed + j, slot = p->slot_mapping[s->token_offset[g] + j];
       int64_t per_block = cplab_kv_slot_per_block(par, d, row, s->max_blocks, pos);
-      if (!CHECK(x->c, slot == per_block, SIM_RULE_PER_BLOCK,
+      if (!CHECK(x->c, slot == per_block, CPLAB_RULE_PER_BLOCK,
                  "rank %d request %d position %lld: global slot %lld != per-block slot %lld", r, g, (long long)pos,
                  (long long)slot, (long long)per_block))
         break;
       if (slot < 0) continue;
       int in_blocks = 0;
       for (int64_t b = 0; b < nb && !in_blocks; b++) in_blocks = slot / B == row[b];
-      if (!CHECK(x->c, in_blocks, SIM_RULE_OWNERSHIP, "rank %d request %d position %lld: slot %lld outside its blocks",
+      if (!CHECK(x->c, in_blocks, CPLAB_RULE_OWNERSHIP, "rank %d request %d position %lld: slot %lld outside its blocks",
                  r, g, (long long)pos, (long long)slot))
         break;
     }
@@ -132,7 +132,7 @@ static int check_dcp_partition(ctx *x) {
       for (int64_t t = 0; t < T; t++) {
         int writers = 0;
         for (int m = 0; m < x->par->dcp; m++) writers += x->plans[members[m]]->slot_mapping[t] >= 0;
-        if (!CHECK(x->c, writers == 1, SIM_RULE_OWNERSHIP, "token %lld (global order) has %d owners in the DCP group of rank %d",
+        if (!CHECK(x->c, writers == 1, CPLAB_RULE_OWNERSHIP, "token %lld (global order) has %d owners in the DCP group of rank %d",
                    (long long)t, writers, r))
           break;
       }
@@ -142,7 +142,7 @@ static int check_dcp_partition(ctx *x) {
       if (x->plans[r]->slot_mapping[t] >= 0) slots[n++] = x->plans[r]->slot_mapping[t];
     qsort(slots, (size_t)n, sizeof *slots, cmp_i64);
     for (int64_t i = 1; i < n; i++)
-      if (!CHECK(x->c, slots[i] != slots[i - 1], SIM_RULE_OWNERSHIP, "rank %d uses slot %lld twice", r, (long long)slots[i]))
+      if (!CHECK(x->c, slots[i] != slots[i - 1], CPLAB_RULE_OWNERSHIP, "rank %d uses slot %lld twice", r, (long long)slots[i]))
         break;
   }
   free(slots);
@@ -175,7 +175,7 @@ static int check_query_partition(ctx *x) {
     for (int g = 0; g < (int)x->in->step->num_requests; g++) {
       const cplab_request *q = &x->in->step->requests[g];
       int rep = x->plans[r]->sched.replicated[g];
-      CHECK(x->c, rep == reference_replicated(par, q), SIM_RULE_QUERY_PARTITION,
+      CHECK(x->c, rep == reference_replicated(par, q), CPLAB_RULE_QUERY_PARTITION,
             "request %d (q=%lld, %s): replicated=%d, the rule says %d", g, (long long)q->new_tokens,
             q->phase == CPLAB_PHASE_DECODE ? "decode" : "prefill", rep, reference_replicated(par, q));
       memset(cover, 0, (size_t)q->new_tokens * sizeof *cover);
@@ -189,16 +189,16 @@ static int check_query_partition(ctx *x) {
           for (int64_t j = row->start; j < row->start + row->len; j++) cover[j]++;
         }
         if (rep)
-          CHECK(x->c, rows == 1, SIM_RULE_QUERY_PARTITION, "replicated request %d has %d rows on rank %d", g, rows,
+          CHECK(x->c, rows == 1, CPLAB_RULE_QUERY_PARTITION, "replicated request %d has %d rows on rank %d", g, rows,
                 members[m]);
         else if (par->dcp > 1)
-          CHECK(x->c, rows == 2, SIM_RULE_QUERY_PARTITION,
+          CHECK(x->c, rows == 2, CPLAB_RULE_QUERY_PARTITION,
                 "split request %d (q=%lld) has %d rows on rank %d: every rank needs a row of every prefill", g,
                 (long long)q->new_tokens, rows, members[m]);
       }
       int want = rep ? par->pcp : 1;
       for (int64_t j = 0; j < q->new_tokens; j++)
-        if (!CHECK(x->c, cover[j] == want, SIM_RULE_QUERY_PARTITION,
+        if (!CHECK(x->c, cover[j] == want, CPLAB_RULE_QUERY_PARTITION,
                    "request %d token %lld covered %d times over the PCP group of rank %d, expected %d", g,
                    (long long)j, cover[j], r, want))
           break;
@@ -215,13 +215,13 @@ static void check_row_order(ctx *x, int r) {
     const cplab_row *a = &sp->rows[i - 1], *b = &sp->rows[i];
     int ordered = a->is_prefill < b->is_prefill ||
                   (a->is_prefill == b->is_prefill && (a->req < b->req || (a->req == b->req && a->start < b->start)));
-    if (!CHECK(x->c, ordered, SIM_RULE_ROW_ORDER, "rank %d rows %d, %d out of (phase, request, start) order", r, i - 1, i))
+    if (!CHECK(x->c, ordered, CPLAB_RULE_ROW_ORDER, "rank %d rows %d, %d out of (phase, request, start) order", r, i - 1, i))
       break;
   }
   CHECK(x->c, sp->num_decode_tokens == (sp->num_decode_rows ? sp->rows[sp->num_decode_rows - 1].token_offset +
                                                                   sp->rows[sp->num_decode_rows - 1].len
                                                             : 0),
-        SIM_RULE_ROW_ORDER, "rank %d: decode tokens do not lead", r);
+        CPLAB_RULE_ROW_ORDER, "rank %d: decode tokens do not lead", r);
 }
 
 /* ---- 6, 7. identities ------------------------------------------------------------ */
@@ -234,18 +234,18 @@ static void check_row_order(ctx *x, int r) {
 static void check_schedule_identity(ctx *x, int r) {
   const cplab_schedule *s = &x->plans[r]->sched, *s0 = &x->plans[0]->sched;
   int R = s0->num_requests;
-  SAME_FIELD(x, SIM_RULE_SCHEDULE, r, s->num_requests, s0->num_requests, "request count");
+  SAME_FIELD(x, CPLAB_RULE_SCHEDULE, r, s->num_requests, s0->num_requests, "request count");
   if (s->num_requests != R) return;
-  SAME_ARRAY(x, SIM_RULE_SCHEDULE, r, s->seq_len, s0->seq_len, R, "seq_lens");
-  SAME_ARRAY(x, SIM_RULE_SCHEDULE, r, s->replicated, s0->replicated, R, "replication");
-  SAME_ARRAY(x, SIM_RULE_SCHEDULE, r, s->nominal_q, s0->nominal_q, R, "nominal chunk query lengths");
-  SAME_FIELD(x, SIM_RULE_SCHEDULE, r, s->all_rows_replicated, s0->all_rows_replicated, "all_rows_replicated");
-  SAME_FIELD(x, SIM_RULE_SCHEDULE, r, s->padded_num_tokens, s0->padded_num_tokens, "padded tokens");
-  SAME_FIELD(x, SIM_RULE_SCHEDULE, r, s->dispatch_rows, s0->dispatch_rows, "dispatch rows");
-  SAME_FIELD(x, SIM_RULE_SCHEDULE, r, s->dispatch_tokens, s0->dispatch_tokens, "dispatch tokens");
-  SAME_FIELD(x, SIM_RULE_SCHEDULE, r, s->dispatch_longest, s0->dispatch_longest, "dispatch longest row");
-  SAME_FIELD(x, SIM_RULE_SCHEDULE, r, s->moe_fast_path, s0->moe_fast_path, "MoE path");
-  SAME_ARRAY(x, SIM_RULE_SCHEDULE, r, s->block_table, s0->block_table, (size_t)R * s0->max_blocks, "block table");
+  SAME_ARRAY(x, CPLAB_RULE_SCHEDULE, r, s->seq_len, s0->seq_len, R, "seq_lens");
+  SAME_ARRAY(x, CPLAB_RULE_SCHEDULE, r, s->replicated, s0->replicated, R, "replication");
+  SAME_ARRAY(x, CPLAB_RULE_SCHEDULE, r, s->nominal_q, s0->nominal_q, R, "nominal chunk query lengths");
+  SAME_FIELD(x, CPLAB_RULE_SCHEDULE, r, s->all_rows_replicated, s0->all_rows_replicated, "all_rows_replicated");
+  SAME_FIELD(x, CPLAB_RULE_SCHEDULE, r, s->padded_num_tokens, s0->padded_num_tokens, "padded tokens");
+  SAME_FIELD(x, CPLAB_RULE_SCHEDULE, r, s->dispatch_rows, s0->dispatch_rows, "dispatch rows");
+  SAME_FIELD(x, CPLAB_RULE_SCHEDULE, r, s->dispatch_tokens, s0->dispatch_tokens, "dispatch tokens");
+  SAME_FIELD(x, CPLAB_RULE_SCHEDULE, r, s->dispatch_longest, s0->dispatch_longest, "dispatch longest row");
+  SAME_FIELD(x, CPLAB_RULE_SCHEDULE, r, s->moe_fast_path, s0->moe_fast_path, "MoE path");
+  SAME_ARRAY(x, CPLAB_RULE_SCHEDULE, r, s->block_table, s0->block_table, (size_t)R * s0->max_blocks, "block table");
 }
 
 /* vLLM gathers prefill KV only under PCP + DCP (pcp_dcp_kv_gather in
@@ -260,7 +260,7 @@ static void check_gather_rule(ctx *x, int r) {
   if (x->par->pcp != 1 || x->par->dcp <= 1) return;
   int prefill = 0;
   for (int i = 0; i < p->split.num_rows; i++) prefill |= p->split.rows[i].is_prefill && !p->split.rows[i].dummy;
-  CHECK(x->c, !p->prefill.active && !p->indexer.active, SIM_RULE_PLAN,
+  CHECK(x->c, !p->prefill.active && !p->indexer.active, CPLAB_RULE_PLAN,
         "rank %d: a gathered prefill plan (%d) or indexer plan (%d) with pcp = 1 and dcp = %d (%s prefill rows); vLLM "
         "gathers prefill KV only when pcp > 1 and dcp > 1",
         r, p->prefill.active, p->indexer.active, x->par->dcp, prefill ? "with" : "without");
@@ -270,19 +270,19 @@ static void check_plan_identity(ctx *x, int r) {
   const cplab_rank_plan *p = x->plans[r], *p0 = x->plans[0];
   const cplab_prefill_plan *a = &p->prefill, *b = &p0->prefill;
   check_gather_rule(x, r);
-  SAME_FIELD(x, SIM_RULE_PLAN, r, a->active, b->active, "gathered-prefill activity");
-  SAME_FIELD(x, SIM_RULE_PLAN, r, a->num_regions, b->num_regions, "region count");
-  SAME_FIELD(x, SIM_RULE_PLAN, r, a->num_chunks, b->num_chunks, "prefill chunk count");
+  SAME_FIELD(x, CPLAB_RULE_PLAN, r, a->active, b->active, "gathered-prefill activity");
+  SAME_FIELD(x, CPLAB_RULE_PLAN, r, a->num_regions, b->num_regions, "region count");
+  SAME_FIELD(x, CPLAB_RULE_PLAN, r, a->num_chunks, b->num_chunks, "prefill chunk count");
   if (a->num_regions == b->num_regions && a->num_regions > 0) {
     int K = a->num_regions;
-    SAME_ARRAY(x, SIM_RULE_PLAN, r, a->region_req, b->region_req, K, "region request order");
-    SAME_ARRAY(x, SIM_RULE_PLAN, r, a->extent, b->extent, K, "region extents");
-    SAME_ARRAY(x, SIM_RULE_PLAN, r, a->rows_per_rank, b->rows_per_rank, K, "rows_per_rank");
-    SAME_ARRAY(x, SIM_RULE_PLAN, r, a->workspace_start, b->workspace_start, K, "workspace_starts");
+    SAME_ARRAY(x, CPLAB_RULE_PLAN, r, a->region_req, b->region_req, K, "region request order");
+    SAME_ARRAY(x, CPLAB_RULE_PLAN, r, a->extent, b->extent, K, "region extents");
+    SAME_ARRAY(x, CPLAB_RULE_PLAN, r, a->rows_per_rank, b->rows_per_rank, K, "rows_per_rank");
+    SAME_ARRAY(x, CPLAB_RULE_PLAN, r, a->workspace_start, b->workspace_start, K, "workspace_starts");
   }
   for (int c = 0; c < a->num_chunks && c < b->num_chunks; c++) {
-    SAME_FIELD(x, SIM_RULE_PLAN, r, a->chunks[c].shard_rows, b->chunks[c].shard_rows, "shard_rows");
-    SAME_FIELD(x, SIM_RULE_PLAN, r, a->chunks[c].first_region, b->chunks[c].first_region, "chunk boundary");
+    SAME_FIELD(x, CPLAB_RULE_PLAN, r, a->chunks[c].shard_rows, b->chunks[c].shard_rows, "shard_rows");
+    SAME_FIELD(x, CPLAB_RULE_PLAN, r, a->chunks[c].first_region, b->chunks[c].first_region, "chunk boundary");
   }
   for (int k = 0; k < a->num_regions; k++) {
     int64_t need = 0;
@@ -290,22 +290,22 @@ static void check_plan_identity(ctx *x, int r) {
       int64_t n = cplab_kv_local_len(a->extent[k], o, x->par->interleave, x->par->dcp);
       if (n > need) need = n;
     }
-    CHECK(x->c, a->rows_per_rank[k] >= need, SIM_RULE_PLAN,
+    CHECK(x->c, a->rows_per_rank[k] >= need, CPLAB_RULE_PLAN,
           "rank %d region %d: rows_per_rank %lld < largest shard %lld (extent %lld)", r, k,
           (long long)a->rows_per_rank[k], (long long)need, (long long)a->extent[k]);
   }
   for (int c = 0; c < a->num_chunks; c++)
-    CHECK(x->c, a->chunks[c].shard_rows <= p->env.max_gathered_rows / x->par->dcp, SIM_RULE_PLAN,
+    CHECK(x->c, a->chunks[c].shard_rows <= p->env.max_gathered_rows / x->par->dcp, CPLAB_RULE_PLAN,
           "rank %d chunk %d: shard_rows %lld over the budget", r, c, (long long)a->chunks[c].shard_rows);
   const cplab_indexer_plan *ia = &p->indexer, *ib = &p0->indexer;
-  SAME_FIELD(x, SIM_RULE_PLAN, r, ia->num_chunks, ib->num_chunks, "indexer chunk count");
+  SAME_FIELD(x, CPLAB_RULE_PLAN, r, ia->num_chunks, ib->num_chunks, "indexer chunk count");
   if (ia->num_regions == ib->num_regions && ia->num_regions > 0) {
-    SAME_ARRAY(x, SIM_RULE_PLAN, r, ia->padded, ib->padded, ia->num_regions, "indexer padded shard rows");
-    SAME_ARRAY(x, SIM_RULE_PLAN, r, ia->nominal_q, ib->nominal_q, ia->num_regions, "indexer query lengths");
+    SAME_ARRAY(x, CPLAB_RULE_PLAN, r, ia->padded, ib->padded, ia->num_regions, "indexer padded shard rows");
+    SAME_ARRAY(x, CPLAB_RULE_PLAN, r, ia->nominal_q, ib->nominal_q, ia->num_regions, "indexer query lengths");
   }
   for (int c = 0; c < ia->num_chunks && c < ib->num_chunks; c++) {
-    SAME_FIELD(x, SIM_RULE_PLAN, r, ia->chunks[c].padded_total, ib->chunks[c].padded_total, "indexer shard rows");
-    SAME_FIELD(x, SIM_RULE_PLAN, r, ia->chunks[c].skip_kv_gather, ib->chunks[c].skip_kv_gather, "skip_kv_gather");
+    SAME_FIELD(x, CPLAB_RULE_PLAN, r, ia->chunks[c].padded_total, ib->chunks[c].padded_total, "indexer shard rows");
+    SAME_FIELD(x, CPLAB_RULE_PLAN, r, ia->chunks[c].skip_kv_gather, ib->chunks[c].skip_kv_gather, "skip_kv_gather");
   }
 }
 
@@ -324,7 +324,7 @@ static int64_t *gather_workspace(ctx *x, int r, const cplab_prefill_plan *pl, in
       int64_t n = cplab_kv_local_len(pl->extent[k], o, I, W);
       for (int64_t j = 0; j < n; j++) {
         int64_t row = o * S + pl->workspace_start[k] + j;
-        if (!CHECK(x->c, j < pl->rows_per_rank[k] && pl->workspace_start[k] + j < S && !ws[row], SIM_RULE_WORKSPACE,
+        if (!CHECK(x->c, j < pl->rows_per_rank[k] && pl->workspace_start[k] + j < S && !ws[row], CPLAB_RULE_WORKSPACE,
                    "rank %d chunk %d: shard row %lld of DCP rank %d (region %d, local index %lld) is past the "
                    "region's rows or overlaps another region",
                    r, c, (long long)(pl->workspace_start[k] + j), o, k, (long long)j))
@@ -342,7 +342,7 @@ static void check_region_rows(ctx *x, int r, const cplab_rank_plan *p, int c, co
   for (int k = ch->first_region; k < ch->first_region + ch->num_regions; k++)
     for (int64_t t = 0; t < pl->extent[k]; t++) {
       int64_t row = cplab_layout_workspace_row(p->layout, &p->env, pl, k, t);
-      if (!CHECK(x->c, row >= 0 && row < size && ws[row] == tag(k, t), SIM_RULE_WORKSPACE,
+      if (!CHECK(x->c, row >= 0 && row < size && ws[row] == tag(k, t), CPLAB_RULE_WORKSPACE,
                  "rank %d chunk %d: token %lld of region %d (request %d) maps to workspace row %lld, which does not "
                  "hold it",
                  r, c, (long long)t, k, pl->region_req[k], (long long)row))
@@ -367,7 +367,7 @@ static void check_prefill_conversion(ctx *x, int r, const cplab_rank_plan *p, in
         int32_t tok = gsl_rng_uniform(rng) < 0.15 ? -1 : (int32_t)gsl_rng_uniform_int(rng, (unsigned long)pl->extent[k]);
         int32_t out = cplab_layout_convert_prefill(p->layout, &p->env, pl, k, tok, p->ids.dcp_rank);
         int ok = tok < 0 ? out == -1 : (out >= 0 && out < size && ws[out] == tag(k, tok));
-        if (!CHECK(x->c, ok, SIM_RULE_CONVERSION,
+        if (!CHECK(x->c, ok, CPLAB_RULE_CONVERSION,
                    "rank %d prefill token %lld (request %d, region %d): top-k %d converted to %d, expected the "
                    "workspace row holding that token",
                    r, (long long)(row->token_offset + j), row->req, k, tok, out))
@@ -407,7 +407,7 @@ static void check_decode_conversion(ctx *x, int r, gsl_rng *rng) {
                                : (int32_t)gsl_rng_uniform_int(rng, (unsigned long)row->seq_len);
       int32_t out = cplab_layout_convert_decode(p->layout, &p->env, bt, s->max_blocks, tok, p->ids.dcp_rank);
       int64_t want = tok < 0 ? -1 : cplab_kv_slot_global(x->par, p->ids.dcp_rank, bt, s->max_blocks, tok);
-      if (!CHECK(x->c, out == want, SIM_RULE_CONVERSION,
+      if (!CHECK(x->c, out == want, CPLAB_RULE_CONVERSION,
                  "rank %d decode row of request %d: top-k %d converted to %d, expected %lld", r, row->req, tok, out,
                  (long long)want))
         return;
@@ -430,7 +430,7 @@ static int check_indexer(ctx *x, int r) {
       for (int k = ch->first_region; k < ch->first_region + ch->num_regions; k++)
         for (int64_t j = 0; j < cplab_kv_local_len(ip->extent[k], o, I, W); j++) {
           int64_t row = o * S + ip->padded_cu[k] + j;
-          if (!CHECK(x->c, j < ip->padded[k] && !keys[row], SIM_RULE_INDEXER_GATHER,
+          if (!CHECK(x->c, j < ip->padded[k] && !keys[row], CPLAB_RULE_INDEXER_GATHER,
                      "rank %d indexer chunk %d: key shard row %lld of DCP rank %d overflows region %d", r, c,
                      (long long)(ip->padded_cu[k] + j), o, k))
             break;
@@ -439,7 +439,7 @@ static int check_indexer(ctx *x, int r) {
     for (int k = ch->first_region; k < ch->first_region + ch->num_regions; k++)
       for (int64_t t = 0; t < ip->extent[k]; t++) {
         int64_t row = cplab_layout_deinterleave(p->layout, &p->env, ip, k, t);
-        if (!CHECK(x->c, row >= 0 && row < W * S && keys[row] == tag(k, t), SIM_RULE_INDEXER_GATHER,
+        if (!CHECK(x->c, row >= 0 && row < W * S && keys[row] == tag(k, t), CPLAB_RULE_INDEXER_GATHER,
                    "rank %d indexer chunk %d: deinterleaved key %lld of region %d (request %d) reads gathered row "
                    "%lld, which holds another key",
                    r, c, (long long)t, k, ip->region_req[k], (long long)row))
@@ -456,7 +456,7 @@ static int check_indexer(ctx *x, int r) {
         int64_t m = sp->rows[i].token_offset + j, pos = sp->rows[i].start_pos + j;
         if (!CHECK(x->c, ip->ks[m] == ip->region_start[k] && ip->ke[m] == ip->ks[m] + pos + 1 &&
                              ip->ke[m] - ip->ks[m] <= ip->extent[k],
-                   SIM_RULE_INDEXER_BOUNDS, "rank %d local token %lld: ks %lld ke %lld for position %lld of region %d",
+                   CPLAB_RULE_INDEXER_BOUNDS, "rank %d local token %lld: ks %lld ke %lld for position %lld of region %d",
                    r, (long long)m, (long long)ip->ks[m], (long long)ip->ke[m], (long long)pos, k))
           break;
       }
@@ -468,8 +468,8 @@ static int check_indexer(ctx *x, int r) {
 static void check_moe(ctx *x, int r) {
   const cplab_schedule *s = &x->plans[r]->sched;
   int want = x->par->pcp > 1 && s->all_rows_replicated && s->runtime_mode != CPLAB_GRAPH_PIECEWISE;
-  CHECK(x->c, s->moe_fast_path == want, SIM_RULE_MOE, "rank %d: MoE fast path %d, rule says %d", r, s->moe_fast_path, want);
-  CHECK(x->c, !(x->par->pcp > 1 && s->runtime_mode == CPLAB_GRAPH_FULL && !s->uniform_decode), SIM_RULE_MOE,
+  CHECK(x->c, s->moe_fast_path == want, CPLAB_RULE_MOE, "rank %d: MoE fast path %d, rule says %d", r, s->moe_fast_path, want);
+  CHECK(x->c, !(x->par->pcp > 1 && s->runtime_mode == CPLAB_GRAPH_FULL && !s->uniform_decode), CPLAB_RULE_MOE,
         "rank %d: a FULL graph over a mixed batch under PCP", r);
 }
 
@@ -496,7 +496,7 @@ static int check_collectives(ctx *x, int r) {
         const cplab_collective *a = nth_on_group(x->plans[r], (cplab_group_kind)k, n);
         const cplab_collective *b = nth_on_group(x->plans[m[j]], (cplab_group_kind)k, n);
         if (!a && !b) break;
-        if (!CHECK(x->c, a && b && same_collective(a, b), SIM_RULE_COLLECTIVES,
+        if (!CHECK(x->c, a && b && same_collective(a, b), CPLAB_RULE_COLLECTIVES,
                    "%s collective #%d: rank %d issues %s %s[%lld], rank %d issues %s %s[%lld]: a real run hangs here",
                    cplab_group_name((cplab_group_kind)k), n, r, a ? cplab_coll_what_name(a->what) : "nothing",
                    a ? cplab_coll_kind_name(a->kind) : "", a ? (long long)a->count : 0LL, m[j], b ? cplab_coll_what_name(b->what) : "nothing",
@@ -509,8 +509,8 @@ static int check_collectives(ctx *x, int r) {
   return 0;
 }
 
-int sim_check_step(const cplab_step_input *in, cplab_rank_plan *const *plans, int world, uint64_t topk_seed,
-                   sim_check *out, cplab_diag *d) {
+int cplab_check_step(const cplab_step_input *in, cplab_rank_plan *const *plans, int world, uint64_t topk_seed,
+                   cplab_check *out, cplab_diag *d) {
   ctx x = {in, plans, world, in->par, out};
   for (int r = 0; r < world; r++)
     if (!plans[r] || !plans[r]->slot_mapping) CPLAB_FAIL(d, CPLAB_EINVAL, "rank %d has no plan with token maps", r);
@@ -541,8 +541,8 @@ int sim_check_step(const cplab_step_input *in, cplab_rank_plan *const *plans, in
   return 0;
 }
 
-int sim_check_empty_context(const cplab_layout *layout, const cplab_parallel *par, const cplab_model *model,
-                            sim_check *out, cplab_diag *d) {
+int cplab_check_empty_context(const cplab_layout *layout, const cplab_parallel *par, const cplab_model *model,
+                            cplab_check *out, cplab_diag *d) {
   if (!cplab_parallel_gathers_prefill(par)) return 0; /* no gathered prefill plan to build */
   cplab_request req = {.id = 0, .num_computed = 0, .new_tokens = 0, .phase = CPLAB_PHASE_PREFILL};
   cplab_step step = {1, &req};
@@ -551,7 +551,7 @@ int sim_check_empty_context(const cplab_layout *layout, const cplab_parallel *pa
   cplab_diag local = {0};
   int rc = cplab_rank_plan_derive(&in, 0, 0, &p, &local);
   (void)d;
-  CHECK(out, rc != 0 && strstr(local.msg, "empty") != NULL, SIM_RULE_EMPTY_CONTEXT,
+  CHECK(out, rc != 0 && strstr(local.msg, "empty") != NULL, CPLAB_RULE_EMPTY_CONTEXT,
         "layout %s accepted a prefill region of extent 0", layout->name);
   cplab_rank_plan_free(p);
   return 0;
