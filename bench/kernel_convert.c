@@ -31,7 +31,7 @@
  * (tests/gpu/test_gpu_convert.c, test_gpu_gen.c, tests/emu/
  * test_emu_restore.c), on poisoned outputs, --check-rows rows spread over
  * the call, every entry of each:
- *   convert  cplab_layout_vllm_convert_prefill / _decode (common/layouts);
+ *   convert  cplab_layout_vllm_convert_prefill / _decode (plan/layouts);
  *   gather   cplab_kvformat_mla_dequantize of cplab_kvformat_mla_generate
  *            of the row's token (gather_idx: cplab_kvformat_idx_generate's
  *            bytes);
@@ -229,7 +229,7 @@ static int convert_check(void *p, void *stream, cplab_kb_check *res, cplab_diag 
     size_t at = strlen(res->detail);
     res->rows = x->check_rows;
     res->ok = res->mismatches == 0;
-    snprintf(res->reference, sizeof res->reference, "cplab_layout_vllm_convert_%s (common/layouts/vllm.c), exactly",
+    snprintf(res->reference, sizeof res->reference, "cplab_layout_vllm_convert_%s (plan/layouts/vllm.c), exactly",
              s->decode ? "decode" : "prefill");
     snprintf(res->detail + at, sizeof res->detail - at, "%d rows x %d entries (%lld of them -1): %lld differ from %s",
              res->rows, s->k, (long long)minus1, (long long)res->mismatches, res->reference);
