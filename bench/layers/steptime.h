@@ -1,5 +1,5 @@
 /* bench/layers/steptime.h: a measured step's time from the event times of
- * its launch units (engine.c measures them; this is the arithmetic alone,
+ * its launch units (exec/engine.c measures them; this is the arithmetic alone,
  * kept apart so that it is tested without a GPU).
  *
  * A layer on a rank is CPLAB_BENCH_SEGMENTS segments between collectives
