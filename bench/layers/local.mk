@@ -15,13 +15,13 @@ noinst_LTLIBRARIES += libcplab_benchplan.la
 libcplab_benchplan_la_SOURCES = %reldir%/matrix.c %reldir%/matrix.h %reldir%/plancost.c %reldir%/plancost.h \
 	%reldir%/dryrun.c %reldir%/dryrun.h %reldir%/steptime.c %reldir%/steptime.h %reldir%/checkbound.c \
 	%reldir%/checkbound.h
-libcplab_benchplan_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/analysis
+libcplab_benchplan_la_CPPFLAGS = $(AM_CPPFLAGS)
 # Layout labels come from the results model (cplab_bench_layout_label).
 libcplab_benchplan_la_LIBADD = libcplab_benchreport.la
 
 check_PROGRAMS += bench/cplab-bench
 bench_cplab_bench_SOURCES = %reldir%/main.c
-bench_cplab_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/%reldir% -I$(top_srcdir)/analysis
+bench_cplab_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/%reldir%
 bench_cplab_bench_LDADD = libcplab_benchplan.la $(CPLAB_CORE_LIBS) $(HDF5_LIBS)
 # The measuring mode (measure.h) runs the executor's batched engine
 # (exec/engine.h, libcplab_exec.la) on the kernels: it is built where CUDA
@@ -46,14 +46,14 @@ check_PROGRAMS += tests/unit/test_bench_plan tests/unit/test_bench_steptime test
 TESTS += tests/unit/test_bench_plan tests/unit/test_bench_steptime tests/unit/test_bench_checkbound tests/cli/bench_cli.sh
 EXTRA_DIST += tests/cli/bench_cli.sh
 tests_cli_bench_fixture_SOURCES = tests/cli/bench_fixture.c
-tests_cli_bench_fixture_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/%reldir% -I$(top_srcdir)/analysis
+tests_cli_bench_fixture_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/%reldir%
 tests_cli_bench_fixture_LDADD = libcplab_benchreport.la $(CPLAB_CORE_LIBS) $(HDF5_LIBS)
 tests_unit_test_bench_plan_SOURCES = tests/unit/test_bench_plan.c tests/unit/testutil.h
-tests_unit_test_bench_plan_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/%reldir% -I$(top_srcdir)/analysis
+tests_unit_test_bench_plan_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/%reldir%
 tests_unit_test_bench_plan_LDADD = libcplab_benchplan.la $(TEST_UNIT_LIBS) $(HDF5_LIBS)
 tests_unit_test_bench_checkbound_SOURCES = tests/unit/test_bench_checkbound.c tests/unit/testutil.h
-tests_unit_test_bench_checkbound_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/%reldir% -I$(top_srcdir)/analysis
+tests_unit_test_bench_checkbound_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/%reldir%
 tests_unit_test_bench_checkbound_LDADD = libcplab_benchplan.la $(TEST_UNIT_LIBS) $(HDF5_LIBS)
 tests_unit_test_bench_steptime_SOURCES = tests/unit/test_bench_steptime.c tests/unit/testutil.h
-tests_unit_test_bench_steptime_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/%reldir% -I$(top_srcdir)/analysis
+tests_unit_test_bench_steptime_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/%reldir%
 tests_unit_test_bench_steptime_LDADD = libcplab_benchplan.la $(TEST_UNIT_LIBS) $(HDF5_LIBS)

@@ -247,8 +247,8 @@ EXTRA_DIST += tests/emu/emu_exec_agree.sh
 # (--check) on every machine; its timings here mean nothing.
 check_PROGRAMS += tests/emu/cplab-bench-emu
 tests_emu_cplab_bench_emu_SOURCES = bench/layers/main.c $(BENCH_MEASURE_SOURCES)
-tests_emu_cplab_bench_emu_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/bench/layers -I$(top_srcdir)/analysis \
-	-I$(top_srcdir)/exec -DCPLAB_BENCH_ENGINE=1
+tests_emu_cplab_bench_emu_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/bench/layers -I$(top_srcdir)/exec \
+	-DCPLAB_BENCH_ENGINE=1
 tests_emu_cplab_bench_emu_LDADD = libcplab_benchplan.la tests/emu/libcplab_exec_emu.la libcplab_trace.la \
 	tests/emu/libcplab_emu.a $(CPLAB_CORE_LIBS) $(HDF5_LIBS) $(MPI_LIBS) -lstdc++
 TESTS += tests/emu/emu_bench.sh
