@@ -1,4 +1,7 @@
-/* exec/exec.h: the executor's parts (main.c drives them).
+/* exec/exec.h: the per-row reference pass, one of the executor library's
+ * two engines (the other, the batched engine, is engine.h's), and its
+ * backends, which both engines run on (cplab-exec's main.c drives them).
+ *   arena.c      the device arena of both engines (arena.h)
  *   consensus.c  plan digests exchanged before each step (no GPU needed)
  *   rank.c       one rank's numeric pass, common to the backends (rank.h)
  *   single.c     the single-device backend: every logical rank of the layout
@@ -59,9 +62,9 @@ void exec_single_free(exec_single *x);
 int exec_single_layer(exec_single *x, const cplab_step_input *in, cplab_rank_plan *const *plans, int layer,
                       int64_t sampled_rows, exec_layer *out, cplab_diag *d);
 
-/* What cplab-bench's measurement engine (bench/layers/engine*.c) borrows
- * from this backend, so that it runs on the same caches and index maps:
- * the caches of every rank ([world][num_slots] entries, rank r's at
+/* What the batched engine (engine*.c) borrows from this backend, so that
+ * it runs on the same caches and index maps: the caches of every rank
+ * ([world][num_slots] entries, rank r's at
  * r·num_slots) and their generated contents for one layer. */
 void exec_single_caches(const exec_single *x, uint8_t **kv, uint8_t **idx, int64_t *num_slots);
 int exec_single_fill(exec_single *x, const cplab_step_input *in, cplab_rank_plan *const *plans, int layer,
@@ -77,7 +80,7 @@ int exec_nccl_device(const exec_nccl *x);
 /* The GPU global rank `rank` runs on (the MPI launcher's local rank, or
  * rank, modulo the devices), made current. CPLAB_ENODEV without a GPU. */
 int exec_nccl_pick_device(int rank, int *device, cplab_diag *d);
-/* For cplab-bench's engine: this rank's caches (num_slots entries each),
+/* For the batched engine: this rank's caches (num_slots entries each),
  * their generated contents for one layer, and the communicator of one of
  * its groups (an ncclComm_t). */
 void exec_nccl_caches(const exec_nccl *x, uint8_t **kv, uint8_t **idx, int64_t *num_slots);

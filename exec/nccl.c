@@ -2,9 +2,9 @@
  * rank holds only its own caches; a gathered buffer is its own shard (gather
  * kernel) followed by ncclAllGather over the DCP group (ranks ordered by DCP
  * rank, so the result is rank-major); a decode row's top-k is the exact merge
- * of every peer's local top-k over its own keys (exchanged over MPI), and its
+ * of every peer's local top-k over its own keys (all-gathered over NCCL,
+ * merged on the device by the batched engine's merge kernel), and its
  * partials meet through ncclAllGather before the combine kernel. */
-#include <math.h>
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,20 +202,12 @@ static int nccl_keys_prepare(exec_rank *c, cplab_diag *d) {
   return rc;
 }
 
-typedef struct cand {
-  float s;
-  int32_t t;
-} cand;
-
-/* Higher score first, equal scores by the lower index (the top-k kernel's rule). */
-static int by_cand(const void *a, const void *b) {
-  const cand *x = a, *y = b;
-  if (x->s != y->s) return x->s > y->s ? -1 : 1;
-  return (x->t > y->t) - (x->t < y->t);
-}
-
-/* Decode rows: local logits and top-k over my own keys, then the exact merge
- * of every DCP peer's candidates. */
+/* Decode rows: local logits and top-k over my own keys (local indices, in
+ * position order), every DCP peer's list all-gathered rank-major, and their
+ * exact merge on the device (cplab_topk_merge: the batched engine's
+ * TOPK_MERGE, so both engines merge the same way; it gives what one top-k
+ * over every key in position order gives, ties to the lower position, -1
+ * and -inf after the valid entries). */
 static int local_topk_merge(exec_rank *c, const cplab_row *row, int64_t pos, int32_t *dtopk, float *dscore,
                             exec_arena *a, cplab_diag *d) {
   const exec_nccl *x = c->be;
@@ -224,37 +216,33 @@ static int local_topk_merge(exec_rank *c, const cplab_row *row, int64_t pos, int
   int K = c->k, D = par->dcp, me = x->ids.dcp_rank, rc = 0;
   int64_t n = pos + 1, nl = cplab_kv_local_len(n, me, par->interleave, D);
   const int32_t *brow = rp->sched.block_table + (int64_t)row->req * rp->sched.max_blocks;
-  int64_t *slots = calloc((size_t)(nl ? nl : 1), sizeof *slots), *pos_of = calloc((size_t)(nl ? nl : 1), sizeof *pos_of);
-  int32_t *lidx = malloc(sizeof *lidx * (size_t)K);
-  float *lsc = malloc(sizeof *lsc * (size_t)K);
-  cand *mine = malloc(sizeof *mine * (size_t)K), *all = malloc(sizeof *all * (size_t)K * (size_t)D);
-  void *dslots, *dkeys, *dli, *dls;
-  if (!slots || !pos_of || !lidx || !lsc || !mine || !all) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
-  int64_t m = 0;
+  int64_t *slots = calloc((size_t)(nl ? nl : 1), sizeof *slots);
+  int32_t *cand = NULL;
+  float *cand_score = NULL;
+  void *dslots, *dkeys;
+  if (!slots) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
+  int64_t m = 0; /* my keys of the row in position order: local index m is the key at its position */
   for (int64_t t = 0; !rc && t < n; t++)
-    if (cplab_kv_owner(t, par->interleave, D) == me)
-      pos_of[m] = t, slots[m++] = cplab_kv_slot_global(par, me, brow, rp->sched.max_blocks, t);
+    if (cplab_kv_owner(t, par->interleave, D) == me) slots[m++] = cplab_kv_slot_global(par, me, brow, rp->sched.max_blocks, t);
   if (!rc) rc = exec_arena_put(a, &dslots, slots, sizeof *slots * (size_t)m, d);
   if (!rc) rc = exec_arena_alloc(a, &dkeys, (size_t)(m ? m : 1) * CPLAB_IDX_ENTRY_BYTES, d);
-  if (!rc) rc = exec_arena_alloc(a, &dli, sizeof(int32_t) * (size_t)K, d);
-  if (!rc) rc = exec_arena_alloc(a, &dls, sizeof(float) * (size_t)K, d);
+  if (!rc) rc = exec_arena_alloc(a, &cand, sizeof *cand * (size_t)K * (size_t)D, d);
+  if (!rc) rc = exec_arena_alloc(a, &cand_score, sizeof *cand_score * (size_t)K * (size_t)D, d);
   if (!rc && m) rc = cplab_gather_idx(x->idx, x->num_slots, dslots, m, dkeys, NULL, d);
-  if (!rc) rc = exec_indexer_topk(c, row, pos, dkeys, m, dli, dls, a, d);
-  if (!rc) rc = cplab_dev_download(lidx, dli, sizeof(int32_t) * (size_t)K, d);
-  if (!rc) rc = cplab_dev_download(lsc, dls, sizeof(float) * (size_t)K, d);
-  for (int j = 0; !rc && j < K; j++) mine[j] = (cand){lsc[j], lidx[j] < 0 ? -1 : (int32_t)pos_of[lidx[j]]};
-  if (!rc && D > 1 && MPI_Allgather(mine, (int)(K * sizeof *mine), MPI_BYTE, all, (int)(K * sizeof *mine), MPI_BYTE,
-                                    x->mpi_dcp) != MPI_SUCCESS)
-    rc = cplab_diag_set(d, CPLAB_EMPI, "MPI_Allgather of the local top-k failed");
-  if (!rc && D == 1) memcpy(all, mine, sizeof *mine * (size_t)K);
-  int64_t nc = 0;
-  for (int64_t j = 0; !rc && j < (int64_t)K * D; j++)
-    if (all[j].t >= 0) all[nc++] = all[j];
-  if (!rc) qsort(all, (size_t)nc, sizeof *all, by_cand);
-  for (int j = 0; !rc && j < K; j++) lidx[j] = j < nc ? all[j].t : -1, lsc[j] = j < nc ? all[j].s : -INFINITY;
-  if (!rc) rc = cplab_dev_upload(dtopk, lidx, sizeof(int32_t) * (size_t)K, d);
-  if (!rc) rc = cplab_dev_upload(dscore, lsc, sizeof(float) * (size_t)K, d);
-  free(slots), free(pos_of), free(lidx), free(lsc), free(mine), free(all);
+  /* My list at block me of the [D][K] candidates, the peers' gathered around it in place. */
+  if (!rc) rc = exec_indexer_topk(c, row, pos, dkeys, m, cand + (size_t)me * K, cand_score + (size_t)me * K, a, d);
+  if (!rc && D > 1) {
+    ncclResult_t r = ncclGroupStart();
+    if (r == ncclSuccess) r = ncclAllGather(cand + (size_t)me * K, cand, (size_t)K, ncclInt32, x->dcp, 0);
+    if (r == ncclSuccess) r = ncclAllGather(cand_score + (size_t)me * K, cand_score, (size_t)K, ncclFloat32, x->dcp, 0);
+    ncclResult_t e = ncclGroupEnd();
+    if (r == ncclSuccess) r = e;
+    if (r != ncclSuccess)
+      rc = cplab_diag_set(d, CPLAB_ENCCL, "ncclAllGather of the local top-k failed: %s", ncclGetErrorString(r));
+  }
+  if (!rc) rc = cplab_topk_merge(cand, cand_score, D, 1, K, par->interleave, dtopk, dscore, NULL, d);
+  if (!rc) rc = cplab_dev_sync(NULL, d);
+  free(slots);
   return rc;
 }
 

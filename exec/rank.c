@@ -14,24 +14,6 @@
 #include "cplab/maps.h"
 #include "cplab_kernels.h"
 
-int exec_arena_alloc(exec_arena *a, void **out, size_t bytes, cplab_diag *d) {
-  if (a->n == (int)(sizeof a->p / sizeof a->p[0])) CPLAB_FAIL(d, CPLAB_EINTERNAL, "device arena full");
-  int rc = cplab_dev_alloc(out, bytes ? bytes : 16, d);
-  if (!rc) a->p[a->n++] = *out;
-  return rc;
-}
-
-int exec_arena_put(exec_arena *a, void **out, const void *host, size_t bytes, cplab_diag *d) {
-  int rc = exec_arena_alloc(a, out, bytes, d);
-  if (!rc && bytes) rc = cplab_dev_upload(*out, host, bytes, d);
-  return rc;
-}
-
-void exec_arena_free(exec_arena *a) {
-  cplab_diag ignore = {0};
-  while (a->n > 0) cplab_dev_free(a->p[--a->n], &ignore);
-}
-
 void exec_layer_free(exec_layer *l) {
   free(l->tokens), free(l->topk), free(l->converted), free(l->scores), free(l->kth), free(l->out), free(l->lse);
   free(l->digests), free(l->valid), free(l->partial_out), free(l->partial_lse);

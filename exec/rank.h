@@ -8,17 +8,9 @@
 
 #include <stdint.h>
 
+#include "arena.h"
 #include "cplab/plan.h"
 #include "exec.h"
-
-/* Device allocations freed together. */
-typedef struct exec_arena {
-  void *p[96];
-  int n;
-} exec_arena;
-int exec_arena_alloc(exec_arena *a, void **out, size_t bytes, cplab_diag *d);
-int exec_arena_put(exec_arena *a, void **out, const void *host, size_t bytes, cplab_diag *d);
-void exec_arena_free(exec_arena *a);
 
 typedef struct exec_rank exec_rank;
 

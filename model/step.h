@@ -4,7 +4,7 @@
  * and its work counted exactly as cplab-bench --dry-run does
  * (cplab_rank_plan_derive, cplab_bench_work_of). Each rank's layer is then
  * cut into cplab-bench's six segments between collectives
- * (bench/layers/engine_internal.h), each segment's pieces costed:
+ * (exec/engine_internal.h), each segment's pieces costed:
  *   0  cache-insert and decode-query gathers; projections (all of them: the
  *      model does not split q_a..W_UK from W_UV/o_proj); the rank's
  *      prefill workspace shard (gather_upconvert)

@@ -1,8 +1,9 @@
 /* bench/layers/checkbound.h: how close cplab-bench's attention results must
- * be to cplab-exec's for --check (engine.c). The top-k is compared exactly;
- * attention is compared by the kernels' bounds, because the split decode
- * kernel rounds by its split count, which depends on the batch
- * (cplab_sparse_mla_decode_split): the engine's batched rows and
+ * be to cplab-exec's for --check (measure.c hands the bound to the
+ * executor's batched engine, which applies it: exec/engine.h). The top-k is
+ * compared exactly; attention is compared by the kernels' bounds, because
+ * the split decode kernel rounds by its split count, which depends on the
+ * batch (cplab_sparse_mla_decode_split): the engine's batched rows and
  * cplab-exec's one-row calls each lie within the kernels' bounds of the
  * double reference (tests/gpu/test_gpu_attention.c: out within a relative
  * L2 of 1e-2 per (row, head), lse within 1e-3 + 3e-5 |lse|), so within

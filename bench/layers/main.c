@@ -1,7 +1,8 @@
 /* cplab-bench: TTFT and TPOT per layout and graph mode of a synthetic
  * sparse-MLA decoder layer, with statistics, tables and plots (issue: layout
  * benchmarks). The configuration matrix is matrix.h's, the plan-derived
- * work dryrun.h's, the measurement engine.h's (built with CUDA), the
+ * work dryrun.h's, the measuring mode measure.h's (built with CUDA: the executor's
+ * batched engine, exec/engine.h, in the cplab_exec library), the
  * reports report.h's. Three modes: measure (the default), --dry-run (the
  * plans' work, no GPU) and --report (render a results file). */
 #include <stdio.h>
@@ -14,7 +15,7 @@
 #include "config.h"
 #include "dryrun.h"
 #if CPLAB_BENCH_ENGINE
-#include "engine.h"
+#include "measure.h"
 #endif
 #include "matrix.h"
 #include "report.h"
@@ -224,8 +225,8 @@ static void command_of(int argc, char **argv, char *buf, size_t len) {
 static int measure(const bench_args *a, const cplab_cli *cli, const cplab_bench_matrix *m, const cplab_bench_backend *be,
                    int argc, char **argv, cplab_diag *d) {
 #if CPLAB_BENCH_ENGINE
-  cplab_bench_engine_opts o = {a->reps ? (int)a->reps : 10, a->warmup >= 0 ? (int)a->warmup : 2,
-                               a->layers ? (int)a->layers : 1, a->check, a->gemm && strcmp(a->gemm, "fp8") == 0};
+  exec_engine_opts o = {a->reps ? (int)a->reps : 10, a->warmup >= 0 ? (int)a->warmup : 2, a->layers ? (int)a->layers : 1,
+                        a->check, NULL, a->gemm && strcmp(a->gemm, "fp8") == 0};
   cplab_bench_results r;
   char command[2048];
   cplab_bench_results_init(&r);

@@ -1,17 +1,79 @@
-/* cplab-bench's measuring mode: the matrix walked configuration by
- * configuration through the engine (engine.h), each one a point of the
- * results (report.h), with the run's provenance. */
+/* cplab-bench's measuring mode (measure.h): the matrix walked
+ * configuration by configuration through the executor's batched engine
+ * (exec/engine.h), each configuration's event times made samples here
+ * (steptime.h), each one a point of the results (report.h), with the run's
+ * provenance. */
+#include "measure.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "checkbound.h"
 #include "config.h"
-#include "engine.h"
+#include "cplab/stats.h"
+#include "steptime.h"
+
+/* The engine's phases and segments are the report's. */
+_Static_assert((int)EXEC_ENGINE_PHASES == (int)CPLAB_BENCH_PHASES, "the engine's phases are the report's");
+_Static_assert((int)EXEC_ENGINE_SEGMENTS == (int)CPLAB_BENCH_SEGMENTS, "the engine's segments are steptime.h's");
+
+/* One configuration measured: a sample per repetition, the median per phase. */
+typedef struct bench_measured {
+  size_t n;
+  double *samples_ms;                  /* [n] */
+  double *phases;                      /* [n][CPLAB_BENCH_PHASES], summed over the steps like the samples */
+  double steps;                        /* the scenario's steps: a sample is their mean */
+  double phase_ms[CPLAB_BENCH_PHASES]; /* median per phase; NAN where graphs merge phases */
+  exec_engine_result res;              /* runtime mode, rows checked */
+} bench_measured;
+
+static void measured_free(bench_measured *m) {
+  free(m->samples_ms), free(m->phases);
+  memset(m, 0, sizeof *m);
+}
+
+/* A repetition of a step (the engine's sink): its time and phases
+ * (steptime.h on one device, the slowest rank's span under NCCL), averaged
+ * over the configuration's steps into sample t->rep. */
+static int add_times(void *ctx, const exec_engine_times *t, cplab_diag *d) {
+  bench_measured *m = ctx;
+  double total = 0, ph[CPLAB_BENCH_PHASES];
+  if (t->rep < 0 || (size_t)t->rep >= m->n) CPLAB_FAIL(d, CPLAB_EINTERNAL, "engine: repetition %d of %zu", t->rep, m->n);
+  cplab_bench_step_time(t->seg, t->layers, t->world, t->out, t->mixed, &total, ph);
+  if (!isnan(t->span)) total = t->span;
+  m->samples_ms[t->rep] += total / m->steps;
+  for (int p = 0; p < CPLAB_BENCH_PHASES; p++) m->phases[(size_t)t->rep * CPLAB_BENCH_PHASES + p] += ph[p] / m->steps;
+  return 0;
+}
+
+/* Configuration c on the engine: its samples and phase medians. */
+static int measure_config(exec_engine *e, const cplab_bench_config *c, const exec_engine_opts *o, bench_measured *m,
+                          cplab_diag *d) {
+  memset(m, 0, sizeof *m);
+  m->n = o->reps > 0 ? (size_t)o->reps : 0;
+  m->steps = (double)c->scenario->num_steps;
+  m->samples_ms = calloc(m->n + 1, sizeof *m->samples_ms);
+  m->phases = calloc((m->n + 1) * CPLAB_BENCH_PHASES, sizeof *m->phases);
+  double *col = malloc(sizeof *col * (m->n + 1));
+  int rc = m->samples_ms && m->phases && col ? 0 : cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
+  if (!rc) rc = exec_engine_run(e, c->scenario, o, add_times, m, &m->res, d);
+  for (int p = 0; p < CPLAB_BENCH_PHASES && !rc; p++) {
+    for (size_t i = 0; i < m->n; i++) col[i] = m->phases[i * CPLAB_BENCH_PHASES + p];
+    m->phase_ms[p] = cplab_stats_median(col, m->n);
+  }
+  free(col);
+  if (rc) {
+    cplab_diag_prefix(d, "%s: ", c->title);
+    measured_free(m);
+  }
+  return rc;
+}
 
 typedef struct measure_ctx {
-  cplab_bench_engine *e;
-  const cplab_bench_engine_opts *o;
+  exec_engine *e;
+  const exec_engine_opts *o;
   cplab_bench_results *r;
   FILE *progress;
   int index;
@@ -19,7 +81,7 @@ typedef struct measure_ctx {
 
 /* Achieved TFLOPS per phase where the phase was timed alone: the plans'
  * work of the busiest rank (plancost.h, per layer) over the phase's time. */
-static void print_rates(FILE *out, const cplab_bench_config *c, const cplab_bench_measured *ms, int layers) {
+static void print_rates(FILE *out, const cplab_bench_config *c, const bench_measured *ms, int layers) {
   const cplab_bench_plan_cost *pc = c->cost;
   double work[3] = {0, 0, 0}; /* proj, indexer, attention */
   for (int r = 0; r < pc->world; r++) {
@@ -34,7 +96,7 @@ static void print_rates(FILE *out, const cplab_bench_config *c, const cplab_benc
       fprintf(out, ", %s %.3g TFLOPS", names[p], work[p] * layers / (ms->phase_ms[p] * 1e-3) / 1e12);
 }
 
-static void point_of(const cplab_bench_config *c, const cplab_bench_measured *ms, cplab_bench_point *p) {
+static void point_of(const cplab_bench_config *c, const bench_measured *ms, cplab_bench_point *p) {
   const cplab_bench_workload *w = c->workload;
   memset(p, 0, sizeof *p);
   p->tp = c->layout->tp, p->pcp = c->layout->pcp, p->dcp = c->layout->dcp;
@@ -50,10 +112,10 @@ static void point_of(const cplab_bench_config *c, const cplab_bench_measured *ms
 
 static int measure_one(void *ctx, const cplab_bench_config *c, cplab_diag *d) {
   measure_ctx *x = ctx;
-  cplab_bench_measured ms;
+  bench_measured ms;
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  int rc = cplab_bench_engine_measure(x->e, c, x->o, &ms, d);
+  int rc = measure_config(x->e, c, x->o, &ms, d);
   if (rc) return rc;
   clock_gettime(CLOCK_MONOTONIC, &t1);
   cplab_bench_point p;
@@ -62,20 +124,21 @@ static int measure_one(void *ctx, const cplab_bench_config *c, cplab_diag *d) {
   if (!rc && x->progress) {
     double *s = malloc(sizeof *s * ms.n);
     if (s) memcpy(s, ms.samples_ms, sizeof *s * ms.n);
-    fprintf(x->progress, "[%d] %s (runs %s): median %.3f ms of %zu, %.1f s", ++x->index, c->title, ms.runtime_mode,
+    fprintf(x->progress, "[%d] %s (runs %s): median %.3f ms of %zu, %.1f s", ++x->index, c->title, ms.res.runtime_mode,
             s ? cplab_stats_median(s, ms.n) : ms.samples_ms[0], ms.n,
             (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
     free(s);
     print_rates(x->progress, c, &ms, x->o->layers);
-    if (ms.checked_rows) fprintf(x->progress, ", %lld rows agree with cplab-exec's", (long long)ms.checked_rows);
+    if (ms.res.checked_rows)
+      fprintf(x->progress, ", %lld rows agree with cplab-exec's", (long long)ms.res.checked_rows);
     fputc('\n', x->progress);
     fflush(x->progress);
   }
-  cplab_bench_measured_free(&ms);
+  measured_free(&ms);
   return rc;
 }
 
-static void fill_meta(cplab_bench_meta *meta, const cplab_bench_matrix *m, const cplab_bench_engine_opts *o,
+static void fill_meta(cplab_bench_meta *meta, const cplab_bench_matrix *m, const exec_engine_opts *o,
                       const cplab_bench_backend *be, const char *command) {
   time_t now = time(NULL);
   struct tm tm;
@@ -117,17 +180,19 @@ static int check_worlds(const cplab_bench_matrix *m, const cplab_bench_backend *
   return 0;
 }
 
-int cplab_bench_measure_matrix(const cplab_bench_matrix *m, const cplab_bench_engine_opts *o,
-                               const cplab_bench_backend *be, const char *command, cplab_bench_results *r,
-                               FILE *progress, cplab_diag *d) {
-  measure_ctx x = {NULL, o, r, progress, 0};
+int cplab_bench_measure_matrix(const cplab_bench_matrix *m, const exec_engine_opts *o, const cplab_bench_backend *be,
+                               const char *command, cplab_bench_results *r, FILE *progress, cplab_diag *d) {
+  exec_engine_opts eo = *o;
+  if (!eo.close) eo.close = cplab_bench_attention_close; /* --check's bounds */
+  exec_engine_backend ebe = {be->nccl, be->rank, be->size, be->mpi};
+  measure_ctx x = {NULL, &eo, r, progress, 0};
   int rc = check_worlds(m, be, d);
-  if (!rc) rc = cplab_bench_engine_create(&x.e, be, d);
+  if (!rc) rc = exec_engine_alloc(&ebe, &x.e, d);
   if (rc == CPLAB_ENODEV) cplab_diag_prefix(d, "measuring needs a GPU (--dry-run needs none): ");
-  if (!rc) rc = cplab_bench_engine_card(r->meta.card, sizeof r->meta.card, d);
+  if (!rc) rc = exec_engine_card(r->meta.card, sizeof r->meta.card, d);
   if (!rc) fill_meta(&r->meta, m, o, be, command);
   if (!rc) rc = cplab_bench_for_each(m, measure_one, &x, d);
   if (!rc) rc = cplab_bench_results_finish(r, d);
-  cplab_bench_engine_free(x.e);
+  exec_engine_free(x.e);
   return rc;
 }

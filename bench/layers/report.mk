@@ -16,5 +16,5 @@ EXTRA_DIST += %reldir%/RESULTS.md
 check_PROGRAMS += tests/unit/test_bench_report
 TESTS += tests/unit/test_bench_report
 tests_unit_test_bench_report_SOURCES = tests/unit/test_bench_report.c tests/unit/testutil.h
-tests_unit_test_bench_report_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/%reldir% -I$(top_srcdir)/analysis
+tests_unit_test_bench_report_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/%reldir%
 tests_unit_test_bench_report_LDADD = libcplab_benchreport.la $(TEST_UNIT_LIBS) $(HDF5_LIBS)

@@ -1,9 +1,9 @@
 /* bench/layers/steptime.h: a measured step's time from the event times of
- * its launch units (engine.c measures them; this is the arithmetic alone,
+ * its launch units (exec/engine.c measures them; this is the arithmetic alone,
  * kept apart so that it is tested without a GPU).
  *
  * A layer on a rank is CPLAB_BENCH_SEGMENTS segments between collectives
- * (engine_internal.h lists them). Ranks meet at the collectives, so where
+ * (exec/engine_internal.h lists them). Ranks meet at the collectives, so where
  * every rank ran on one device one after another, a segment lasts as long
  * as its slowest rank:
  *   total    = sum over layers and segments of the slowest rank's segment,

@@ -222,32 +222,35 @@ tests_emu_test_emu_quant_SOURCES = tests/gpu/test_gpu_quant.c tests/gpu/kt.c tes
 tests_emu_test_emu_quant_CPPFLAGS = $(EMU_TEST_CPPFLAGS)
 tests_emu_test_emu_quant_LDADD = $(EMU_TEST_LIBS)
 
-# The executor under emulation: cplab-exec's single-device backend (exec/
-# sources, unchanged) linked against the emulated kernels, so that its
+# The executor under emulation: the cplab_exec library's sources (exec/
+# local.mk's EXEC_LIB_SOURCES, unchanged; without NCCL, which the emulation
+# has not) built as tests/emu/libcplab_exec_emu.la, and linked with the
+# emulated kernels into cplab-exec's single-device backend, so that its
 # agreement with cplab-sim --numeric (tests/emu/emu_exec_agree.sh) is
 # checked on every machine; the GPU form of that test is
 # tests/exec/exec_agree.sh.
+check_LTLIBRARIES = tests/emu/libcplab_exec_emu.la
+tests_emu_libcplab_exec_emu_la_SOURCES = $(EXEC_LIB_SOURCES)
+tests_emu_libcplab_exec_emu_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/kernels
 check_PROGRAMS += tests/emu/cplab-exec-emu
-tests_emu_cplab_exec_emu_SOURCES = exec/main.c exec/exec.h exec/consensus.c exec/consensus.h exec/rank.c exec/rank.h \
-	exec/output.c exec/single.c
+tests_emu_cplab_exec_emu_SOURCES = exec/main.c
 tests_emu_cplab_exec_emu_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/kernels
-tests_emu_cplab_exec_emu_LDADD = libcplab_trace.la tests/emu/libcplab_emu.a $(CPLAB_CORE_LIBS) $(HDF5_LIBS) \
-	$(MPI_LIBS) -lstdc++
+tests_emu_cplab_exec_emu_LDADD = tests/emu/libcplab_exec_emu.la libcplab_trace.la tests/emu/libcplab_emu.a \
+	$(CPLAB_CORE_LIBS) $(HDF5_LIBS) $(MPI_LIBS) -lstdc++
 TESTS += tests/emu/emu_exec_agree.sh
 EXTRA_DIST += tests/emu/emu_exec_agree.sh
 
-# cplab-bench's measurement engine under emulation: the unchanged bench and
-# exec sources linked against the emulated kernels and the host stand-in
-# of streams, events and graphs (tests/emu/stream_host.cpp), so that the
-# engine's batched attention path is checked against cplab-exec's row by
-# row pass (--check) on every machine; its timings here mean nothing.
+# cplab-bench's measuring mode under emulation: the unchanged bench sources
+# and the same emulated library and kernels, with the host stand-in of
+# streams, events and graphs (tests/emu/stream_host.cpp), so that the
+# batched engine's attention path is checked against the per-row pass
+# (--check) on every machine; its timings here mean nothing.
 check_PROGRAMS += tests/emu/cplab-bench-emu
-tests_emu_cplab_bench_emu_SOURCES = bench/layers/main.c $(ENGINE_SOURCES) exec/rank.c exec/rank.h exec/single.c \
-	exec/output.c exec/exec.h
-tests_emu_cplab_bench_emu_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/bench/layers -I$(top_srcdir)/analysis \
-	-I$(top_srcdir)/kernels -I$(top_srcdir)/exec -DCPLAB_BENCH_ENGINE=1
-tests_emu_cplab_bench_emu_LDADD = libcplab_benchplan.la libcplab_trace.la tests/emu/libcplab_emu.a \
-	$(CPLAB_CORE_LIBS) $(HDF5_LIBS) -lstdc++
+tests_emu_cplab_bench_emu_SOURCES = bench/layers/main.c $(BENCH_MEASURE_SOURCES)
+tests_emu_cplab_bench_emu_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/bench/layers -I$(top_srcdir)/exec \
+	-DCPLAB_BENCH_ENGINE=1
+tests_emu_cplab_bench_emu_LDADD = libcplab_benchplan.la tests/emu/libcplab_exec_emu.la libcplab_trace.la \
+	tests/emu/libcplab_emu.a $(CPLAB_CORE_LIBS) $(HDF5_LIBS) $(MPI_LIBS) -lstdc++
 TESTS += tests/emu/emu_bench.sh
 EXTRA_DIST += tests/emu/emu_bench.sh
 

@@ -50,7 +50,7 @@ static const char *const proj_names[PROJ_GEMMS] = {"q_a/kv_a", "q_b", "W_UK", "i
 
 /* count generated values, bf16 (scaled) or e4m3 (unit range; the scale goes to the GEMM). */
 static int gen(engine_step *s, engine_rank *k, void **out, uint32_t tensor, int64_t count, float scale, cplab_diag *d) {
-  int rc = engine_mem_alloc(&k->mem, out, (s->fp8 ? 1 : 2) * (size_t)count, d);
+  int rc = exec_arena_alloc(&k->mem, out, (s->fp8 ? 1 : 2) * (size_t)count, d);
   uint64_t seed = k->in->seed ^ ((uint64_t)k->r << 40);
   if (!rc && s->fp8) rc = cplab_gen_e4m3(seed, tensor, *out, count, 1.0f, s->stream, d);
   else if (!rc) rc = cplab_gen_bf16(seed, tensor, *out, count, scale, s->stream, d);
@@ -80,15 +80,15 @@ int engine_proj_setup(engine_step *s, engine_rank *k, cplab_diag *d) {
   if (!rc) rc = gen(s, k, &k->x, GEN_X, R * m->hidden_size, 1.0f, d);
   if (!rc) rc = gen(s, k, &k->q_lat, GEN_Q_LAT, R * m->q_lora_rank, 1.0f, d);
   if (!rc) rc = gen(s, k, &k->uk_in, GEN_UK_IN, R * sh[PROJ_UK].m_per_row * sh[PROJ_UK].k, 1.0f, d);
-  if (!rc && s->fp8) rc = engine_mem_put(&k->mem, &k->w_scale, scales, sizeof scales, d);
+  if (!rc && s->fp8) rc = exec_arena_put(&k->mem, &k->w_scale, scales, sizeof scales, d);
   uint16_t **outs[PROJ_GEMMS] = {&k->a_out, &k->qb_out, &k->uk_out, &k->iq_out, &k->ik_out, &k->iw_out, &k->uv_out,
                                  &k->o_out};
   for (int g = 0; g < PROJ_GEMMS && !rc; g++)
-    rc = engine_mem_alloc(&k->mem, outs[g], sizeof(uint16_t) * (size_t)(R * sh[g].m_per_row * sh[g].n), d);
+    rc = exec_arena_alloc(&k->mem, outs[g], sizeof(uint16_t) * (size_t)(R * sh[g].m_per_row * sh[g].n), d);
   size_t attn = (size_t)(R * k->Hl) * CPLAB_MLA_NOPE_DIM;
-  if (!rc && !s->fp8) rc = engine_mem_alloc(&k->mem, &k->attn_bf16, sizeof(uint16_t) * attn, d);
-  if (!rc && s->fp8) rc = engine_mem_alloc(&k->mem, &k->attn_q, attn, d);
-  if (!rc && s->fp8) rc = engine_mem_alloc(&k->mem, &k->uv_q, (size_t)(R * sh[PROJ_O].k), d);
+  if (!rc && !s->fp8) rc = exec_arena_alloc(&k->mem, &k->attn_bf16, sizeof(uint16_t) * attn, d);
+  if (!rc && s->fp8) rc = exec_arena_alloc(&k->mem, &k->attn_q, attn, d);
+  if (!rc && s->fp8) rc = exec_arena_alloc(&k->mem, &k->uv_q, (size_t)(R * sh[PROJ_O].k), d);
   return rc;
 }
 

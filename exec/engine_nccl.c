@@ -1,7 +1,7 @@
-/* The measurement engine on several GPUs (engine_internal.h): one MPI rank
+/* The batched engine on several GPUs (engine_internal.h): one MPI rank
  * per GPU, and what crosses ranks as NCCL calls on the step's stream, so
  * that they are timed with the pieces and captured in the graphs with them.
- * The executor's NCCL backend (exec/nccl.c) owns the communicators; the
+ * The per-row pass's NCCL backend (nccl.c) owns the communicators; the
  * collectives here are the engine's: the DCP all-gathers of the gathered
  * buffers and decode partials, in place, and the plan's other collectives
  * at the plan's sizes on scratch buffers. */

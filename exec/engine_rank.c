@@ -29,9 +29,11 @@
 
 const int engine_segment_first[ENGINE_SEGMENTS + 1] = {PIECE_PRE_COMM,  PIECE_SHARD_COMM, PIECE_TOPK_COMM, PIECE_PART_COMM,
                                                        PIECE_MID_COMM,  PIECE_MOE_COMM,   PIECE_COUNT};
-/* PRE_COMM .. MOE_COMM: comm, proj, indexer, attention, comm, indexer, comm, indexer, attention, comm, attention,
- * proj, comm, moe, comm */
-const int engine_piece_phase[PIECE_COUNT] = {4, 0, 1, 2, 4, 1, 4, 1, 2, 4, 2, 0, 4, 3, 4};
+/* PRE_COMM .. MOE_COMM, in the order of the PIECE_ enum. */
+const int engine_piece_phase[PIECE_COUNT] = {
+    EXEC_PHASE_COMM,      EXEC_PHASE_PROJ,    EXEC_PHASE_INDEXER, EXEC_PHASE_ATTENTION, EXEC_PHASE_COMM,
+    EXEC_PHASE_INDEXER,   EXEC_PHASE_COMM,    EXEC_PHASE_INDEXER, EXEC_PHASE_ATTENTION, EXEC_PHASE_COMM,
+    EXEC_PHASE_ATTENTION, EXEC_PHASE_PROJ,    EXEC_PHASE_COMM,    EXEC_PHASE_MOE,       EXEC_PHASE_COMM};
 const int engine_piece_is_attention[PIECE_COUNT] = {0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
 
 /* Tensor id of the generated MoE input (cplab_gen_bf16; the projections' are engine_proj.c's). */
@@ -39,7 +41,7 @@ enum { GEN_MOE_X = 100 };
 
 void engine_rank_free(engine_rank *k) {
   cplab_moe_plan_destroy(k->moe_plan);
-  engine_mem_free(&k->mem);
+  exec_arena_free(&k->mem);
   free(k->prefill), free(k->ws), free(k->kb), free(k->copies);
   memset(k, 0, sizeof *k);
 }
@@ -127,8 +129,8 @@ static int64_t decode_local_len(const engine_rank *k, int64_t len) {
 /* Every DCP peer's local top-k candidates of the decode rows. */
 static int decode_candidates(engine_rank *k, cplab_diag *d) {
   size_t cands = (size_t)k->D * (size_t)k->Tdec * (size_t)k->K;
-  int rc = engine_mem_alloc(&k->mem, &k->cand, sizeof(int32_t) * cands, d);
-  if (!rc) rc = engine_mem_alloc(&k->mem, &k->cand_score, sizeof(float) * cands, d);
+  int rc = exec_arena_alloc(&k->mem, &k->cand, sizeof(int32_t) * cands, d);
+  if (!rc) rc = exec_arena_alloc(&k->mem, &k->cand_score, sizeof(float) * cands, d);
   return rc;
 }
 
@@ -169,8 +171,8 @@ static int gathered_alloc(engine_rank *k, const cplab_maps_sources *src, int W, 
     int64_t at = (int64_t)k->o * g->block + i;
     own[i] = src->peer[at] == k->o ? src->slot[at] : -1;
   }
-  int rc = engine_mem_put(&k->mem, &g->own_slots, own, sizeof *own * (size_t)g->block, d);
-  if (!rc) rc = engine_mem_alloc(&k->mem, &g->buf, row_bytes * (size_t)src->rows, d);
+  int rc = exec_arena_put(&k->mem, &g->own_slots, own, sizeof *own * (size_t)g->block, d);
+  if (!rc) rc = exec_arena_alloc(&k->mem, &g->buf, row_bytes * (size_t)src->rows, d);
   free(own);
   return rc;
 }
@@ -212,7 +214,7 @@ static int prefill_keys(engine_rank *k, const cplab_row *row, engine_prefill_row
   pr->key_chunk = -1;
   if (!ip->active) {
     int rc = own_key_slots(k, row, pr->nkeys, rows, d);
-    return rc ? rc : engine_mem_put(&k->mem, &pr->key_slots, rows, sizeof *rows * (size_t)pr->nkeys, d);
+    return rc ? rc : exec_arena_put(&k->mem, &pr->key_slots, rows, sizeof *rows * (size_t)pr->nkeys, d);
   }
   int region = cplab_indexer_region_of(ip, row->req);
   if (region < 0) CPLAB_FAIL(d, CPLAB_EINTERNAL, "request %d has no indexer region", row->req);
@@ -222,7 +224,7 @@ static int prefill_keys(engine_rank *k, const cplab_row *row, engine_prefill_row
     int64_t g = cplab_layout_deinterleave(k->rp->layout, &k->rp->env, ip, region, t);
     rows[t] = g < 0 || g >= total ? -1 : g;
   }
-  return engine_mem_put(&k->mem, &pr->key_rows, rows, sizeof *rows * (size_t)pr->nkeys, d);
+  return exec_arena_put(&k->mem, &pr->key_rows, rows, sizeof *rows * (size_t)pr->nkeys, d);
 }
 
 /* Prefill rows: their keys in logical order and where they attend. */
@@ -257,10 +259,10 @@ static int setup_prefill_rows(engine_rank *k, int64_t *max_keys, int64_t *max_le
       if (!pr->key_slots) rc = cplab_diag_set(d, CPLAB_EINTERNAL, "request %d: an indexer plan without a prefill plan",
                                               row->req);
       if (!rc)
-        rc = engine_mem_alloc(&k->mem, &pr->own_ws, sizeof(uint16_t) * CPLAB_MLA_ROW_DIM * (size_t)pr->nkeys, d);
+        rc = exec_arena_alloc(&k->mem, &pr->own_ws, sizeof(uint16_t) * CPLAB_MLA_ROW_DIM * (size_t)pr->nkeys, d);
     }
-    if (!rc) rc = engine_mem_put(&k->mem, &pr->ws_start, &start, sizeof start, d);
-    if (!rc) rc = engine_mem_put(&k->mem, &pr->shard_rows, &shard, sizeof shard, d);
+    if (!rc) rc = exec_arena_put(&k->mem, &pr->ws_start, &start, sizeof start, d);
+    if (!rc) rc = exec_arena_put(&k->mem, &pr->shard_rows, &shard, sizeof shard, d);
   }
   free(slots);
   return rc;
@@ -275,9 +277,9 @@ static int setup_moe(engine_step *s, engine_rank *k, cplab_moe *moe, cplab_diag 
   k->moe_rows = general ? (int64_t)par->pcp * sc->padded_num_tokens : k->T;
   int64_t dm = k->in->model->hidden_size;
   uint32_t tensor = GEN_MOE_X + (uint32_t)(general ? 0 : k->rp->ids.pcp);
-  int rc = engine_mem_alloc(&k->mem, &k->moe_x, sizeof(uint16_t) * (size_t)(k->moe_rows * dm), d);
+  int rc = exec_arena_alloc(&k->mem, &k->moe_x, sizeof(uint16_t) * (size_t)(k->moe_rows * dm), d);
   if (!rc) rc = cplab_gen_bf16(k->in->seed, tensor, k->moe_x, k->moe_rows * dm, 1.0f, s->stream, d);
-  if (!rc) rc = engine_mem_alloc(&k->mem, &k->moe_out, sizeof(float) * (size_t)(k->moe_rows * dm), d);
+  if (!rc) rc = exec_arena_alloc(&k->mem, &k->moe_out, sizeof(float) * (size_t)(k->moe_rows * dm), d);
   if (!rc) rc = cplab_dev_sync(s->stream, d);
   if (!rc) rc = cplab_moe_plan_create(moe, s->gemm, k->moe_x, k->moe_rows, &k->moe_plan, d);
   return rc;
@@ -295,8 +297,8 @@ static int setup_decode_indexer(engine_rank *k, const int32_t *ks, const int32_t
     n[t] = ke[t] - ks[t];
     k->dec_max_n = n[t] > k->dec_max_n ? n[t] : k->dec_max_n;
   }
-  if (!rc) rc = engine_mem_put(&k->mem, &k->dec_n, n, sizeof *n * (size_t)k->Tdec, d);
-  if (!rc) rc = engine_mem_put(&k->mem, &k->dec_zero, zero, sizeof *zero * (size_t)k->Tdec, d);
+  if (!rc) rc = exec_arena_put(&k->mem, &k->dec_n, n, sizeof *n * (size_t)k->Tdec, d);
+  if (!rc) rc = exec_arena_put(&k->mem, &k->dec_zero, zero, sizeof *zero * (size_t)k->Tdec, d);
   free(n), free(zero);
   return rc;
 }
@@ -309,7 +311,7 @@ static int setup_attention(engine_step *s, engine_rank *k, cplab_diag *d) {
   int32_t *ks = calloc((size_t)T + 1, sizeof *ks), *ke = calloc((size_t)T + 1, sizeof *ke);
   int32_t *dec_req = calloc((size_t)k->Tdec + 1, sizeof *dec_req);
   int32_t *did, *dpos;
-  engine_mem *mm = &k->mem;
+  exec_arena *mm = &k->mem;
   int rc = id && pos && ks && ke && dec_req ? 0 : cplab_diag_set(d, CPLAB_ENOMEM, "out of memory"), tmin = 0;
   if (!rc) rc = group_heads(s, k, &tmin, d);
   if (!rc) rc = token_lists(k, id, pos, ks, ke, dec_req);
@@ -319,13 +321,13 @@ static int setup_attention(engine_step *s, engine_rank *k, cplab_diag *d) {
   if (!rc && k->D > 1 && k->Tdec > 0) rc = decode_candidates(k, d);
   max_keys = k->dec_max_n > max_keys ? k->dec_max_n : max_keys;
   max_len = k->Tdec > max_len ? k->Tdec : max_len;
-  if (!rc) rc = engine_mem_put(mm, &did, id, sizeof *id * (size_t)T, d);
-  if (!rc) rc = engine_mem_put(mm, &dpos, pos, sizeof *pos * (size_t)T, d);
-  if (!rc) rc = engine_mem_put(mm, &k->ks, ks, sizeof *ks * (size_t)T, d);
-  if (!rc) rc = engine_mem_put(mm, &k->ke, ke, sizeof *ke * (size_t)T, d);
-  if (!rc) rc = engine_mem_put(mm, &k->dec_req, dec_req, sizeof *dec_req * (size_t)k->Tdec, d);
+  if (!rc) rc = exec_arena_put(mm, &did, id, sizeof *id * (size_t)T, d);
+  if (!rc) rc = exec_arena_put(mm, &dpos, pos, sizeof *pos * (size_t)T, d);
+  if (!rc) rc = exec_arena_put(mm, &k->ks, ks, sizeof *ks * (size_t)T, d);
+  if (!rc) rc = exec_arena_put(mm, &k->ke, ke, sizeof *ke * (size_t)T, d);
+  if (!rc) rc = exec_arena_put(mm, &k->dec_req, dec_req, sizeof *dec_req * (size_t)k->Tdec, d);
   if (!rc)
-    rc = engine_mem_put(mm, &k->block_table, rp->sched.block_table,
+    rc = exec_arena_put(mm, &k->block_table, rp->sched.block_table,
                         sizeof(int32_t) * (size_t)rp->sched.num_requests * (size_t)rp->sched.max_blocks, d);
   /* Logits in launches of at most the plan's budget (vLLM's logits limit). */
   int64_t budget = (k->in->par->indexer_max_logits_mb > 0 ? k->in->par->indexer_max_logits_mb : 512) << 20;
@@ -335,36 +337,36 @@ static int setup_attention(engine_step *s, engine_rank *k, cplab_diag *d) {
   if (!rc && k->Tdec > 0) {
     int64_t rows = k->Tdec < k->logit_rows ? k->Tdec : k->logit_rows;
     rc = cplab_topk_scratch(rows, k->dec_max_n, k->K, &k->topk_scratch_bytes, d);
-    if (!rc && k->topk_scratch_bytes) rc = engine_mem_alloc(mm, &k->topk_scratch, k->topk_scratch_bytes, d);
+    if (!rc && k->topk_scratch_bytes) rc = exec_arena_alloc(mm, &k->topk_scratch, k->topk_scratch_bytes, d);
   }
-  if (!rc) rc = engine_mem_alloc(mm, &k->keys, (size_t)max_keys * CPLAB_IDX_ENTRY_BYTES, d);
-  if (!rc) rc = engine_mem_alloc(mm, &k->logits, sizeof(float) * (size_t)k->logit_rows * (size_t)max_keys, d);
-  if (!rc) rc = engine_mem_alloc(mm, &k->topk, sizeof(int32_t) * tk, d);
-  if (!rc) rc = engine_mem_alloc(mm, &k->conv, sizeof(int32_t) * tk, d);
-  if (!rc) rc = engine_mem_alloc(mm, &k->score, sizeof(float) * tk, d);
-  if (!rc) rc = engine_mem_alloc(mm, &k->iq, (size_t)(T * IH) * CPLAB_IDX_DIM, d);
-  if (!rc) rc = engine_mem_alloc(mm, &k->iscale, sizeof(float) * (size_t)(T * IH), d);
-  if (!rc) rc = engine_mem_alloc(mm, &k->iw, sizeof(float) * (size_t)(T * IH), d);
-  if (!rc) rc = engine_mem_alloc(mm, &k->mla_q, sizeof(uint16_t) * (size_t)(T * k->Hl) * CPLAB_MLA_ROW_DIM, d);
-  if (!rc) rc = engine_mem_alloc(mm, &k->attn_out, sizeof(float) * (size_t)(T * k->Hl) * CPLAB_MLA_NOPE_DIM, d);
-  if (!rc) rc = engine_mem_alloc(mm, &k->attn_lse, sizeof(float) * (size_t)(T * k->Hl), d);
+  if (!rc) rc = exec_arena_alloc(mm, &k->keys, (size_t)max_keys * CPLAB_IDX_ENTRY_BYTES, d);
+  if (!rc) rc = exec_arena_alloc(mm, &k->logits, sizeof(float) * (size_t)k->logit_rows * (size_t)max_keys, d);
+  if (!rc) rc = exec_arena_alloc(mm, &k->topk, sizeof(int32_t) * tk, d);
+  if (!rc) rc = exec_arena_alloc(mm, &k->conv, sizeof(int32_t) * tk, d);
+  if (!rc) rc = exec_arena_alloc(mm, &k->score, sizeof(float) * tk, d);
+  if (!rc) rc = exec_arena_alloc(mm, &k->iq, (size_t)(T * IH) * CPLAB_IDX_DIM, d);
+  if (!rc) rc = exec_arena_alloc(mm, &k->iscale, sizeof(float) * (size_t)(T * IH), d);
+  if (!rc) rc = exec_arena_alloc(mm, &k->iw, sizeof(float) * (size_t)(T * IH), d);
+  if (!rc) rc = exec_arena_alloc(mm, &k->mla_q, sizeof(uint16_t) * (size_t)(T * k->Hl) * CPLAB_MLA_ROW_DIM, d);
+  if (!rc) rc = exec_arena_alloc(mm, &k->attn_out, sizeof(float) * (size_t)(T * k->Hl) * CPLAB_MLA_NOPE_DIM, d);
+  if (!rc) rc = exec_arena_alloc(mm, &k->attn_lse, sizeof(float) * (size_t)(T * k->Hl), d);
   /* Generated queries (the inputs the simulator and the executor use). */
   if (!rc) rc = cplab_gen_indexer_query(k->in->seed, 0, did, dpos, T, (int)IH, k->iq, k->iscale, k->iw, s->stream, d);
   if (!rc)
     rc = cplab_gen_mla_query(k->in->seed, 0, did, dpos, T, rp->ids.tp * k->Hl, k->Hl, k->mla_q, s->stream, d);
   if (!rc && k->D > 1 && k->Tdec > 0) { /* decode rows attend with their DCP group's heads */
     size_t gq = (size_t)(k->Tdec * k->Hg);
-    rc = engine_mem_alloc(mm, &k->qg, sizeof(uint16_t) * gq * CPLAB_MLA_ROW_DIM, d);
+    rc = exec_arena_alloc(mm, &k->qg, sizeof(uint16_t) * gq * CPLAB_MLA_ROW_DIM, d);
     if (!rc) rc = cplab_gen_mla_query(k->in->seed, 0, did, dpos, k->Tdec, tmin * k->Hl, k->Hg, k->qg, s->stream, d);
-    if (!rc) rc = engine_mem_alloc(mm, &k->gout, sizeof(float) * (size_t)k->D * gq * CPLAB_MLA_NOPE_DIM, d);
-    if (!rc) rc = engine_mem_alloc(mm, &k->glse, sizeof(float) * (size_t)k->D * gq, d);
+    if (!rc) rc = exec_arena_alloc(mm, &k->gout, sizeof(float) * (size_t)k->D * gq * CPLAB_MLA_NOPE_DIM, d);
+    if (!rc) rc = exec_arena_alloc(mm, &k->glse, sizeof(float) * (size_t)k->D * gq, d);
     if (!rc && (k->Hg != k->Hl || k->head_off != 0))
-      rc = engine_mem_alloc(mm, &k->fin, sizeof(float) * gq * CPLAB_MLA_NOPE_DIM, d);
+      rc = exec_arena_alloc(mm, &k->fin, sizeof(float) * gq * CPLAB_MLA_NOPE_DIM, d);
   }
   /* The split decode's scratch, for the heads the decode rows attend with. */
   if (!rc && k->Tdec > 0)
     rc = cplab_sparse_mla_decode_scratch(k->Tdec, k->D == 1 ? k->Hl : k->Hg, k->K, 0, &k->dec_scratch_bytes, d);
-  if (!rc && k->dec_scratch_bytes) rc = engine_mem_alloc(mm, &k->dec_scratch, k->dec_scratch_bytes, d);
+  if (!rc && k->dec_scratch_bytes) rc = exec_arena_alloc(mm, &k->dec_scratch, k->dec_scratch_bytes, d);
   free(id), free(pos), free(ks), free(ke), free(dec_req);
   return rc;
 }

@@ -1,6 +1,7 @@
-/* bench/layers/engine_internal.h: what the measurement engine's files share
- * (engine.c drives a configuration; engine_rank.c holds one rank's buffers
- * and launches the pieces of its layer). Not a public interface.
+/* exec/engine_internal.h: what the batched engine's files share (engine.c
+ * drives a scenario; engine_rank.c holds one rank's buffers and launches
+ * the pieces of its layer; engine_proj.c the projections; engine_nccl.c
+ * the NCCL transport). Not an interface: engine.h is.
  *
  * A layer on one rank is a sequence of pieces, each of one phase:
  *   PRE_COMM   the collectives before attention (KV and indexer-key insert
@@ -29,27 +30,28 @@
  * PRE_COMM..WS_SHARD, SHARD_COMM..INDEXER, TOPK_COMM..ATTN,
  * PART_COMM..PROJ_POST, MID_COMM..MOE and MOE_COMM, and on one device a
  * segment lasts as long as its slowest rank. */
-#ifndef CPLAB_BENCH_ENGINE_INTERNAL_H
-#define CPLAB_BENCH_ENGINE_INTERNAL_H
+#ifndef CPLAB_EXEC_ENGINE_INTERNAL_H
+#define CPLAB_EXEC_ENGINE_INTERNAL_H
 
 #include <stdint.h>
 
+#include "arena.h"
 #include "cplab/plan.h"
 #include "cplab_kernels.h"
 #include "cplab_moe.h"
 #include "cplab_stream.h"
+#include "engine.h"
 #include "exec.h"
-#include "steptime.h"
 
 enum {
   PIECE_PRE_COMM, PIECE_PROJ_PRE, PIECE_KEY_SHARD, PIECE_WS_SHARD, PIECE_SHARD_COMM, PIECE_INDEXER, PIECE_TOPK_COMM,
   PIECE_TOPK_MERGE, PIECE_ATTN, PIECE_PART_COMM, PIECE_COMBINE, PIECE_PROJ_POST, PIECE_MID_COMM, PIECE_MOE,
   PIECE_MOE_COMM, PIECE_COUNT
 };
-enum { ENGINE_SEGMENTS = CPLAB_BENCH_SEGMENTS };
+enum { ENGINE_SEGMENTS = EXEC_ENGINE_SEGMENTS };
 /* First piece of each segment, and PIECE_COUNT as the end. */
 extern const int engine_segment_first[ENGINE_SEGMENTS + 1];
-/* The phase of report.h each piece counts to (0 proj, 1 indexer, 2 attention, 3 moe, 4 comm). */
+/* The phase (engine.h's EXEC_PHASE_*) each piece counts to. */
 extern const int engine_piece_phase[PIECE_COUNT];
 /* 1 for pieces that piecewise graphs leave outside (attention). */
 extern const int engine_piece_is_attention[PIECE_COUNT];
@@ -57,15 +59,6 @@ extern const int engine_piece_is_attention[PIECE_COUNT];
 /* The projections' GEMMs: q_a/kv_a, q_b, W_UK absorption, the indexer's
  * wq_b, wk and weights (before attention), W_UV and o_proj (after). */
 enum proj_gemm { PROJ_A, PROJ_QB, PROJ_UK, PROJ_IQ, PROJ_IK, PROJ_IW, PROJ_UV, PROJ_O, PROJ_GEMMS };
-
-/* Device allocations freed together (any number). */
-typedef struct engine_mem {
-  void **p;
-  int n, cap;
-} engine_mem;
-int engine_mem_alloc(engine_mem *m, void *out, size_t bytes, cplab_diag *d);
-int engine_mem_put(engine_mem *m, void *out, const void *host, size_t bytes, cplab_diag *d);
-void engine_mem_free(engine_mem *m);
 
 /* A buffer gathered rank-major over the DCP group: block o (rows
  * [o·block, (o+1)·block)) is DCP rank o's, gathered from its own cache
@@ -157,7 +150,7 @@ typedef struct engine_rank {
   /* the plan's other collectives */
   int num_copies;
   engine_copy *copies;
-  engine_mem mem;
+  exec_arena mem;
 } engine_rank;
 
 /* What the ranks of a step share in this process. On one device (the
@@ -211,7 +204,7 @@ int engine_rank_piece(engine_step *s, int r, int piece, cplab_diag *d);
  *   engine_nccl_status    0 when every rank's rc is 0; otherwise rc, or
  *                         CPLAB_EDISAGREE "another rank failed"
  *   engine_nccl_barrier   every rank's queued work done, then MPI_Barrier */
-#if CPLAB_BENCH_NCCL
+#if CPLAB_EXEC_NCCL
 int engine_nccl_shards(engine_step *s, const engine_rank *k, cplab_diag *d);
 int engine_nccl_partials(engine_step *s, const engine_rank *k, cplab_diag *d);
 int engine_nccl_candidates(engine_step *s, const engine_rank *k, cplab_diag *d);

@@ -1,8 +1,9 @@
-/* cplab-bench's measurement engine: see engine.h. This file drives a
- * configuration: per step, the plans and the buffers of the ranks this
- * process holds (engine_rank.c; every rank on one device, one rank per
- * process under NCCL), the units that are launched (pieces, or graphs of
- * pieces), the timed repetitions, and the check against the executor. */
+/* The executor's batched engine: see engine.h. This file drives a
+ * scenario: per step, the plans and the buffers of the ranks this process
+ * holds (engine_rank.c; every rank on one device, one rank per process
+ * under NCCL), the units that are launched (pieces, or graphs of pieces:
+ * the one place where exec captures CUDA graphs), the timed repetitions
+ * and their event times, and the check against the per-row pass. */
 #pragma GCC diagnostic ignored "-Wstrict-prototypes"
 #include "engine.h"
 
@@ -13,13 +14,11 @@
 #include "cplab/kvformat.h"
 #include "cplab/layout.h"
 #include "cplab/parallel.h"
-#include "checkbound.h"
 #include "engine_internal.h"
 #include "rank.h"
-#include "steptime.h"
 
-struct cplab_bench_engine {
-  cplab_bench_backend be;
+struct exec_engine {
+  exec_engine_backend be;
   void *stream;
   cplab_gemm *gemm;
   /* The MoE shards of the last configuration, kept while the next one
@@ -30,18 +29,13 @@ struct cplab_bench_engine {
   cplab_moe **moe;
 };
 
-void cplab_bench_measured_free(cplab_bench_measured *m) {
-  free(m->samples_ms);
-  memset(m, 0, sizeof *m);
-}
-
-static void moe_release(cplab_bench_engine *e) {
+static void moe_release(exec_engine *e) {
   for (int q = 0; q < e->moe_shards; q++) cplab_moe_destroy(e->moe[q]);
   free(e->moe);
   e->moe = NULL, e->moe_shards = 0;
 }
 
-void cplab_bench_engine_free(cplab_bench_engine *e) {
+void exec_engine_free(exec_engine *e) {
   if (!e) return;
   cplab_diag ignore = {0};
   moe_release(e);
@@ -50,28 +44,28 @@ void cplab_bench_engine_free(cplab_bench_engine *e) {
   free(e);
 }
 
-int cplab_bench_engine_create(cplab_bench_engine **out, const cplab_bench_backend *be, cplab_diag *d) {
+int exec_engine_alloc(const exec_engine_backend *be, exec_engine **out, cplab_diag *d) {
   cplab_gpu_info info;
   *out = NULL;
   int rc = cplab_gpu_query(&info, d);
-#if CPLAB_BENCH_NCCL
+#if CPLAB_EXEC_NCCL
   int device;
   if (!rc && be->nccl) rc = exec_nccl_pick_device(be->rank, &device, d); /* before the stream: it lives there */
 #else
   if (!rc && be->nccl) rc = cplab_diag_set(d, CPLAB_EUNSUPPORTED, "--backend nccl: this build has no NCCL");
 #endif
   if (rc) return rc;
-  cplab_bench_engine *e = calloc(1, sizeof *e);
+  exec_engine *e = calloc(1, sizeof *e);
   if (!e) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
   e->be = *be;
   rc = cplab_stream_create(&e->stream, d);
   if (!rc) rc = cplab_gemm_create(&e->gemm, d);
-  if (rc) cplab_bench_engine_free(e);
+  if (rc) exec_engine_free(e);
   else *out = e;
   return rc;
 }
 
-int cplab_bench_engine_card(char *card, size_t len, cplab_diag *d) {
+int exec_engine_card(char *card, size_t len, cplab_diag *d) {
   char cuda[128];
   return exec_device_describe(card, len, cuda, sizeof cuda, d);
 }
@@ -81,7 +75,7 @@ static int moe_shard_of(const cplab_parallel *par, const cplab_rank_ids *ids) { 
 
 /* The MoE shards of the model, S of them: all on one device, this rank's
  * (`only`) under NCCL; kept from the last configuration when equal. */
-static int moe_shards(cplab_bench_engine *e, const cplab_scenario *s, int only, cplab_diag *d) {
+static int moe_shards(exec_engine *e, const cplab_scenario *s, int only, cplab_diag *d) {
   const cplab_model *m = &s->model;
   int S = s->par.tp * s->par.pcp;
   cplab_moe_shape shape = {(int)m->hidden_size, (int)m->n_routed_experts, (int)m->n_active_experts,
@@ -199,14 +193,18 @@ static int step_launch(engine_units *us, engine_step *s, cplab_diag *d) {
   return rc;
 }
 
-/* The step's time from the events (steptime.h), and per phase where units
- * are of one phase. Under NCCL each process times its own rank, the ranks
- * share their times, and the step's time is the slowest rank's wall time
- * from its first launch to its output gather's end: the NCCL calls wait for
- * the peers, so summing each segment's slowest rank would count a wait twice. */
-static int step_time(engine_units *us, engine_step *s, double *total, double phase[CPLAB_BENCH_PHASES], cplab_diag *d) {
-  enum { ROW = CPLAB_BENCH_PHASES + 1 };
-  int W = s->world, rc = 0, mixed[CPLAB_BENCH_PHASES] = {0};
+/* A repetition's times from the events, handed to the sink: per layer,
+ * rank and segment the time of each phase's units (mixed[p] where a graph
+ * merged phase p with another), each rank's output gather, and under NCCL
+ * the slowest rank's wall time from its first launch to its output
+ * gather's end (there the NCCL calls wait for the peers, so a sum of each
+ * segment's slowest rank would count a wait twice: engine.h). Under NCCL
+ * each process times its own rank and the ranks share their times. */
+static int step_time(engine_units *us, engine_step *s, size_t step, int rep, exec_engine_sink sink, void *ctx,
+                     cplab_diag *d) {
+  enum { ROW = EXEC_ENGINE_PHASES + 1 };
+  int W = s->world, rc = 0;
+  exec_engine_times tm = {.step = step, .rep = rep, .layers = us->layers, .world = W, .span = NAN};
   size_t nseg = (size_t)us->layers * (size_t)W * ENGINE_SEGMENTS * ROW;
   double *t = calloc(nseg + (size_t)W + 1, sizeof *t), *out = t ? t + nseg : NULL, span = 0;
   if (!t) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
@@ -218,8 +216,8 @@ static int step_time(engine_units *us, engine_step *s, double *total, double pha
       double *row = t + (((size_t)l * (size_t)W + (size_t)u->r) * ENGINE_SEGMENTS + (size_t)u->seg) * ROW;
       int ph = engine_piece_phase[u->first];
       for (int p = u->first + 1; p < u->end; p++)
-        if (engine_piece_phase[p] != ph) mixed[ph] = mixed[engine_piece_phase[p]] = 1;
-      row[ph] += ms, row[CPLAB_BENCH_PHASES] += ms;
+        if (engine_piece_phase[p] != ph) tm.mixed[ph] = tm.mixed[engine_piece_phase[p]] = 1;
+      row[ph] += ms, row[EXEC_ENGINE_PHASES] += ms;
     }
   for (int r = held_first(s); r < held_end(s) && !rc; r++) {
     float ms = 0;
@@ -233,17 +231,17 @@ static int step_time(engine_units *us, engine_step *s, double *total, double pha
   if (!rc && s->nccl) { /* every rank's times, and the slowest span (times are >= 0, the others' rows 0 here) */
     t[nseg + (size_t)W] = span;
     rc = engine_nccl_max(t, nseg + (size_t)W + 1, d);
-    span = t[nseg + (size_t)W];
+    tm.span = t[nseg + (size_t)W];
   }
-  if (!rc) cplab_bench_step_time(t, us->layers, W, out, mixed, total, phase);
-  if (!rc && s->nccl) *total = span;
+  tm.seg = t, tm.out = out;
+  if (!rc) rc = sink(ctx, &tm, d);
   free(t);
   return rc;
 }
 
 /* ---- the check against the executor ---------------------------------------- */
 
-static int check_rank(engine_step *s, int r, const exec_layer *ex, cplab_diag *d) {
+static int check_rank(engine_step *s, int r, const exec_layer *ex, exec_engine_close bound, cplab_diag *d) {
   const engine_rank *k = &s->ranks[r];
   size_t K = (size_t)k->K, H = (size_t)k->Hl, row = H * CPLAB_MLA_NOPE_DIM;
   int32_t *topk = malloc(sizeof *topk * K);
@@ -268,8 +266,7 @@ static int check_rank(engine_step *s, int r, const exec_layer *ex, cplab_diag *d
     }
     if (rc) break;
     const char *what = memcmp(topk, ex->topk + (size_t)i * K, sizeof *topk * K) ? "top-k differs from"
-                       : !cplab_bench_attention_close(out, ex->out + (size_t)i * row, lse, ex->lse + (size_t)i * H, H,
-                                                        CPLAB_MLA_NOPE_DIM)
+                       : !bound(out, ex->out + (size_t)i * row, lse, ex->lse + (size_t)i * H, H, CPLAB_MLA_NOPE_DIM)
                            ? "attention is beyond the kernels' bounds of"
                            : NULL;
     if (what)
@@ -284,16 +281,17 @@ static int check_rank(engine_step *s, int r, const exec_layer *ex, cplab_diag *d
  * (exec_single), this process's rank under NCCL (exec_nccl, a collective
  * call of every rank). */
 static int check_step(engine_step *s, exec_single *xs, const cplab_step_input *in, cplab_rank_plan **plans,
-                      int64_t rows, int64_t *checked, cplab_diag *d) {
+                      const exec_engine_opts *o, int64_t *checked, cplab_diag *d) {
+  int64_t rows = o->check_rows;
   exec_layer *ex = calloc((size_t)s->world, sizeof *ex);
   if (!ex) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
   int rc = cplab_dev_sync(s->stream, d);
-#if CPLAB_BENCH_NCCL
+#if CPLAB_EXEC_NCCL
   if (!rc && s->nccl) rc = exec_nccl_layer(s->nccl, in, plans[s->me], 0, rows, &ex[s->me], d);
 #endif
   if (!rc && !s->nccl) rc = exec_single_layer(xs, in, plans, 0, rows, ex, d);
   for (int r = held_first(s); r < held_end(s) && !rc; r++) {
-    rc = check_rank(s, r, &ex[r], d);
+    rc = check_rank(s, r, &ex[r], o->close, d);
     *checked += ex[r].rows;
   }
   for (int r = 0; r < s->world; r++) exec_layer_free(&ex[r]);
@@ -301,18 +299,19 @@ static int check_step(engine_step *s, exec_single *xs, const cplab_step_input *i
   return rc;
 }
 
-/* ---- a configuration ------------------------------------------------------ */
+/* ---- a scenario ----------------------------------------------------------- */
 
 typedef struct engine_run {
-  cplab_bench_engine *e;
-  const cplab_bench_engine_opts *o;
+  exec_engine *e;
+  const exec_engine_opts *o;
   const cplab_scenario *sc;
   const cplab_layout *layout;
   cplab_rank_table *t;
   exec_single *xs; /* one device */
   exec_nccl *xn;   /* NCCL */
-  double *phases;  /* [reps][PHASES] */
-  cplab_bench_measured *out;
+  exec_engine_sink sink;
+  void *ctx;
+  exec_engine_result *res;
 } engine_run;
 
 /* The held ranks' plans, caches and buffers; under NCCL every rank's setup
@@ -322,7 +321,7 @@ static int step_setup(engine_run *x, engine_step *s, const cplab_step_input *in,
   int rc = plans && s->ranks ? 0 : cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
   for (int r = held_first(s); r < held_end(s) && !rc; r++)
     rc = cplab_rank_plan_derive(in, r, CPLAB_PLAN_TOKEN_MAPS, &plans[r], d);
-#if CPLAB_BENCH_NCCL
+#if CPLAB_EXEC_NCCL
   if (!rc && s->nccl) rc = exec_nccl_fill(s->nccl, in, plans[s->me], 0, d);
 #endif
   if (!rc && !s->nccl) rc = exec_single_fill(x->xs, in, plans, 0, d);
@@ -335,26 +334,21 @@ static int step_setup(engine_run *x, engine_step *s, const cplab_step_input *in,
     if (!rc) rc = engine_nccl_agree_counts(s, &s->ranks[s->me], d);
     if (!rc) rc = engine_nccl_agree_shapes(s, &s->ranks[s->me], d);
   }
-  engine_mem *mem = rc ? NULL : &s->ranks[held_first(s)].mem; /* freed last (run_step) */
-  if (!rc) rc = engine_mem_alloc(mem, &s->copy_src, s->copy_bytes, d);
-  if (!rc) rc = engine_mem_alloc(mem, &s->copy_dst, s->copy_bytes, d);
+  exec_arena *mem = rc ? NULL : &s->ranks[held_first(s)].mem; /* freed last (run_step) */
+  if (!rc) rc = exec_arena_alloc(mem, &s->copy_src, s->copy_bytes, d);
+  if (!rc) rc = exec_arena_alloc(mem, &s->copy_dst, s->copy_bytes, d);
   return rc;
 }
 
 /* The timed repetitions (ranks started together under NCCL). */
-static int step_reps(engine_run *x, engine_step *s, engine_units *us, cplab_diag *d) {
+static int step_reps(engine_run *x, engine_step *s, size_t step, engine_units *us, cplab_diag *d) {
   int rc = 0;
   for (int w = 0; w < x->o->warmup && !rc; w++) rc = step_launch(us, s, d);
   if (!rc) rc = cplab_dev_sync(s->stream, d);
-  double steps = (double)x->sc->num_steps;
   for (int i = 0; i < x->o->reps && !rc; i++) {
-    double total = 0, ph[CPLAB_BENCH_PHASES] = {0};
     if (s->nccl) rc = engine_nccl_barrier(s, d);
     if (!rc) rc = step_launch(us, s, d);
-    if (!rc) rc = step_time(us, s, &total, ph, d);
-    if (rc) break;
-    x->out->samples_ms[i] += total / steps;
-    for (int p = 0; p < CPLAB_BENCH_PHASES; p++) x->phases[(size_t)i * CPLAB_BENCH_PHASES + p] += ph[p] / steps;
+    if (!rc) rc = step_time(us, s, step, i, x->sink, x->ctx, d);
   }
   return rc;
 }
@@ -366,7 +360,7 @@ static int run_step(engine_run *x, size_t st, cplab_diag *d) {
   cplab_rank_plan **plans = calloc((size_t)W, sizeof *plans);
   engine_step s = {.world = W, .me = x->xn ? x->e->be.rank : -1, .ranks = calloc((size_t)W, sizeof(engine_rank)),
                    .nccl = x->xn, .t = x->t, .gemm = x->e->gemm, .stream = x->e->stream, .fp8 = x->o->fp8};
-#if CPLAB_BENCH_NCCL
+#if CPLAB_EXEC_NCCL
   if (x->xn) exec_nccl_caches(x->xn, &s.kv, &s.idx, &s.num_slots);
 #endif
   if (x->xs) exec_single_caches(x->xs, &s.kv, &s.idx, &s.num_slots);
@@ -376,14 +370,14 @@ static int run_step(engine_run *x, size_t st, cplab_diag *d) {
   rc = step_setup(x, &s, &in, plans, d);
   /* The schedule resolved the configured mode for this batch (NONE, PIECEWISE or FULL). */
   cplab_graph_mode mode = rc ? CPLAB_GRAPH_NONE : plans[held_first(&s)]->sched.runtime_mode;
-  if (!rc && st == 0) snprintf(x->out->runtime_mode, sizeof x->out->runtime_mode, "%s", cplab_graph_mode_name(mode));
+  if (!rc && st == 0) snprintf(x->res->runtime_mode, sizeof x->res->runtime_mode, "%s", cplab_graph_mode_name(mode));
   if (!rc) rc = units_build(&us, &s, mode, x->o->layers, d);
   if (s.nccl) rc = engine_nccl_status(rc, d);
-  if (!rc) rc = step_reps(x, &s, &us, d);
+  if (!rc) rc = step_reps(x, &s, st, &us, d);
   for (int r = held_first(&s); r < held_end(&s) && !rc; r++) /* the MoE's routing stayed the plan's */
     rc = s.ranks[r].moe_plan ? cplab_moe_plan_check(s.ranks[r].moe_plan, d) : 0;
   if (s.nccl) rc = engine_nccl_status(rc, d);
-  if (!rc && x->o->check_rows > 0) rc = check_step(&s, x->xs, &in, plans, x->o->check_rows, &x->out->checked_rows, d);
+  if (!rc && x->o->check_rows > 0) rc = check_step(&s, x->xs, &in, plans, x->o, &x->res->checked_rows, d);
   if (s.nccl) rc = engine_nccl_status(rc, d);
   if (rc) cplab_diag_prefix(d, "step %zu: ", st);
   if (rc == CPLAB_ENOMEM && x->xs && W > 1) { /* say why one GPU was not enough, and what to do */
@@ -401,49 +395,35 @@ static int run_step(engine_run *x, size_t st, cplab_diag *d) {
   return rc;
 }
 
-int cplab_bench_engine_measure(cplab_bench_engine *e, const cplab_bench_config *c, const cplab_bench_engine_opts *o,
-                               cplab_bench_measured *out, cplab_diag *d) {
-  memset(out, 0, sizeof *out);
+int exec_engine_run(exec_engine *e, const cplab_scenario *sc, const exec_engine_opts *o, exec_engine_sink sink,
+                    void *ctx, exec_engine_result *res, cplab_diag *d) {
+  memset(res, 0, sizeof *res);
   if (o->reps < 1 || o->warmup < 0 || o->layers < 1) CPLAB_FAIL(d, CPLAB_EINVAL, "engine: reps, warmup or layers out of range");
-  engine_run x = {e, o, c->scenario, cplab_layout_find(c->scenario->layout), NULL, NULL, NULL, NULL, out};
-  if (!x.layout) CPLAB_FAIL(d, CPLAB_ENOTFOUND, "unknown layout '%s'", c->scenario->layout);
-  int world = cplab_parallel_world(&c->scenario->par);
+  if (!sink || (o->check_rows > 0 && !o->close)) CPLAB_FAIL(d, CPLAB_EINVAL, "engine: no sink, or a check without a bound");
+  engine_run x = {e, o, sc, cplab_layout_find(sc->layout), NULL, NULL, NULL, sink, ctx, res};
+  if (!x.layout) CPLAB_FAIL(d, CPLAB_ENOTFOUND, "unknown layout '%s'", sc->layout);
+  int world = cplab_parallel_world(&sc->par), rc = 0;
   if (e->be.nccl && world != e->be.size)
-    CPLAB_FAIL(d, CPLAB_EUSAGE, "%s: the layout has %d ranks, and the NCCL backend runs one process per rank "
-               "(this run has %d)", c->title, world, e->be.size);
-  out->n = (size_t)o->reps;
-  out->samples_ms = calloc(out->n, sizeof *out->samples_ms);
-  x.phases = calloc(out->n * CPLAB_BENCH_PHASES, sizeof *x.phases);
-  int rc = out->samples_ms && x.phases ? 0 : cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
-  if (!rc && !(x.t = cplab_rank_table_alloc(&c->scenario->par, d))) rc = d->code ? d->code : CPLAB_ENOMEM;
+    CPLAB_FAIL(d, CPLAB_EUSAGE, "the layout has %d ranks, and the NCCL backend runs one process per rank "
+               "(this run has %d)", world, e->be.size);
+  if (!(x.t = cplab_rank_table_alloc(&sc->par, d))) rc = d->code ? d->code : CPLAB_ENOMEM;
   int only = -1;
   if (!rc && e->be.nccl) {
     cplab_rank_ids ids;
-    rc = cplab_rank_ids_get(&c->scenario->par, e->be.rank, &ids, d);
-    only = moe_shard_of(&c->scenario->par, &ids);
+    rc = cplab_rank_ids_get(&sc->par, e->be.rank, &ids, d);
+    only = moe_shard_of(&sc->par, &ids);
   }
-  if (!rc) rc = moe_shards(e, c->scenario, only, d);
-#if CPLAB_BENCH_NCCL
-  if (!rc && e->be.nccl) rc = exec_nccl_alloc(c->scenario, x.layout, e->be.rank, e->be.mpi, &x.xn, d);
+  if (!rc) rc = moe_shards(e, sc, only, d);
+#if CPLAB_EXEC_NCCL
+  if (!rc && e->be.nccl) rc = exec_nccl_alloc(sc, x.layout, e->be.rank, e->be.mpi, &x.xn, d);
 #endif
-  if (!rc && !e->be.nccl) rc = exec_single_alloc(c->scenario, x.layout, x.t, &x.xs, d);
-  for (size_t st = 0; st < c->scenario->num_steps && !rc; st++) rc = run_step(&x, st, d);
-  double *col = rc ? NULL : malloc(sizeof *col * out->n);
-  if (!rc && !col) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
-  for (int p = 0; p < CPLAB_BENCH_PHASES && !rc; p++) {
-    for (size_t i = 0; i < out->n; i++) col[i] = x.phases[i * CPLAB_BENCH_PHASES + p];
-    out->phase_ms[p] = cplab_stats_median(col, out->n);
-  }
-  if (!rc && e->be.nccl) rc = engine_nccl_sum(&out->checked_rows, 1, d);
-  free(col), free(x.phases);
+  if (!rc && !e->be.nccl) rc = exec_single_alloc(sc, x.layout, x.t, &x.xs, d);
+  for (size_t st = 0; st < sc->num_steps && !rc; st++) rc = run_step(&x, st, d);
+  if (!rc && e->be.nccl) rc = engine_nccl_sum(&res->checked_rows, 1, d);
   exec_single_free(x.xs);
-#if CPLAB_BENCH_NCCL
+#if CPLAB_EXEC_NCCL
   exec_nccl_free(x.xn);
 #endif
   cplab_rank_table_free(x.t);
-  if (rc) {
-    cplab_diag_prefix(d, "%s: ", c->title);
-    cplab_bench_measured_free(out);
-  }
   return rc;
 }
