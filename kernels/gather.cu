@@ -144,17 +144,36 @@ extern "C" int cplab_gather_mla(const uint8_t *kv_cache, int64_t num_slots, cons
   return kcheck_launch(d, "gather_mla_kernel");
 }
 
-// 33 words per 132-byte entry: lane l copies word l, lane 0 also word 32.
+// 33 words per 132-byte entry (4-byte aligned only: no wider words). A warp
+// takes GIDX_ROWS rows: lane i < GIDX_ROWS loads row i's slot (one
+// latency, broadcast by shuffles), then every lane loads word l of each of
+// the rows and lane i word 32 of row i, all before any store, so a warp
+// has GIDX_ROWS entries in flight (the first version had one: 132 bytes a
+// warp, 34% of copy at 131072 rows on an H200, bench/NOTES.md).
+#define GIDX_ROWS 8
+#define GIDX_ROWS_PER_BLOCK (GATHER_ROWS_PER_BLOCK * GIDX_ROWS)
+static_assert(CPLAB_IDX_ENTRY_BYTES == 33 * 4 && GIDX_ROWS <= 32, "32 words a lane row, the 33rd by lane i");
+
 __global__ void __launch_bounds__(GATHER_THREADS)
     gather_idx_kernel(const uint8_t *idx_cache, int64_t num_slots, const int64_t *slot, int64_t rows, uint8_t *out) {
-  int64_t row = (int64_t)blockIdx.x * GATHER_ROWS_PER_BLOCK + threadIdx.x / 32;
-  int lane = threadIdx.x % 32;
-  if (row >= rows) return;
-  int64_t s = slot[row];
-  const int words = CPLAB_IDX_ENTRY_BYTES / 4;
-  uint32_t *dst = (uint32_t *)(out + row * CPLAB_IDX_ENTRY_BYTES);
-  const uint32_t *src = slot_valid(s, num_slots) ? (const uint32_t *)(idx_cache + s * CPLAB_IDX_ENTRY_BYTES) : NULL;
-  for (int w = lane; w < words; w += 32) dst[w] = src ? src[w] : 0u;
+  const int lane = threadIdx.x % 32;
+  const int64_t row0 = ((int64_t)blockIdx.x * GATHER_ROWS_PER_BLOCK + threadIdx.x / 32) * GIDX_ROWS;
+  if (row0 >= rows) return; // the whole warp
+  const int nrows = (int)min((int64_t)GIDX_ROWS, rows - row0);
+  int64_t mine = lane < nrows ? slot[row0 + lane] : -1;
+  if (!slot_valid(mine, num_slots)) mine = -1;
+  const uint32_t *src = (const uint32_t *)idx_cache;
+  uint32_t w[GIDX_ROWS], last = 0;
+#pragma unroll
+  for (int i = 0; i < GIDX_ROWS; i++) {
+    int64_t s = __shfl_sync(0xFFFFFFFFu, mine, i);
+    w[i] = i < nrows && s >= 0 ? src[s * 33 + lane] : 0u;
+  }
+  if (mine >= 0) last = src[mine * 33 + 32];
+#pragma unroll
+  for (int i = 0; i < GIDX_ROWS; i++)
+    if (i < nrows) ((uint32_t *)(out + (row0 + i) * CPLAB_IDX_ENTRY_BYTES))[lane] = w[i];
+  if (lane < nrows) ((uint32_t *)(out + (row0 + lane) * CPLAB_IDX_ENTRY_BYTES))[32] = last;
 }
 
 extern "C" int cplab_gather_idx(const uint8_t *idx_cache, int64_t num_slots, const int64_t *slot, int64_t rows,
@@ -165,7 +184,7 @@ extern "C" int cplab_gather_idx(const uint8_t *idx_cache, int64_t num_slots, con
   KCHECK_ARG(d, slot && out && (idx_cache || num_slots == 0), "cplab_gather_idx: NULL argument");
   KCHECK_ARG(d, kaligned(idx_cache, 4) && kaligned(out, 4), "cplab_gather_idx: buffers must be 4-byte aligned");
   KCHECK_ARG(d, rows / GATHER_ROWS_PER_BLOCK < KGRID_MAX_X, "cplab_gather_idx: %lld rows too many", (long long)rows);
-  gather_idx_kernel<<<kblocks(rows, GATHER_ROWS_PER_BLOCK), GATHER_THREADS, 0, kstream(stream)>>>(idx_cache, num_slots,
-                                                                                                   slot, rows, out);
+  gather_idx_kernel<<<kblocks(rows, GIDX_ROWS_PER_BLOCK), GATHER_THREADS, 0, kstream(stream)>>>(idx_cache, num_slots,
+                                                                                                 slot, rows, out);
   return kcheck_launch(d, "gather_idx_kernel");
 }
