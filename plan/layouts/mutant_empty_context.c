@@ -1,7 +1,5 @@
-/* The mutant "mutant-empty-context": a layout that reproduces a real bug (.reproduces)
- * to prove the checks. It declares here what must catch it (.breaks, .needs,
- * .caught): tests/cli/mutants.sh and tests/unit/test_invariants.c run every
- * claim, and README.md's catalogue is rendered from it. Never use it for results. */
+/* The mutant "mutant-empty-context": a real bug, reproduced to prove the checks (what must
+ * catch it: .caught, as cplab/layout.h says). Never use it for results. */
 #include "cplab/kv.h"
 #include "cplab/layout.h"
 
