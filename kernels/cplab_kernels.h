@@ -373,7 +373,8 @@ int cplab_restore_rows(const uint16_t *gathered, int64_t gathered_rows, const in
  * f_d = exp(lse_d - M) / sum_r exp(lse_r - M) (= exp(lse_d - L) with
  * L = logsumexp), computed in double; a NaN factor becomes 0 and where the
  * factor is 0 the rank's output is skipped (NaN outputs of empty shards
- * included); final = sum_d f_d · out_d accumulated in double, rounded once. */
+ * included); final = sum_d f_d · out_d accumulated in double, rounded once.
+ * D <= 4096. */
 int cplab_lse_combine(const float *lse, const float *out, int D, int64_t m, int heads, float *final, void *stream,
                       cplab_diag *d);
 

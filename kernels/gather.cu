@@ -144,36 +144,87 @@ extern "C" int cplab_gather_mla(const uint8_t *kv_cache, int64_t num_slots, cons
   return kcheck_launch(d, "gather_mla_kernel");
 }
 
-// 33 words per 132-byte entry (4-byte aligned only: no wider words). A warp
-// takes GIDX_ROWS rows: lane i < GIDX_ROWS loads row i's slot (one
-// latency, broadcast by shuffles), then every lane loads word l of each of
-// the rows and lane i word 32 of row i, all before any store, so a warp
-// has GIDX_ROWS entries in flight (the first version had one: 132 bytes a
-// warp, 34% of copy at 131072 rows on an H200, bench/NOTES.md).
-#define GIDX_ROWS 8
+// 33 words per 132-byte entry, only 4-byte aligned. A warp takes
+// GIDX_ROWS rows: lane i loads row i's slot (one latency), then the rows go
+// in groups of four, all of a group's loads before any store:
+//   - a group whose four slots are consecutive from a multiple of 4 (the
+//     production case: a run of tokens in a 64-token block) is 528 bytes,
+//     16-byte aligned in the cache and, with the rows from a multiple of 4,
+//     in the output: 33 16-byte words, word l by lane l and word 32 of
+//     group q by lane q (the fast path, taken where the cache and the
+//     output are 16-byte aligned);
+//   - the other groups (padding slots, a run's ragged edges, a warp's last
+//     rows) move as 4-byte words, eight rows at a time, lane i word 32 of
+//     row i (version 2's code).
+// Version 1 moved one entry a warp (34% of copy at 131072 rows on an H200),
+// version 2 eight rows a warp in 4-byte words (55%; bench/NOTES.md).
+#define GIDX_ROWS 32
+#define GIDX_GROUPS (GIDX_ROWS / 4)
+#define GIDX_WORDS_ROWS 8 // rows a warp moves at once as 4-byte words
 #define GIDX_ROWS_PER_BLOCK (GATHER_ROWS_PER_BLOCK * GIDX_ROWS)
-static_assert(CPLAB_IDX_ENTRY_BYTES == 33 * 4 && GIDX_ROWS <= 32, "32 words a lane row, the 33rd by lane i");
+static_assert(CPLAB_IDX_ENTRY_BYTES == 33 * 4 && 4 * CPLAB_IDX_ENTRY_BYTES == 33 * 16, "33 words, 33 16-byte words a group");
+static_assert(GIDX_ROWS == 32, "a lane a row's slot, a bit a row in the masks");
 
+// Rows [r0, r0 + GIDX_WORDS_ROWS) of the warp's rows whose bit in `rows`
+// is set, as 4-byte words; s: this lane's row's slot (-1: padding).
+static __device__ __forceinline__ void gidx_words(const uint32_t *src, int64_t s, unsigned rows, int r0, uint8_t *out,
+                                                  int lane) {
+  uint32_t w[GIDX_WORDS_ROWS], last = 0;
+#pragma unroll
+  for (int i = 0; i < GIDX_WORDS_ROWS; i++) {
+    int64_t si = __shfl_sync(0xFFFFFFFFu, s, r0 + i);
+    w[i] = (rows >> (r0 + i) & 1u) && si >= 0 ? src[si * 33 + lane] : 0u;
+  }
+  bool mine = lane >= r0 && lane < r0 + GIDX_WORDS_ROWS && (rows >> lane & 1u);
+  if (mine && s >= 0) last = src[s * 33 + 32];
+#pragma unroll
+  for (int i = 0; i < GIDX_WORDS_ROWS; i++)
+    if (rows >> (r0 + i) & 1u) ((uint32_t *)(out + (int64_t)(r0 + i) * CPLAB_IDX_ENTRY_BYTES))[lane] = w[i];
+  if (mine) ((uint32_t *)(out + (int64_t)lane * CPLAB_IDX_ENTRY_BYTES))[32] = last;
+}
+
+template <bool WIDE>
 __global__ void __launch_bounds__(GATHER_THREADS)
     gather_idx_kernel(const uint8_t *idx_cache, int64_t num_slots, const int64_t *slot, int64_t rows, uint8_t *out) {
   const int lane = threadIdx.x % 32;
   const int64_t row0 = ((int64_t)blockIdx.x * GATHER_ROWS_PER_BLOCK + threadIdx.x / 32) * GIDX_ROWS;
   if (row0 >= rows) return; // the whole warp
   const int nrows = (int)min((int64_t)GIDX_ROWS, rows - row0);
-  int64_t mine = lane < nrows ? slot[row0 + lane] : -1;
-  if (!slot_valid(mine, num_slots)) mine = -1;
-  const uint32_t *src = (const uint32_t *)idx_cache;
-  uint32_t w[GIDX_ROWS], last = 0;
+  int64_t s = lane < nrows ? slot[row0 + lane] : -1;
+  if (!slot_valid(s, num_slots)) s = -1;
+  uint8_t *dst = out + row0 * CPLAB_IDX_ENTRY_BYTES;
+  const unsigned present = nrows == 32 ? 0xFFFFFFFFu : (1u << nrows) - 1u;
+  unsigned wide = 0; // bit q: group q moves as 16-byte words
+  if (WIDE) {
+    int64_t lead = __shfl_sync(0xFFFFFFFFu, s, lane & ~3);
+    bool ok = lane < nrows && s >= 0 && lead % 4 == 0 && s == lead + (lane & 3);
+    unsigned b = __ballot_sync(0xFFFFFFFFu, ok);
 #pragma unroll
-  for (int i = 0; i < GIDX_ROWS; i++) {
-    int64_t s = __shfl_sync(0xFFFFFFFFu, mine, i);
-    w[i] = i < nrows && s >= 0 ? src[s * 33 + lane] : 0u;
+    for (int q = 0; q < GIDX_GROUPS; q++)
+      if ((b >> (4 * q) & 0xFu) == 0xFu) wide |= 1u << q;
+    const uint4 *src = (const uint4 *)idx_cache;
+    uint4 v[GIDX_GROUPS], extra = make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int q = 0; q < GIDX_GROUPS; q++) {
+      int64_t l = __shfl_sync(0xFFFFFFFFu, s, 4 * q); // (slot / 4) · 33 words of 16 bytes
+      v[q] = wide >> q & 1u ? src[l / 4 * 33 + lane] : make_uint4(0, 0, 0, 0);
+    }
+    int64_t le = __shfl_sync(0xFFFFFFFFu, s, 4 * (lane % GIDX_GROUPS));
+    if (lane < GIDX_GROUPS && (wide >> lane & 1u)) extra = src[le / 4 * 33 + 32];
+    uint4 *d16 = (uint4 *)dst;
+#pragma unroll
+    for (int q = 0; q < GIDX_GROUPS; q++)
+      if (wide >> q & 1u) d16[q * 33 + lane] = v[q];
+    if (lane < GIDX_GROUPS && (wide >> lane & 1u)) d16[lane * 33 + 32] = extra;
   }
-  if (mine >= 0) last = src[mine * 33 + 32];
+  unsigned narrow = present;
 #pragma unroll
-  for (int i = 0; i < GIDX_ROWS; i++)
-    if (i < nrows) ((uint32_t *)(out + (row0 + i) * CPLAB_IDX_ENTRY_BYTES))[lane] = w[i];
-  if (lane < nrows) ((uint32_t *)(out + (row0 + lane) * CPLAB_IDX_ENTRY_BYTES))[32] = last;
+  for (int q = 0; q < GIDX_GROUPS; q++)
+    if (wide >> q & 1u) narrow &= ~(0xFu << (4 * q));
+  const uint32_t *src = (const uint32_t *)idx_cache;
+#pragma unroll
+  for (int r0 = 0; r0 < GIDX_ROWS; r0 += GIDX_WORDS_ROWS)
+    if (narrow >> r0 & ((1u << GIDX_WORDS_ROWS) - 1u)) gidx_words(src, s, narrow, r0, dst, lane);
 }
 
 extern "C" int cplab_gather_idx(const uint8_t *idx_cache, int64_t num_slots, const int64_t *slot, int64_t rows,
@@ -184,7 +235,10 @@ extern "C" int cplab_gather_idx(const uint8_t *idx_cache, int64_t num_slots, con
   KCHECK_ARG(d, slot && out && (idx_cache || num_slots == 0), "cplab_gather_idx: NULL argument");
   KCHECK_ARG(d, kaligned(idx_cache, 4) && kaligned(out, 4), "cplab_gather_idx: buffers must be 4-byte aligned");
   KCHECK_ARG(d, rows / GATHER_ROWS_PER_BLOCK < KGRID_MAX_X, "cplab_gather_idx: %lld rows too many", (long long)rows);
-  gather_idx_kernel<<<kblocks(rows, GIDX_ROWS_PER_BLOCK), GATHER_THREADS, 0, kstream(stream)>>>(idx_cache, num_slots,
-                                                                                                 slot, rows, out);
+  dim3 grid = kblocks(rows, GIDX_ROWS_PER_BLOCK);
+  if (kaligned(idx_cache, 16) && kaligned(out, 16))
+    gather_idx_kernel<true><<<grid, GATHER_THREADS, 0, kstream(stream)>>>(idx_cache, num_slots, slot, rows, out);
+  else
+    gather_idx_kernel<false><<<grid, GATHER_THREADS, 0, kstream(stream)>>>(idx_cache, num_slots, slot, rows, out);
   return kcheck_launch(d, "gather_idx_kernel");
 }

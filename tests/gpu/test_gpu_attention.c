@@ -595,6 +595,8 @@ int main(void) {
   decode_case(&rng, "decode small", 5, 20, 64, small_kinds, &small, scale);
   check_combine(&rng, 4, 6, 8);
   check_combine(&rng, 1, 6, 8);
+  check_combine(&rng, 8, 6, 4);
+  check_combine(&rng, 40, 6, 2); /* more ranks than the factors' warp has lanes */
   check_split_decode(&rng, &big, scale);
   static const int dcp_kinds[] = {6, 0};
   decode_case(&rng, "decode DCP rows (1/4 valid)", 2, 64, 2048, dcp_kinds, &big, scale);

@@ -9,9 +9,9 @@
  *   - cplab_gen_indexer_query: e4m3 bytes and scales exact, folded weights
  *     within 1e-6 relative of the double reference;
  *   - cplab_poison_bytes / cplab_poison_bf16;
- *   - last, cplab_gather_mla's two paths (16-byte words when the cache and
- *     the rows are 16-byte aligned, else 4-byte entry words and 8-byte
- *     stores: caches at +4 and +8 bytes, rows at +8): a cache of 64-token
+ *   - last, cplab_gather_mla's and cplab_gather_idx's two paths (16-byte
+ *     words when the cache and the rows are 16-byte aligned, else 4-byte
+ *     entry words: caches at +4 and +8 bytes, rows at +8 / +4): a cache of 64-token
  *     blocks in shuffled order read through runs of consecutive tokens (the
  *     production pattern), padding slots (-1, -2, num_slots, INT64_MIN,
  *     INT64_MAX), row counts around the 4 rows of a warp and 32 of a block
@@ -322,36 +322,49 @@ typedef struct gather_tally {
   size_t guard;
 } gather_tally;
 
-/* rows rows gathered from d_kv (the cache whose host copy is kv) into rows
- * out_off bytes after a 256-byte aligned address, against the host's
- * dequantisation. */
-static void gather_paths_call(uint64_t *rng, const uint8_t *kv, const uint8_t *d_kv, const int64_t *token_slot,
-                              int64_t rows, int out_off, gather_tally *t) {
+/* rows rows gathered from d_cache (the cache whose host copy is cache: MLA
+ * entries, or indexer entries when idx) into rows out_off bytes after a
+ * 256-byte aligned address, against the host's dequantisation (MLA) or the
+ * entry's bytes (indexer). Runs of consecutive tokens start at a random
+ * token, on a multiple of 4 tokens every other call (cplab_gather_idx's
+ * 16-byte groups of four entries), with padding slots between. */
+static void gather_paths_call(uint64_t *rng, const uint8_t *cache, const uint8_t *d_cache, int idx,
+                              const int64_t *token_slot, int64_t rows, int out_off, gather_tally *t) {
   static const int64_t pad[] = {-1, -2, GP_SLOTS, GP_SLOTS + 5, INT64_MIN, INT64_MAX};
-  const size_t row_bytes = CPLAB_MLA_ROW_DIM * 2, out_bytes = (size_t)rows * row_bytes;
+  const size_t row_bytes = idx ? CPLAB_IDX_ENTRY_BYTES : CPLAB_MLA_ROW_DIM * 2, out_bytes = (size_t)rows * row_bytes;
   const size_t buf_bytes = GP_GUARD + (size_t)out_off + out_bytes + GP_GUARD;
   int64_t *slot = kt_host((size_t)rows * sizeof *slot), first = kt_int(rng, 0, GP_SLOTS - 1);
+  if (t->calls % 2 == 0) first -= first % 4;
   for (int64_t r = 0; r < rows; r++)
     slot[r] = kt_int(rng, 0, 11) ? token_slot[(first + r) % GP_SLOTS] : pad[kt_int(rng, 0, 5)];
   int64_t *d_slot = kt_dev_from(slot, (size_t)rows * sizeof *slot);
   uint8_t *d_buf = kt_dev(buf_bytes), *buf = kt_host(buf_bytes);
   kt_ok(cplab_poison_bytes(d_buf, buf_bytes, POISON_BYTE, NULL, kt_diag()), "cplab_poison_bytes");
-  uint16_t *d_out = (uint16_t *)(void *)(d_buf + GP_GUARD + out_off);
-  kt_ok(cplab_gather_mla(d_kv, GP_SLOTS, d_slot, rows, d_out, NULL, kt_diag()), "cplab_gather_mla");
+  uint8_t *d_out = d_buf + GP_GUARD + out_off;
+  if (idx)
+    kt_ok(cplab_gather_idx(d_cache, GP_SLOTS, d_slot, rows, d_out, NULL, kt_diag()), "cplab_gather_idx");
+  else
+    kt_ok(cplab_gather_mla(d_cache, GP_SLOTS, d_slot, rows, (uint16_t *)(void *)d_out, NULL, kt_diag()),
+          "cplab_gather_mla");
   kt_sync();
   kt_down(buf, d_buf, buf_bytes);
   const uint8_t *out = buf + GP_GUARD + out_off;
   for (int64_t r = 0; r < rows; r++) {
     uint16_t want[CPLAB_MLA_ROW_DIM];
+    uint8_t *want_bytes = (uint8_t *)want;
     if (slot[r] < 0 || slot[r] >= GP_SLOTS) {
       t->padding++;
-      for (int i = 0; i < CPLAB_MLA_ROW_DIM; i++) want[i] = CPLAB_BF16_POISON;
+      if (idx) memset(want_bytes, 0, row_bytes);
+      else
+        for (int i = 0; i < CPLAB_MLA_ROW_DIM; i++) want[i] = CPLAB_BF16_POISON;
+    } else if (idx) {
+      memcpy(want_bytes, cache + slot[r] * CPLAB_IDX_ENTRY_BYTES, row_bytes);
     } else {
-      cplab_kvformat_mla_dequantize(kv + slot[r] * CPLAB_MLA_ENTRY_BYTES, want);
+      cplab_kvformat_mla_dequantize(cache + slot[r] * CPLAB_MLA_ENTRY_BYTES, want);
     }
-    if (memcmp(want, out + (size_t)r * row_bytes, row_bytes) && t->bad_rows++ == 0)
-      printf("# gather_mla: %" PRId64 " rows, rows at +%d bytes: row %" PRId64 " (slot %" PRId64 ") differs\n", rows,
-             out_off, r, slot[r]);
+    if (memcmp(want_bytes, out + (size_t)r * row_bytes, row_bytes) && t->bad_rows++ == 0)
+      printf("# gather_%s: %" PRId64 " rows, rows at +%d bytes: row %" PRId64 " (slot %" PRId64 ") differs\n",
+             idx ? "idx" : "mla", rows, out_off, r, slot[r]);
   }
   for (size_t b = 0; b < buf_bytes; b++)
     if (b < GP_GUARD + (size_t)out_off || b >= GP_GUARD + (size_t)out_off + out_bytes) t->guard += buf[b] != POISON_BYTE;
@@ -363,8 +376,47 @@ static void gather_paths_call(uint64_t *rng, const uint8_t *kv, const uint8_t *d
   kt_free(d_buf);
 }
 
+/* One cache (MLA entries, or indexer entries when idx) at +0, +4 and +8
+ * bytes, gathered into rows at +0 and +out_alt bytes: the kernels' 16-byte
+ * paths where both are 16-byte aligned, the general ones elsewhere. */
+static void check_gather_paths_of(uint64_t *rng, int idx, const int64_t *token_slot, int32_t *d_req, int32_t *d_pos,
+                                  int64_t *d_tslot) {
+  const size_t entry = idx ? CPLAB_IDX_ENTRY_BYTES : CPLAB_MLA_ENTRY_BYTES, bytes = (size_t)GP_SLOTS * entry;
+  uint8_t *d_cache = kt_dev(bytes + 16), *cache = kt_host(bytes);
+  kt_ok(cplab_gen_cache(5, 3, d_req, d_pos, d_tslot, GP_SLOTS, idx ? NULL : d_cache, idx ? d_cache : NULL, GP_SLOTS,
+                        NULL, kt_diag()),
+        "cplab_gen_cache");
+  kt_sync();
+  kt_down(cache, d_cache, bytes);
+  /* The same cache at +4 and +8 bytes (4- and 8-byte aligned, not 16). */
+  uint8_t *d_c4 = kt_dev(bytes + 16), *d_c8 = kt_dev(bytes + 16);
+  kt_ok(cplab_dev_upload(d_c4 + 4, cache, bytes, kt_diag()), "cplab_dev_upload");
+  kt_ok(cplab_dev_upload(d_c8 + 8, cache, bytes, kt_diag()), "cplab_dev_upload");
+  static const int64_t all_rows[] = {1, 3, 4, 5, 31, 32, 33, 127, 129, 255, 257, 1000, GP_SLOTS},
+                       some_rows[] = {5, 33, 300, 1000};
+  const int out_alt = idx ? 4 : 8; /* the output alignment each contract allows */
+  for (int kv_off = 0; kv_off <= 8; kv_off += 4)
+    for (int out_off = 0; out_off <= out_alt; out_off += out_alt) {
+      const uint8_t *dk = kv_off == 0 ? d_cache : kv_off == 4 ? d_c4 + 4 : d_c8 + 8;
+      int fast = kv_off % 16 == 0 && out_off % 16 == 0;
+      gather_tally t = {0};
+      const int64_t *rows = fast ? all_rows : some_rows;
+      size_t n = fast ? sizeof all_rows / sizeof all_rows[0] : sizeof some_rows / sizeof some_rows[0];
+      for (size_t i = 0; i < n; i++) gather_paths_call(rng, cache, dk, idx, token_slot, rows[i], out_off, &t);
+      kt_check(t.bad_rows == 0 && t.guard == 0 && t.padding > 0,
+               "gather_%s paths: cache at +%d bytes, rows at +%d bytes (%s): %ld calls, %ld rows (%ld padding) equal "
+               "%s, %ld mismatched rows, %zu bytes written outside the rows",
+               idx ? "idx" : "mla", kv_off, out_off, fast ? "16-byte path" : "general path", t.calls, t.rows,
+               t.padding, idx ? "the cache entries / zeros" : "cplab_kvformat_mla_dequantize / 0x7FC0", t.bad_rows,
+               t.guard);
+    }
+  free(cache);
+  kt_free(d_cache);
+  kt_free(d_c4);
+  kt_free(d_c8);
+}
+
 static void check_gather_paths(uint64_t *rng) {
-  const size_t kv_bytes = (size_t)GP_SLOTS * CPLAB_MLA_ENTRY_BYTES;
   /* Token i (request 11, position i) at slot perm[i / 64] · 64 + i mod 64. */
   int32_t *req = kt_host(GP_SLOTS * sizeof *req), *pos = kt_host(GP_SLOTS * sizeof *pos), perm[GP_BLOCKS];
   int64_t *token_slot = kt_host(GP_SLOTS * sizeof *token_slot);
@@ -381,45 +433,14 @@ static void check_gather_paths(uint64_t *rng) {
   }
   int32_t *d_req = kt_dev_from(req, GP_SLOTS * sizeof *req), *d_pos = kt_dev_from(pos, GP_SLOTS * sizeof *pos);
   int64_t *d_tslot = kt_dev_from(token_slot, GP_SLOTS * sizeof *token_slot);
-  uint8_t *d_kv = kt_dev(kv_bytes + 16), *kv = kt_host(kv_bytes);
-  kt_ok(cplab_gen_cache(5, 3, d_req, d_pos, d_tslot, GP_SLOTS, d_kv, NULL, GP_SLOTS, NULL, kt_diag()),
-        "cplab_gen_cache");
-  kt_sync();
-  kt_down(kv, d_kv, kv_bytes);
-  /* The same cache at +4 and +8 bytes (4- and 8-byte aligned, not 16). */
-  uint8_t *d_kv4 = kt_dev(kv_bytes + 16), *d_kv8 = kt_dev(kv_bytes + 16);
-  kt_ok(cplab_dev_upload(d_kv4 + 4, kv, kv_bytes, kt_diag()), "cplab_dev_upload");
-  kt_ok(cplab_dev_upload(d_kv8 + 8, kv, kv_bytes, kt_diag()), "cplab_dev_upload");
-  static const int64_t all_rows[] = {1, 3, 4, 5, 31, 32, 33, 127, 129, 1000, GP_SLOTS}, some_rows[] = {5, 33, 300};
-  static const struct {
-    int kv_off, out_off;
-  } combos[] = {{0, 0}, {0, 8}, {4, 0}, {4, 8}, {8, 0}, {8, 8}};
-  for (size_t c = 0; c < sizeof combos / sizeof combos[0]; c++) {
-    const uint8_t *dk = combos[c].kv_off == 0 ? d_kv : combos[c].kv_off == 4 ? d_kv4 + 4 : d_kv8 + 8;
-    int fast = combos[c].kv_off % 16 == 0 && combos[c].out_off % 16 == 0;
-    gather_tally t = {0};
-    if (fast)
-      for (size_t i = 0; i < sizeof all_rows / sizeof all_rows[0]; i++)
-        gather_paths_call(rng, kv, dk, token_slot, all_rows[i], combos[c].out_off, &t);
-    else
-      for (size_t i = 0; i < sizeof some_rows / sizeof some_rows[0]; i++)
-        gather_paths_call(rng, kv, dk, token_slot, some_rows[i], combos[c].out_off, &t);
-    kt_check(t.bad_rows == 0 && t.guard == 0 && t.padding > 0,
-             "gather_mla paths: cache at +%d bytes, rows at +%d bytes (%s): %ld calls, %ld rows (%ld padding) equal "
-             "cplab_kvformat_mla_dequantize / 0x7FC0, %ld mismatched rows, %zu bytes written outside the rows",
-             combos[c].kv_off, combos[c].out_off, fast ? "16-byte path" : "general path", t.calls, t.rows, t.padding,
-             t.bad_rows, t.guard);
-  }
+  check_gather_paths_of(rng, 0, token_slot, d_req, d_pos, d_tslot);
+  check_gather_paths_of(rng, 1, token_slot, d_req, d_pos, d_tslot);
   free(req);
   free(pos);
   free(token_slot);
-  free(kv);
   kt_free(d_req);
   kt_free(d_pos);
   kt_free(d_tslot);
-  kt_free(d_kv);
-  kt_free(d_kv4);
-  kt_free(d_kv8);
 }
 
 /* ---- gather_mla: every byte under every scale -------------------------------- */
