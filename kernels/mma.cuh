@@ -27,6 +27,13 @@
 //     (then a barrier makes the data visible to the other threads).
 //     cp_async_4: the same for 4 bytes (4-byte aligned), through L1 (.ca:
 //     the only form of the small sizes).
+//   bulk_copy_g2s (cp.async.bulk, sm_90+): one thread copies `bytes`
+//     (a multiple of 16, both addresses 16-byte aligned, < 2^20) global ->
+//     shared; the copy completes on an mbarrier's transaction count.
+//     mbar_init(bar, 1) once (then a barrier); per copy the issuing thread
+//     calls mbar_arrive_expect_tx(bar, bytes) and bulk_copy_g2s; readers
+//     call mbar_wait(bar, parity), parity 0 for the barrier's first
+//     completed phase, 1 for the second, and so on.
 // sm_80 and later: the build's sm_90 and sm_100 targets have them all. But
 // Hopper has no fp8 mma.sync in hardware: ptxas lowers mma_m16n8k32_e4m3 on
 // sm_90 to f16 HMMA pairs behind byte conversions (~5x the instructions;
@@ -95,6 +102,41 @@ template <int N> static __device__ __forceinline__ void cp_async_wait(void) {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
+static __device__ __forceinline__ void mbar_init(uint64_t *bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(mma_smem_addr(bar)), "r"(count) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
+static __device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t *bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(mma_smem_addr(bar)), "r"(bytes)
+               : "memory");
+}
+
+static __device__ __forceinline__ void bulk_copy_g2s(void *dst, const void *src, uint32_t bytes, uint64_t *bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                   mma_smem_addr(dst)),
+               "l"(src), "r"(bytes), "r"(mma_smem_addr(bar))
+               : "memory");
+}
+
+// Shared memory written (or read) by ordinary accesses or cp.async, then
+// accessed by the async proxy (wgmma reads, bulk copies' writes): each such
+// thread fences before the barrier that orders them (sm_90+).
+static __device__ __forceinline__ void fence_proxy_async(void) {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+static __device__ __forceinline__ void mbar_wait(uint64_t *bar, unsigned parity) {
+  asm volatile("{\n"
+               ".reg .pred p;\n"
+               "MBAR_WAIT:\n"
+               "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+               "@!p bra MBAR_WAIT;\n"
+               "}\n" ::"r"(mma_smem_addr(bar)),
+               "r"(parity)
+               : "memory");
+}
+
 #endif
 
 // ---- Hopper's warpgroup MMA (sm_90a only; not emulated) -------------------------
@@ -135,11 +177,6 @@ template <int N> static __device__ __forceinline__ void wgmma_wait(void) {
 // After wgmma_wait: pins an accumulator so that no read of it moves above
 // the wait (the asm statements that wrote it are asynchronous).
 static __device__ __forceinline__ void wgmma_fence_operand(float &r) { asm volatile("" : "+f"(r)::"memory"); }
-// Shared memory written by ordinary stores or cp.async, then read by wgmma
-// (the async proxy): each writing thread fences before the barrier.
-static __device__ __forceinline__ void fence_proxy_async(void) {
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
 
 // d += A · B, A 64 x 16 and B 16 x N bf16 from their descriptors, fp32 d;
 // TRANS_B 1: B MN-major.

@@ -229,6 +229,7 @@ struct __align__(16) topk_ctl {
   unsigned need, cnt;              // keys still to take among those matching; keys in the chosen bin
   unsigned ctr;                    // appends: winners in the low half, list entries in the high half
   unsigned bstar, above, maxb;     // the bin path's threshold bin, the keys above it, its largest bin above
+  uint64_t stage_bar;              // the row buffer's bulk copies complete on it (topk_stage)
 };
 
 static __device__ __forceinline__ unsigned topk_warp_incl(unsigned v, unsigned lane) {
@@ -503,18 +504,27 @@ static __device__ void topk_sort(uint64_t *a, unsigned P) {
 
 // ---- staging ------------------------------------------------------------------
 
-// Block-wide cp.async of words 32-bit words at src into dst (16-byte aligned)
+// Block-wide: stage words 32-bit words at src into dst (16-byte aligned)
 // with src's 16-byte phase kept, so that the vector groups of the staged copy
-// are those of the source; returns where the copy starts (dst + 0..3 words).
-// dst must hold words + 3.
-static __device__ const void *topk_stage(uint32_t *dst, const void *src, uint32_t words) {
+// are those of the source; returns where the copy starts (dst + 0..3 words)
+// and sets *bulk where the aligned body went by one bulk copy that completes
+// on c->stage_bar (the caller waits for it after a barrier: topk_kernel).
+// The scalar head and tail go by cp.async. dst must hold words + 3. (Version
+// 3e's 512 threads issued 16 cp.async each, about 4,400 cycles a row of
+// 32768 words: bench/NOTES.md.)
+static __device__ const void *topk_stage(uint32_t *dst, const void *src, uint32_t words, topk_ctl *c, bool *bulk) {
   const uint32_t *s = (const uint32_t *)src;
   uint32_t ph = (uint32_t)((uintptr_t)src >> 2) & 3u, head = (4u - ph) & 3u;
   uint32_t *d = dst + ph;
   head = head < words ? head : words;
   uint32_t nb = (words - head) / 4, tail = words - head - 4 * nb;
   if (threadIdx.x < head) cp_async_4(d + threadIdx.x, s + threadIdx.x, true);
-  for (uint32_t v = threadIdx.x; v < nb; v += TOPK_THREADS) cp_async_16(d + head + 4 * v, s + head + 4 * v, true);
+  *bulk = nb > 0;
+  if (nb > 0 && threadIdx.x == 0) {
+    fence_proxy_async(); // the buffer's last generic reads (ordered by the caller's barrier) before the async write
+    mbar_arrive_expect_tx(&c->stage_bar, 16 * nb);
+    bulk_copy_g2s(d + head, s + head, 16 * nb, &c->stage_bar);
+  }
   if (threadIdx.x < tail) cp_async_4(d + head + 4 * nb + threadIdx.x, s + head + 4 * nb + threadIdx.x, true);
   cp_async_commit();
   return d;
@@ -1034,32 +1044,40 @@ template <int MODE> __global__ void __launch_bounds__(TOPK_THREADS, 1) topk_kern
   uint64_t *win = (uint64_t *)(c + 1), *list = win + a.win_cap;
   uint32_t *rowbuf = (uint32_t *)(list + a.list_cap);
   for (unsigned b = threadIdx.x; b < TOPK_BINS; b += TOPK_THREADS) c->hist[b] = 0;
+  if (threadIdx.x == 0) mbar_init(&c->stage_bar, 1);
+  __syncthreads();
   // an item is decoded again where it is used (two loads of ks, ke), so that
   // no second item's fields stay live in registers across the selection
   int64_t w = blockIdx.x;
   const void *staged = nullptr;
+  bool bulk = false;       // the staged item's body came by a bulk copy
+  unsigned bulk_phase = 0; // the stage barrier's phase that copy completes
   {
     topk_item first = topk_decode<MODE>(a, w);
-    if (topk_stageable(a, first)) staged = topk_stage(rowbuf, first.src, first.words);
+    if (topk_stageable(a, first)) staged = topk_stage(rowbuf, first.src, first.words, c, &bulk);
   }
   for (; w < a.items; w += gridDim.x) {
     cp_async_wait<0>();
     if (threadIdx.x == 0) c->ctr = 0, c->maxb = 0, c->ncand = 0;
-    __syncthreads(); // the staged item is visible; the previous item's reads of win and list are over
+    __syncthreads(); // the staged head and tail are visible; the previous item's reads of win and list are over
+    if (bulk) { // (after the barrier: the copy has been issued)
+      mbar_wait(&c->stage_bar, bulk_phase & 1u);
+      bulk_phase++;
+    }
     const void *nstaged = nullptr;
-    bool fetched = false;
+    bool fetched = false, nbulk = false;
     auto prefetch = [&]() { // block-wide: the next item's stage, once
       if (fetched) return;
       fetched = true;
       int64_t wn = w + gridDim.x;
       if (wn >= a.items) return;
       topk_item nx = topk_decode<MODE>(a, wn);
-      if (topk_stageable(a, nx)) nstaged = topk_stage(rowbuf, nx.src, nx.words);
+      if (topk_stageable(a, nx)) nstaged = topk_stage(rowbuf, nx.src, nx.words, c, &nbulk);
     };
     // an unstaged item's list may use the row buffer too (the radix path)
     unsigned cap = staged ? a.list_cap : a.list_cap + a.row_words / 2;
     topk_run_item<MODE>(w, a, staged, cap, c, win, list, rowbuf, prefetch);
-    staged = nstaged;
+    staged = nstaged, bulk = nbulk;
   }
 }
 

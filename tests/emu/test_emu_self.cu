@@ -17,7 +17,9 @@
 //     MN-major B, as the attention kernels load V), accumulating onto d,
 //     against the host's product of small integers (exact, so bit for bit);
 //     cp.async copies and zero fills; the e4m3 form (m16n8k32) the same way
-//     over K-major byte rows copied by cp_async_4.
+//     over K-major byte rows copied by cp_async_4; cp.async.bulk on an
+//     mbarrier over two phases, and a wait for a phase not yet completed
+//     aborting (in a child).
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
@@ -439,6 +441,53 @@ static void check_mma_e4m3(uint64_t *rng) {
   kt_free(da), kt_free(db), kt_free(dinit), kt_free(dout), kt_free(dz);
 }
 
+// Two bulk copies into one buffer through one mbarrier (phases 0 and 1),
+// the second after every thread has read the first. bad: a wait for phase
+// 1 before its copy is issued (the emulator aborts).
+__global__ void bulk_kernel(const uint4 *src, uint32_t *out, int bad) {
+  __shared__ uint64_t bar;
+  __shared__ uint4 buf[64];
+  if (threadIdx.x == 0) mbar_init(&bar, 1);
+  __syncthreads();
+  for (int round = 0; round < 2; round++) {
+    if (threadIdx.x == 0 && !(bad && round == 1)) {
+      mbar_arrive_expect_tx(&bar, sizeof buf);
+      bulk_copy_g2s(buf, src + 64 * round, sizeof buf, &bar);
+    }
+    __syncthreads();
+    mbar_wait(&bar, (unsigned)round);
+    out[64 * round + threadIdx.x] = buf[threadIdx.x].x + buf[threadIdx.x].w;
+    __syncthreads(); // every read of buf is over before the next copy
+  }
+}
+
+static void check_bulk(void) {
+  uint4 src[128];
+  uint32_t got[128];
+  for (uint32_t i = 0; i < 128; i++) src[i] = make_uint4(i, 7 * i, 0, 1000 * i);
+  uint4 *dsrc = (uint4 *)kt_dev_from(src, sizeof src);
+  uint32_t *dout = (uint32_t *)kt_dev(sizeof got);
+  bulk_kernel<<<1, 64>>>(dsrc, dout, 0);
+  cudaError_t err = cudaGetLastError();
+  kt_down(got, dout, sizeof got);
+  int bad = 0;
+  for (uint32_t i = 0; i < 128; i++) bad += got[i] != 1001 * i;
+  kt_check(err == cudaSuccess && bad == 0, "bulk_copy_g2s through an mbarrier, phases 0 and 1: 128 words, %d wrong", bad);
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open("/dev/null", O_WRONLY);
+    if (fd >= 0) dup2(fd, 2), dup2(fd, 1);
+    bulk_kernel<<<1, 64>>>(dsrc, dout, 1);
+    _exit(0);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  kt_check(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "mbar_wait for a phase whose copy was never issued aborts: %s",
+           WIFSIGNALED(st) ? strsignal(WTERMSIG(st)) : "exited");
+  kt_free(dsrc), kt_free(dout);
+}
+
 int main(void) {
   uint64_t rng;
   kt_begin("test_emu_self", &rng);
@@ -451,5 +500,6 @@ int main(void) {
   check_deadlock();
   check_mma(&rng);
   check_mma_e4m3(&rng);
+  check_bulk();
   return kt_end();
 }

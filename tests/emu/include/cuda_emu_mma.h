@@ -32,6 +32,15 @@
 // ordering is checked on the GPU only (tests/gpu, compute-sanitizer's
 // racecheck).
 //
+// cp.async.bulk (bulk_copy_g2s) likewise completes in the call. The
+// mbarrier's state lives in its 64 bits: bit 63 the phase's parity, bits
+// 48..62 the arrival count, 32..47 the arrivals pending, 0..31 the
+// transaction bytes pending (signed); a phase completes when both pending
+// counts are 0. mbar_wait aborts where the phase it waits for has not
+// completed: copies complete at their issue here, so such a wait is not
+// ordered after the arrive and the copy (a missing barrier), or waits for
+// the wrong parity.
+//
 // Checked in every call, aborting with the kernel's name: ldmatrix row and
 // cp.async addresses 16-byte aligned, ldmatrix and cp.async destinations in
 // shared memory, cp.async sources in device memory (unless zero-filled).
@@ -204,6 +213,50 @@ static inline void cp_async_4(void *dst, const void *src, bool valid) {
   else memset(dst, 0, 4);
 }
 static inline void cp_async_commit(void) {}
+
+static inline void fence_proxy_async(void) {} // one memory, one proxy here
+
+static inline void mbar_check(const uint64_t *bar) {
+  if ((uintptr_t)bar % 8 || !cuda_emu::is_shared_range(bar, 8)) cuda_emu::mma_fail("mbarrier: not 8 aligned bytes of shared memory");
+}
+// A phase completes when no arrival and no byte is pending.
+static inline void mbar_settle(uint64_t *bar) {
+  uint64_t v = *bar;
+  if ((v >> 32 & 0xFFFFu) == 0 && (uint32_t)v == 0) {
+    uint64_t count = v >> 48 & 0x7FFFu;
+    *bar = ((v ^ 1ull << 63) & 1ull << 63) | count << 48 | count << 32;
+  }
+}
+static inline void mbar_init(uint64_t *bar, unsigned count) {
+  mbar_check(bar);
+  if (count == 0 || count > 0x7FFFu) cuda_emu::mma_fail("mbarrier.init: count out of range");
+  *bar = (uint64_t)count << 48 | (uint64_t)count << 32;
+}
+static inline void mbar_arrive_expect_tx(uint64_t *bar, uint32_t bytes) {
+  mbar_check(bar);
+  uint64_t v = *bar;
+  if ((v >> 32 & 0xFFFFu) == 0) cuda_emu::mma_fail("mbarrier.arrive: no arrival pending");
+  uint32_t tx = (uint32_t)v + bytes;
+  *bar = (v & ~0xFFFFFFFFull) - (1ull << 32) + tx;
+  mbar_settle(bar);
+}
+// bytes global -> shared at once; the barrier's transaction count drops by bytes.
+static inline void bulk_copy_g2s(void *dst, const void *src, uint32_t bytes, uint64_t *bar) {
+  mbar_check(bar);
+  if ((uintptr_t)dst % 16 || (uintptr_t)src % 16 || bytes % 16 || bytes == 0 || bytes >= 1u << 20)
+    cuda_emu::mma_fail("cp.async.bulk: addresses or size not 16-byte multiples (or size 0, or >= 2^20)");
+  if (!cuda_emu::is_shared_range(dst, bytes)) cuda_emu::mma_fail("cp.async.bulk: destination outside shared memory");
+  if (!cuda_emu::is_device_range(src, bytes)) cuda_emu::mma_fail("cp.async.bulk: source outside device memory");
+  memcpy(dst, src, bytes);
+  uint64_t v = *bar;
+  *bar = (v & ~0xFFFFFFFFull) | (uint32_t)((uint32_t)v - bytes);
+  mbar_settle(bar);
+}
+static inline void mbar_wait(uint64_t *bar, unsigned parity) {
+  mbar_check(bar);
+  if ((unsigned)(*bar >> 63) == (parity & 1u))
+    cuda_emu::mma_fail("mbarrier wait: the phase has not completed (not ordered after its arrive and copy?)");
+}
 template <int N> static inline void cp_async_wait(void) {}
 
 #endif
