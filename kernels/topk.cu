@@ -39,9 +39,11 @@
 //
 // Blocks (512 threads, one per SM, up to 227 KiB of shared memory) are
 // persistent: a block loops over work items (rows, or (row, chunk) pairs)
-// and stages the next item's data by cp.async into the row buffer as soon as
-// the current item no longer reads it (after the placing or split pass), so
-// the next row's global read overlaps this row's ranking or sort. 512, not
+// and stages the next item's data into the row buffer as soon as the current
+// item no longer reads it (after the placing or split pass), the aligned
+// body by one bulk copy (cp.async.bulk on an mbarrier) and the scalar head
+// and tail by cp.async, so the next row's global read overlaps this row's
+// ranking or sort. 512, not
 // 1024: at 64 registers a thread the passes spilled.
 //
 // Paths (the launchers):
@@ -58,9 +60,10 @@
 // Measured on an H200 (bench/NOTES.md, per-phase clocks of a staged row of
 // 32768 real logits, k = 2048, in SM cycles): floor pass ~8100, compaction
 // and histogram ~12400, scan ~1700, placing ~7500, issuing the next row's
-// stage ~4400, ranking ~5100: ~41000 a row, 4096 rows in ~650 µs (the
-// radix path: ~75000 a row, the sort ~23500 of them). The passes are bound
-// by instruction issue and latency, not by the 512 MiB read (~130 µs).
+// stage ~4400 (then 512 threads' cp.async; one bulk copy since, 691 -> 641
+// µs for 4096 rows), ranking ~5100: ~41000 a row (the radix path: ~75000 a
+// row, the sort ~23500 of them). The passes are bound by instruction issue
+// and latency, not by the 512 MiB read (~130 µs).
 #include <cuda_runtime.h>
 
 #include <math.h>
