@@ -50,15 +50,15 @@ run() { # NAME ARGS...: the table and the JSON at once
   echo "cplab-model $common $*" >"$out/$name.cmd"
   # shellcheck disable=SC2086 # $common is a list of words
   (cd "$top" && "$prog" $common "$@") >"$out/$name.txt" &
+  text=$!
   # shellcheck disable=SC2086
   (cd "$top" && "$prog" $common "$@" --json) >"$out/$name.json" &
-  wait_all "$name"
-  echo "$0: $out/$name.txt" >&2
-}
-wait_all() { # both of run's jobs; fail when either did
+  json=$!
   failed=0
-  for j in $(jobs -p); do wait "$j" || failed=1; done
-  [ "$failed" = 0 ] || { echo "$0: $1 failed" >&2; exit 2; }
+  wait "$text" || failed=1
+  wait "$json" || failed=1
+  [ "$failed" = 0 ] || { echo "$0: $name failed" >&2; exit 2; }
+  echo "$0: $out/$name.txt" >&2
 }
 
 plots() { # PREFIX ("" for GLM-5, "dsv32-")
