@@ -82,16 +82,16 @@ plots() { # PREFIX ("" for GLM-5, "dsv32-")
   cat <<GP
 set output '${pfx}projections-ttft.svg'
 set title '$model TTFT of one prefill on H200 (nodes of 8), predicted by cplab-model'
-set xlabel 'GPUs'; set ylabel 'TTFT (ms)'
+set xlabel 'GPUs'; set ylabel 'TTFT (ms)'; set xrange [5:1600]
 plot for [ctx in "131072 1048576"] for [fam in "${fams% }"] \\
   sprintf("< awk '\$3 == %s && \$1 == \"%s\"' ${pfx}scale-prefill.dat", ctx, fam) \\
-  using 2:4 with linespoints title sprintf('%s, %s tokens', fam, ctx)
+  using 2:4 with linespoints pt 7 ps 0.7 title sprintf('%s, %s tokens', fam, ctx)
 set output '${pfx}projections-tpot.svg'
 set title '$model TPOT on 8 H200 against batch (full graphs), predicted by cplab-model'
-set xlabel 'decode rows (batch)'; set ylabel 'TPOT (ms)'
+set xlabel 'decode rows (batch)'; set ylabel 'TPOT (ms)'; set xrange [0.8:160]
 plot for [ctx in "131072 1048576"] for [l in "${ls8% }"] \\
   sprintf("< awk '\$1 == %s && \$2 == \"%s\"' ${pfx}dcp-vs-tp.dat", ctx, l) \\
-  using 3:4 with linespoints title sprintf('%s @ %s', l, ctx)
+  using 3:4 with linespoints pt 7 ps 0.7 title sprintf('%s, %s tokens', l, ctx)
 GP
 }
 
@@ -100,7 +100,9 @@ render() { # projections.gp from the .dat files, then the SVGs where gnuplot is 
     cat <<'GP'
 # cplab-model projections (bench/run-model-projections.sh): cd here && gnuplot projections.gp
 set terminal svg size 960,600 dynamic
-set logscale xy 2
+set logscale x 2
+set logscale y 10
+set format y '%g'
 set grid
 set key outside right
 GP
