@@ -79,19 +79,23 @@ plots() { # PREFIX ("" for GLM-5, "dsv32-")
   fams=$(awk '{ print $1 }' "$out/${pfx}scale-prefill.dat" | LC_ALL=C sort -u | tr '\n' ' ')
   ls8=$(awk '{ print $2 }' "$out/${pfx}dcp-vs-tp.dat" | LC_ALL=C sort -u | tr '\n' ' ')
   if [ "$pfx" = dsv32- ]; then model="DeepSeek-V3.2 (61 layers)"; else model="GLM-5 (78 layers)"; fi
+  # shellcheck disable=SC2016 # awk and gnuplot read the $ fields
+  gp_plot "${pfx}projections-ttft.svg" "$model TTFT of one prefill on H200 (nodes of 8)" GPUs 'TTFT (ms)' 5:1600 \
+    "${fams% }" '$3 == %s && $1 == \"%s\"' "${pfx}scale-prefill.dat" 2:4
+  # shellcheck disable=SC2016
+  gp_plot "${pfx}projections-tpot.svg" "$model TPOT on 8 H200 against batch (full graphs)" 'decode rows (batch)' \
+    'TPOT (ms)' 0.8:160 "${ls8% }" '$1 == %s && $2 == \"%s\"' "${pfx}dcp-vs-tp.dat" 3:4
+}
+
+# One plot: SVG TITLE XLABEL YLABEL XRANGE CURVES SELECT DAT USING; a curve per context and name in
+# CURVES, its rows those of DAT that awk's SELECT (formatted with the context and the name) keeps.
+gp_plot() {
   cat <<GP
-set output '${pfx}projections-ttft.svg'
-set title '$model TTFT of one prefill on H200 (nodes of 8), predicted by cplab-model'
-set xlabel 'GPUs'; set ylabel 'TTFT (ms)'; set xrange [5:1600]
-plot for [ctx in "131072 1048576"] for [fam in "${fams% }"] \\
-  sprintf("< awk '\$3 == %s && \$1 == \"%s\"' ${pfx}scale-prefill.dat", ctx, fam) \\
-  using 2:4 with linespoints pt 7 ps 0.7 title sprintf('%s, %s tokens', fam, ctx)
-set output '${pfx}projections-tpot.svg'
-set title '$model TPOT on 8 H200 against batch (full graphs), predicted by cplab-model'
-set xlabel 'decode rows (batch)'; set ylabel 'TPOT (ms)'; set xrange [0.8:160]
-plot for [ctx in "131072 1048576"] for [l in "${ls8% }"] \\
-  sprintf("< awk '\$1 == %s && \$2 == \"%s\"' ${pfx}dcp-vs-tp.dat", ctx, l) \\
-  using 3:4 with linespoints pt 7 ps 0.7 title sprintf('%s, %s tokens', l, ctx)
+set output '$1'
+set title '$2, predicted by cplab-model'
+set xlabel '$3'; set ylabel '$4'; set xrange [$5]
+plot for [ctx in "131072 1048576"] for [v in "$6"] \\
+  sprintf("< awk '$7' $8", ctx, v) using $9 with linespoints pt 7 ps 0.7 title sprintf('%s, %s tokens', v, ctx)
 GP
 }
 

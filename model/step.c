@@ -88,14 +88,14 @@ static int kernel_ms(rank_ctx *c, cplab_model_kernel k, double series, double wo
 }
 
 /* The prefill rows' indexer as the engine launches it (exec/engine_rank.c,
- * topk_rows): a prefill row's tokens in launches of `rows` query rows, the
- * plan's logits budget (vLLM's VLLM_SPARSE_INDEXER_MAX_LOGITS_MB, 512 MiB
- * when unset) over the longest key row of the rank, at most its longest
- * row; each launch's logits and top-k looked up at its own causal pairs.
- * Pairs left over (prefill rows on the local shard, DCP without PCP: the
- * decode path's tokens) are one launch of their sum. */
-static int prefill_indexer_ms(rank_ctx *c, const cplab_rank_plan *p, double pairs, double ih, double *acc,
-                              cplab_diag *d) {
+ * topk_rows and decode_topk): a row's tokens in launches of `rows` query
+ * rows, the plan's logits budget (vLLM's VLLM_SPARSE_INDEXER_MAX_LOGITS_MB,
+ * 512 MiB when unset) over the longest key row of the rank, at most its
+ * longest row; each launch's logits and top-k looked up at its own pairs:
+ * causal (a token at p scores keys 0 .. p), or for a prefill row on the
+ * local shard (DCP without PCP, run with the decode tokens) the rank's own
+ * 1/D of them, as plancost counts them. */
+static int prefill_indexer_ms(rank_ctx *c, const cplab_rank_plan *p, double ih, double *acc, cplab_diag *d) {
   const cplab_split *sp = &p->split;
   int64_t max_keys = 0, max_len = 0, shard = 0;
   for (int i = 0; i < sp->num_rows; i++) {
@@ -111,22 +111,18 @@ static int prefill_indexer_ms(rank_ctx *c, const cplab_rank_plan *p, double pair
   int64_t budget = (c->par->indexer_max_logits_mb > 0 ? c->par->indexer_max_logits_mb : 512) << 20;
   int64_t rows = max_keys > 0 ? budget / (4 * max_keys) : 1;
   rows = rows < 1 ? 1 : rows > max_len && max_len > 0 ? max_len : rows;
-  double launched = 0;
   int rc = 0;
   for (int i = 0; i < sp->num_rows && !rc; i++) {
     const cplab_row *r = &sp->rows[i];
-    if (r->len <= 0 || !r->is_prefill || cplab_row_on_local_shard(c->par, r)) continue;
+    if (r->len <= 0 || !r->is_prefill) continue;
+    double share = cplab_row_on_local_shard(c->par, r) ? 1.0 / c->par->dcp : 1.0;
     for (int64_t q0 = 0; q0 < r->len && !rc; q0 += rows) {
       double q = (double)(r->len - q0 < rows ? r->len - q0 : rows);
-      double w = q * (double)(r->start_pos + q0) + q * (q + 1) / 2; /* token at p: keys 0 .. p */
+      double w = share * (q * (double)(r->start_pos + q0) + q * (q + 1) / 2);
       rc = kernel_ms(c, CPLAB_MK_LOGITS_PREFILL, ih, w, acc, d);
       if (!rc) rc = kernel_ms(c, CPLAB_MK_TOPK_PREFILL, 0, w, acc, d);
-      launched += w;
     }
   }
-  double rest = pairs - launched;
-  if (!rc && rest > 0.5 + 1e-12 * pairs) rc = kernel_ms(c, CPLAB_MK_LOGITS_PREFILL, ih, rest, acc, d);
-  if (!rc && rest > 0.5 + 1e-12 * pairs) rc = kernel_ms(c, CPLAB_MK_TOPK_PREFILL, 0, rest, acc, d);
   return rc;
 }
 
@@ -208,7 +204,7 @@ static int rank_layer(rank_ctx *c, const cplab_step_input *si, const cplab_rank_
   /* Indexer: the prefill rows' keys in logical order, logits, top-k. */
   t = 0;
   if (!rc && w.prefill_keys > 0) rc = kernel_ms(c, CPLAB_MK_GATHER_IDX, 0, w.prefill_keys, &t, d);
-  if (!rc && w.prefill_pairs > 0) rc = prefill_indexer_ms(c, p, w.prefill_pairs, ih, &t, d);
+  if (!rc && w.prefill_pairs > 0) rc = prefill_indexer_ms(c, p, ih, &t, d);
   if (!rc && w.decode_pairs > 0) rc = kernel_ms(c, CPLAB_MK_LOGITS_DECODE, ih, w.decode_pairs, &t, d);
   if (!rc && w.decode_pairs > 0) rc = kernel_ms(c, CPLAB_MK_TOPK_DECODE, 0, w.decode_pairs, &t, d);
   ADD(SEG_SHARD, PH_INDEXER, t);

@@ -433,17 +433,19 @@ static void test_plancost_split(void **state) {
   prop_end(&p);
 }
 
-/* A unit table (1 us a unit of work) but for one rule: `attn_per_head`,
+/* A unit table (1 us a unit of work) but for one rule: ATTN_PER_HEAD,
  * the attention kernels cost 1 us a unit of work and head (the series);
- * `flat_logits`, the prefill logits cost 1000 us a launch whatever its
- * work. The scenario's phases predicted with head padding `pad`. */
-static cplab_model_result predict_on(const cplab_scenario *s, int attn_per_head, int flat_logits, int pad) {
+ * FLAT_LOGITS, the prefill logits cost 1000 us a launch whatever its work;
+ * LOGITS_ONLY, every other kernel costs 1e-9 us a unit. The scenario's
+ * phases predicted with head padding `pad`. */
+enum { UNIT, ATTN_PER_HEAD, FLAT_LOGITS, LOGITS_ONLY };
+static cplab_model_result predict_on(const cplab_scenario *s, int rule, int pad) {
   cplab_model_table *t = new_table();
   for (int k = 0; k < CPLAB_MK_COUNT; k++)
     for (double sr = 0; sr <= 256; sr = sr ? 2 * sr : 1) {
-      int attn = attn_per_head && (k == CPLAB_MK_ATTN_PREFILL || k == CPLAB_MK_ATTN_DECODE);
-      int flat = flat_logits && k == CPLAB_MK_LOGITS_PREFILL;
-      double per = attn && sr > 0 ? sr : 1; /* us a unit of work */
+      int attn = rule == ATTN_PER_HEAD && (k == CPLAB_MK_ATTN_PREFILL || k == CPLAB_MK_ATTN_DECODE);
+      int flat = rule == FLAT_LOGITS && k == CPLAB_MK_LOGITS_PREFILL;
+      double per = attn && sr > 0 ? sr : rule == LOGITS_ONLY && k != CPLAB_MK_LOGITS_PREFILL ? 1e-9 : 1; /* us a unit */
       add(t, (cplab_model_kernel)k, sr, 1, flat ? 1000 : per), add(t, (cplab_model_kernel)k, sr, 1e12, flat ? 1000 : 1e12 * per);
     }
   cplab_model_params pa = {0};
@@ -466,7 +468,7 @@ static cplab_model_result predict_on(const cplab_scenario *s, int attn_per_head,
  * the DCP group's 64 heads, which 64 leaves as they are and 128 doubles. */
 static double attention_ms(const char *layout, cplab_bench_kind kind, int pad, double *rows) {
   cplab_scenario *s = scenario(layout, kind, 4096, 1, CPLAB_GRAPH_NONE);
-  cplab_model_result r = predict_on(s, 1, 0, pad);
+  cplab_model_result r = predict_on(s, ATTN_PER_HEAD, pad);
   cplab_bench_plan_cost c;
   cplab_diag d = {0};
   assert_int_equal(cplab_bench_plan_cost_of(s, &c, &d), 0);
@@ -501,19 +503,36 @@ static void test_head_pad(void **state) {
  * constant cost a launch the indexer phase counts them; at a cost
  * proportional to the pairs it does not change (the launches' pairs sum to
  * the plan's). */
-static double indexer_ms(int64_t budget_mb, int flat_logits) {
+static double indexer_ms(int64_t budget_mb, int rule) {
   cplab_scenario *s = scenario("tp1", CPLAB_BENCH_PREFILL, 65536, 1, CPLAB_GRAPH_NONE);
   s->par.indexer_max_logits_mb = budget_mb;
-  cplab_model_result r = predict_on(s, 0, flat_logits, 1);
+  cplab_model_result r = predict_on(s, rule, 1);
   cplab_scenario_free(s);
   return r.phase_ms[1];
 }
 
 static void test_prefill_indexer_launches(void **state) {
   (void)state;
-  double launches32 = indexer_ms(512, 1), launches64 = indexer_ms(256, 1);
+  double launches32 = indexer_ms(512, FLAT_LOGITS), launches64 = indexer_ms(256, FLAT_LOGITS);
   assert_near(launches64 - launches32, 32 * 1000 / 1e3, 1e-9);
-  assert_near(indexer_ms(512, 0), indexer_ms(256, 0), 1e-9 * indexer_ms(512, 0));
+  assert_near(indexer_ms(512, UNIT), indexer_ms(256, UNIT), 1e-9 * indexer_ms(512, UNIT));
+  /* The launches' pairs are the plan's, on the gathered path (pcp4) and on
+   * the local shard (tp4dcp4: each rank its 1/D): at 1 us a pair the logits
+   * are the busiest rank's prefill_pairs. */
+  static const char *const layouts[] = {"tp1", "pcp4", "tp4dcp4", "pcp2dcp2"};
+  for (int i = 0; i < 4; i++) {
+    cplab_scenario *s = scenario(layouts[i], CPLAB_BENCH_PREFILL, 16384, 2, CPLAB_GRAPH_NONE);
+    s->par.indexer_max_logits_mb = 16;
+    cplab_model_result r = predict_on(s, LOGITS_ONLY, 1);
+    cplab_bench_plan_cost c;
+    cplab_diag d = {0};
+    assert_int_equal(cplab_bench_plan_cost_of(s, &c, &d), 0);
+    double most = 0;
+    for (int k = 0; k < c.world; k++) most = fmax(most, c.ranks[k].prefill_pairs);
+    assert_near(r.phase_ms[1], most / 1e3, 1e-6 * most / 1e3);
+    cplab_bench_plan_cost_free(&c);
+    cplab_scenario_free(s);
+  }
 }
 
 /* Calibrated parameters: read from a validation document, a missing field named. */
