@@ -207,9 +207,10 @@ static int validate(const args *a, const cplab_cli *cli, int *drift, cplab_diag 
     rc = write_doc(doc, cli->out, d);
   }
   if (!rc && !*drift && !cli->quiet && a->check)
-    fprintf(stderr, PROG ": %s: %lld predictions, median |error| %.3f, max %.3f: as committed\n", a->check,
-            (long long)json_integer_value(json_object_get(doc, "predictions")),
-            json_real_value(json_object_get(doc, "median_abs_error")), json_real_value(json_object_get(doc, "max_abs_error")));
+    fprintf(stderr, PROG ": %s: %lld predictions, median |error| %.3f, max %.3f: as committed (head pad %lld)\n",
+            a->check, (long long)json_integer_value(json_object_get(doc, "predictions")),
+            json_real_value(json_object_get(doc, "median_abs_error")), json_real_value(json_object_get(doc, "max_abs_error")),
+            (long long)json_integer_value(json_object_get(doc, "head_pad")));
   json_decref(doc), json_decref(old);
   return rc;
 }
