@@ -46,7 +46,10 @@ static void usage(FILE *out) {
         "                        scaled by its compute and bandwidth ratios, its memory, its link preset\n"
         "  --model-set F=V,...   model fields over the preset, e.g. max_position_embeddings=1048576\n"
         "  --weight-bytes B      0.5, 1 or 2 bytes a weight for the memory columns (default 1: fp8)\n"
-        "  --extrapolate         allow shapes outside the tables' measured range (counted per row)\n\n"
+        "  --extrapolate         allow shapes outside the tables' measured range (counted per row)\n"
+        "  --head-pad auto|none|N  sparse MLA's query heads a rank runs, rounded up to a multiple of N\n"
+        "                        (FlashMLA's blocks; the attention tables are read there); auto (default):\n"
+        "                        64 on h200 (sm90), 128 on gb200 (sm100); none: the real heads\n\n"
         "Validation:\n"
         "  --validate MANIFEST   calibrate and predict as the manifest says; the validation document\n"
         "                        to stdout or -o FILE\n"
@@ -65,7 +68,7 @@ static void usage(FILE *out) {
 enum {
   OPT_PRESET = CPLAB_OPT_PROGRAM, OPT_LAYOUTS, OPT_PREFILL, OPT_DECODE, OPT_BATCH, OPT_OUT_TOKENS, OPT_GRAPHS,
   OPT_TABLE, OPT_PARAMS, OPT_BACKEND, OPT_LINK, OPT_LINK_CAL, OPT_LAYERS, OPT_EXTRAPOLATE, OPT_VALIDATE, OPT_CHECK,
-  OPT_CARD, OPT_MODEL_SET, OPT_WEIGHT_BYTES
+  OPT_CARD, OPT_MODEL_SET, OPT_WEIGHT_BYTES, OPT_HEAD_PAD
 };
 
 /* Cards by their parameters against the H200 the tables were measured on
@@ -75,8 +78,10 @@ enum {
 typedef struct card {
   const char *name;
   double compute, memory, gb;
+  int head_pad; /* --head-pad auto: FlashMLA's sparse blocks on the card's SM (step.h) */
 } card;
-static const card cards[] = {{"h200", 1.0, 1.0, 141.0}, {"gb200", 2500.0 / 989.0, 8.0 / 4.8, 186.0}};
+static const card cards[] = {{"h200", 1.0, 1.0, 141.0, CPLAB_MODEL_HEAD_PAD_SM90},
+                             {"gb200", 2500.0 / 989.0, 8.0 / 4.8, 186.0, CPLAB_MODEL_HEAD_PAD_SM100}};
 
 typedef struct args {
   const char *preset, *layouts, *prefill, *decode, *graphs, *params, *backend, *link, *link_cal, *validate, *check;
@@ -86,6 +91,7 @@ typedef struct args {
   double weight_bytes;
   int num_tables, extrapolate;
   int64_t batch, out_tokens, layers;
+  int64_t head_pad; /* -1: auto (the card's); 1: none */
 } args;
 
 static int option(void *ctx, int opt, const char *arg, cplab_diag *d) {
@@ -107,6 +113,12 @@ static int option(void *ctx, int opt, const char *arg, cplab_diag *d) {
     for (size_t i = 0; i < sizeof cards / sizeof *cards; i++)
       if (strcmp(arg, cards[i].name) == 0) return a->card = &cards[i], 0;
     CPLAB_FAIL(d, CPLAB_EUSAGE, "--card %s: expected h200 or gb200", arg);
+  case OPT_HEAD_PAD:
+    if (strcmp(arg, "auto") == 0) return a->head_pad = -1, 0;
+    if (strcmp(arg, "none") == 0) return a->head_pad = 1, 0;
+    if (cplab_cli_parse_int("--head-pad", arg, 1, 1024, &a->head_pad, d) == 0) return 0;
+    cplab_diag_clear(d);
+    CPLAB_FAIL(d, CPLAB_EUSAGE, "--head-pad %s: expected auto, none or a multiple N of heads (1 to 1024)", arg);
   case OPT_WEIGHT_BYTES:
     if (strcmp(arg, "0.5") && strcmp(arg, "1") && strcmp(arg, "2"))
       CPLAB_FAIL(d, CPLAB_EUSAGE, "--weight-bytes %s: expected 0.5 (fp4), 1 (fp8) or 2 (bf16)", arg);
@@ -140,7 +152,7 @@ static int parse(int argc, char **argv, cplab_cli *cli, args *a, cplab_diag *d) 
       {"layers", required_argument, NULL, OPT_LAYERS},       {"extrapolate", no_argument, NULL, OPT_EXTRAPOLATE},
       {"validate", required_argument, NULL, OPT_VALIDATE},   {"check", required_argument, NULL, OPT_CHECK},
       {"card", required_argument, NULL, OPT_CARD},           {"model-set", required_argument, NULL, OPT_MODEL_SET},
-      {"weight-bytes", required_argument, NULL, OPT_WEIGHT_BYTES},
+      {"weight-bytes", required_argument, NULL, OPT_WEIGHT_BYTES}, {"head-pad", required_argument, NULL, OPT_HEAD_PAD},
       {NULL, 0, NULL, 0}};
   int rc = cplab_cli_parse(argc, argv, CPLAB_CLI_COMMON_SHORTOPTS, longopts, cli, option, a, NULL, d);
   if (rc || cli->help || cli->version) return rc;
@@ -156,6 +168,7 @@ static int parse(int argc, char **argv, cplab_cli *cli, args *a, cplab_diag *d) 
   cplab_model m;
   if (cplab_model_preset(a->preset, &m) != 0) CPLAB_FAIL(d, CPLAB_EUSAGE, "--preset %s: unknown preset", a->preset);
   if (!a->layers) a->layers = m.num_layers;
+  if (a->head_pad < 0) a->head_pad = a->card->head_pad;
   return 0;
 }
 
@@ -194,9 +207,10 @@ static int validate(const args *a, const cplab_cli *cli, int *drift, cplab_diag 
     rc = write_doc(doc, cli->out, d);
   }
   if (!rc && !*drift && !cli->quiet && a->check)
-    fprintf(stderr, PROG ": %s: %lld predictions, median |error| %.3f, max %.3f: as committed\n", a->check,
-            (long long)json_integer_value(json_object_get(doc, "predictions")),
-            json_real_value(json_object_get(doc, "median_abs_error")), json_real_value(json_object_get(doc, "max_abs_error")));
+    fprintf(stderr, PROG ": %s: %lld predictions, median |error| %.3f, max %.3f: as committed (head pad %lld)\n",
+            a->check, (long long)json_integer_value(json_object_get(doc, "predictions")),
+            json_real_value(json_object_get(doc, "median_abs_error")), json_real_value(json_object_get(doc, "max_abs_error")),
+            (long long)json_integer_value(json_object_get(doc, "head_pad")));
   json_decref(doc), json_decref(old);
   return rc;
 }
@@ -261,22 +275,25 @@ static int predict(const args *a, const cplab_cli *cli, cplab_diag *d) {
   }
   if (!rc && a->link_cal) rc = cplab_model_link_calibrate(a->link_cal, &link, d);
   pctx x = {{t, nccl ? &link : NULL, t ? t->copy_gbps : 0, &params, (int)a->layers, a->extrapolate, a->card->compute,
-             a->card->memory, a->card->gb, 0.9, a->weight_bytes},
+             a->card->memory, a->card->gb, 0.9, a->weight_bytes, (int)a->head_pad},
             a->backend, json_array()};
   if (!rc) rc = cplab_bench_for_each(&m, predict_one, &x, d);
   json_t *tables = json_array();
   for (size_t i = 0; t && i < t->num_sources; i++) json_array_append_new(tables, json_string(t->sources[i]));
   if (!rc && cli->json) {
-    json_t *doc = json_pack("{s:s, s:s, s:s, s:i, s:s, s:o, s:s, s:s, s:{s:f, s:f}, s:O}", "cplab_model", "1.0.0", "preset",
-                            a->preset, "card", a->card->name, "layers", (int)a->layers, "backend", nccl ? "nccl" : "single", "tables", tables,
+    json_t *doc = json_pack("{s:s, s:s, s:s, s:i, s:i, s:s, s:o, s:s, s:s, s:{s:f, s:f}, s:O}", "cplab_model", "1.0.0",
+                            "preset", a->preset, "card", a->card->name, "layers", (int)a->layers, "head_pad",
+                            (int)a->head_pad, "backend", nccl ? "nccl" : "single", "tables", tables,
                             "params", a->params, "link", nccl ? link.name : "device copies", "intra", "latency_us",
                             link.intra.latency_us, "busbw_gbps", link.intra.busbw_gbps, "predictions", x.rows);
     tables = NULL;
     rc = write_doc(doc, cli->out, d);
     json_decref(doc);
   } else if (!rc) {
-    printf("# cplab-model: %s, %d layers, card %s, %s backend%s%s\n# tables:", a->preset, (int)a->layers, a->card->name,
-           nccl ? "nccl" : "single-device", nccl ? ", link " : "", nccl ? link.name : "");
+    char pad[16] = "none";
+    if (a->head_pad > 1) snprintf(pad, sizeof pad, "%d", (int)a->head_pad);
+    printf("# cplab-model: %s, %d layers, card %s, head pad %s, %s backend%s%s\n# tables:", a->preset, (int)a->layers,
+           a->card->name, pad, nccl ? "nccl" : "single-device", nccl ? ", link " : "", nccl ? link.name : "");
     for (size_t i = 0; i < t->num_sources; i++) printf(" %s", t->sources[i]);
     printf("\n# params: %s\n# %-10s %-44s %-9s %-6s %12s %12s %9s %9s %11s %12s\n", a->params, "layout", "workload",
            "graph", "metric", "ms", "tok/s/GPU", "weightGB", "kvGB", "max_ctx", "extrapolated");
@@ -300,7 +317,7 @@ int main(int argc, char **argv) {
   cplab_cli cli;
   cplab_diag d = {0};
   args a = {.preset = "glm-5", .layouts = "tp4,pcp4,tp4dcp4,pcp4dcp4", .graphs = "eager,full", .batch = 1,
-            .out_tokens = 16, .card = &cards[0], .weight_bytes = 1};
+            .out_tokens = 16, .card = &cards[0], .weight_bytes = 1, .head_pad = -1};
   cplab_cli_init(&cli, NULL);
   if (parse(argc, argv, &cli, &a, &d)) {
     cplab_cli_usage_error(PROG, &d);

@@ -21,6 +21,10 @@ const char *cplab_model_phase_name(int p) {
   return p >= 0 && p < CPLAB_MODEL_PHASES ? n[p] : "?";
 }
 
+double cplab_model_pad_heads(double heads, int pad) {
+  return pad > 1 ? ceil(heads / pad) * pad : heads;
+}
+
 /* The segment each collective of the plan is issued in (engine_internal.h). */
 static int segment_of(cplab_coll_what w) {
   switch (w) {
@@ -81,6 +85,45 @@ static int kernel_ms(rank_ctx *c, cplab_model_kernel k, double series, double wo
   int compute = k == CPLAB_MK_ATTN_PREFILL || k == CPLAB_MK_LOGITS_PREFILL; /* tensor-core bound */
   *acc += l.time_us / 1e3 / (compute ? c->compute : c->memory);
   return 0;
+}
+
+/* The prefill rows' indexer as the engine launches it (exec/engine_rank.c,
+ * topk_rows and decode_topk): a row's tokens in launches of `rows` query
+ * rows, the plan's logits budget (vLLM's VLLM_SPARSE_INDEXER_MAX_LOGITS_MB,
+ * 512 MiB when unset) over the longest key row of the rank, at most its
+ * longest row; each launch's logits and top-k looked up at its own pairs:
+ * causal (a token at p scores keys 0 .. p), or for a prefill row on the
+ * local shard (DCP without PCP, run with the decode tokens) the rank's own
+ * 1/D of them, as plancost counts them. */
+static int prefill_indexer_ms(rank_ctx *c, const cplab_rank_plan *p, double ih, double *acc, cplab_diag *d) {
+  const cplab_split *sp = &p->split;
+  int64_t max_keys = 0, max_len = 0, shard = 0;
+  for (int i = 0; i < sp->num_rows; i++) {
+    const cplab_row *r = &sp->rows[i];
+    if (r->len <= 0) continue;
+    int gathered = r->is_prefill && !cplab_row_on_local_shard(c->par, r);
+    int64_t keys = gathered ? r->seq_len : r->dcp_local_seq_len;
+    max_keys = keys > max_keys ? keys : max_keys;
+    if (gathered) max_len = r->len > max_len ? r->len : max_len;
+    else shard += r->len;
+  }
+  max_len = shard > max_len ? shard : max_len;
+  int64_t budget = (c->par->indexer_max_logits_mb > 0 ? c->par->indexer_max_logits_mb : 512) << 20;
+  int64_t rows = max_keys > 0 ? budget / (4 * max_keys) : 1;
+  rows = rows < 1 ? 1 : rows > max_len && max_len > 0 ? max_len : rows;
+  int rc = 0;
+  for (int i = 0; i < sp->num_rows && !rc; i++) {
+    const cplab_row *r = &sp->rows[i];
+    if (r->len <= 0 || !r->is_prefill) continue;
+    double share = cplab_row_on_local_shard(c->par, r) ? 1.0 / c->par->dcp : 1.0;
+    for (int64_t q0 = 0; q0 < r->len && !rc; q0 += rows) {
+      double q = (double)(r->len - q0 < rows ? r->len - q0 : rows);
+      double w = share * (q * (double)(r->start_pos + q0) + q * (q + 1) / 2);
+      rc = kernel_ms(c, CPLAB_MK_LOGITS_PREFILL, ih, w, acc, d);
+      if (!rc) rc = kernel_ms(c, CPLAB_MK_TOPK_PREFILL, 0, w, acc, d);
+    }
+  }
+  return rc;
 }
 
 /* Weights (bytes) of rank plan p's share of the model over `layers` layers. */
@@ -161,20 +204,20 @@ static int rank_layer(rank_ctx *c, const cplab_step_input *si, const cplab_rank_
   /* Indexer: the prefill rows' keys in logical order, logits, top-k. */
   t = 0;
   if (!rc && w.prefill_keys > 0) rc = kernel_ms(c, CPLAB_MK_GATHER_IDX, 0, w.prefill_keys, &t, d);
-  if (!rc && w.prefill_pairs > 0) rc = kernel_ms(c, CPLAB_MK_LOGITS_PREFILL, ih, w.prefill_pairs, &t, d);
-  if (!rc && w.prefill_pairs > 0) rc = kernel_ms(c, CPLAB_MK_TOPK_PREFILL, 0, w.prefill_pairs, &t, d);
+  if (!rc && w.prefill_pairs > 0) rc = prefill_indexer_ms(c, p, ih, &t, d);
   if (!rc && w.decode_pairs > 0) rc = kernel_ms(c, CPLAB_MK_LOGITS_DECODE, ih, w.decode_pairs, &t, d);
   if (!rc && w.decode_pairs > 0) rc = kernel_ms(c, CPLAB_MK_TOPK_DECODE, 0, w.decode_pairs, &t, d);
   ADD(SEG_SHARD, PH_INDEXER, t);
   t = 0;
   if (!rc && D > 1 && w.decode_tokens > 0) rc = kernel_ms(c, CPLAB_MK_TOPK_MERGE, D, (double)w.decode_tokens, &t, d);
   ADD(SEG_TOPK, PH_INDEXER, t);
-  /* Conversion and attention. */
+  /* Conversion and attention (at the heads the kernels run: head_pad). */
   t = 0;
   if (!rc && w.prefill_tokens > 0) rc = kernel_ms(c, CPLAB_MK_CONVERT, 0, (double)w.prefill_tokens * K, &t, d);
   if (!rc && w.decode_tokens > 0) rc = kernel_ms(c, CPLAB_MK_CONVERT, 1, (double)w.decode_tokens * K, &t, d);
-  if (!rc && w.attn_prefill_rows > 0) rc = kernel_ms(c, CPLAB_MK_ATTN_PREFILL, heads, w.attn_prefill_rows, &t, d);
-  if (!rc && w.attn_decode_rows > 0) rc = kernel_ms(c, CPLAB_MK_ATTN_DECODE, heads_dcp, w.attn_decode_rows, &t, d);
+  double run = cplab_model_pad_heads(heads, c->in->head_pad), run_dcp = cplab_model_pad_heads(heads_dcp, c->in->head_pad);
+  if (!rc && w.attn_prefill_rows > 0) rc = kernel_ms(c, CPLAB_MK_ATTN_PREFILL, run, w.attn_prefill_rows, &t, d);
+  if (!rc && w.attn_decode_rows > 0) rc = kernel_ms(c, CPLAB_MK_ATTN_DECODE, run_dcp, w.attn_decode_rows, &t, d);
   ADD(SEG_TOPK, PH_ATTN, t);
   /* The decode rows' LSE combine over DCP (the DCP group's heads). */
   t = 0;

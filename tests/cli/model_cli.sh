@@ -25,7 +25,8 @@ for l in tp4 pcp4 tp4dcp4 pcp4dcp4; do
 done
 expect_grep "$WORK/out" "^# tables: .*2026-12-01-decode-splits-h200/kernels.json" "the tables used are named"
 expect_grep "$WORK/out" "^# params: .*validation.json" "the parameters used are named"
-expect_grep "$WORK/out" "78 layers, card h200, nccl backend, link preset h200" "layers, card, backend and link named"
+expect_grep "$WORK/out" "78 layers, card h200, head pad 64, nccl backend, link preset h200" \
+  "layers, card, head padding, backend and link named"
 # pcp4's TTFT is below tp4's (the change's direction), from the model's own numbers.
 tp=$(awk '$1 == "tp4" && $2 == "prefill" && $(NF - 7) == "eager" {print $(NF - 5)}' "$WORK/out")
 pcp=$(awk '$1 == "pcp4" && $2 == "prefill" && $(NF - 7) == "eager" {print $(NF - 5)}' "$WORK/out")
@@ -37,6 +38,7 @@ expect_grep "$WORK/out" '"cplab_model": "1.0.0"' "the JSON names its format"
 expect_grep "$WORK/out" '"metric": "TTFT"' "the JSON has the prediction"
 expect_grep "$WORK/out" '"extrapolated": ' "the JSON counts extrapolated lookups"
 expect_grep "$WORK/out" 'kernels-h200/kernels.json' "the JSON names the tables"
+expect_grep "$WORK/out" '"head_pad": 64' "the JSON names the head padding"
 # Same input, same bytes.
 cp "$WORK/out" "$WORK/a.json"
 "$MODEL" "$@" --extrapolate --layouts pcp4 --prefill 8192 --json >"$WORK/b.json"
@@ -54,6 +56,25 @@ if awk -v a="$g" -v b="$h" 'BEGIN { exit !(a > 0 && a < b) }'; then pass "gb200 
 c4=$(awk '$1 == "tp4" {print $(NF - 1)}' "$WORK/m4"); c8=$(awk '$1 == "pcp8dcp8" {print $(NF - 1)}' "$WORK/m8")
 if [ "$c4" = 0 ] && awk -v a="$c8" 'BEGIN { exit !(a > 1000000) }'; then pass "tp4 fits no context, pcp8dcp8 at fp4 $c8 tokens"; else
   fail "longest contexts: tp4 '$c4', pcp8dcp8 '$c8'"; fi
+# Head padding: auto is the card's (64 on h200, 128 on gb200); tp4's 16 heads a rank padded to 64
+# cost what the table says 64 heads cost, so its TTFT moves with the option and pcp4's 64 do not.
+for pad in none 64 128; do
+  "$MODEL" "$@" --extrapolate --layouts tp4,pcp4 --prefill 8192 --graphs eager --head-pad $pad >"$WORK/pad-$pad"
+done
+expect_grep "$WORK/pad-none" "card h200, head pad none," "--head-pad none is reported"
+expect_grep "$WORK/pad-128" "card h200, head pad 128," "--head-pad 128 is reported"
+expect_exit 0 "gb200's default padding" "$MODEL" "$@" --extrapolate --layouts pcp4 --prefill 8192 --card gb200
+expect_grep "$WORK/out" "card gb200, head pad 128," "auto pads to 128 on gb200"
+ms() { awk -v l="$2" '$1 == l {print $(NF - 5)}' "$WORK/pad-$1"; }
+if [ "$(ms 64 pcp4)" = "$(ms none pcp4)" ] && [ "$(ms 64 tp4)" != "$(ms none tp4)" ] &&
+  awk -v a="$(ms 128 pcp4)" -v b="$(ms 64 pcp4)" 'BEGIN { exit !(a > b) }'; then
+  pass "padding moves tp4 (16 heads a rank), not pcp4 (64), until 128"
+else
+  fail "tp4 $(ms none tp4) / $(ms 64 tp4), pcp4 $(ms none pcp4) / $(ms 64 pcp4) / $(ms 128 pcp4)"
+fi
+expect_exit 2 "bad --head-pad" "$MODEL" "$@" --head-pad 0
+expect_grep "$WORK/err" "--head-pad 0: expected auto, none or" "the option and its values are named"
+expect_exit 2 "bad --head-pad word" "$MODEL" "$@" --head-pad some
 expect_exit 2 "bad --weight-bytes" "$MODEL" "$@" --weight-bytes 3
 expect_exit 2 "bad --card" "$MODEL" "$@" --card tpu
 expect_exit 0 "single-device backend" "$MODEL" "$@" --extrapolate --layouts tp4 --decode 32768 --backend single --layers 1

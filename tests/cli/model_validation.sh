@@ -12,6 +12,7 @@ DIR="$top_srcdir/bench/results/2026-12-01-model-validation"
 expect_exit 0 "the committed validation is what the model gives now" "$MODEL" --validate "$DIR/manifest.json" \
   --check "$DIR/validation.json"
 expect_grep "$WORK/err" "predictions, median |error|" "the check says what it compared"
+expect_grep "$WORK/err" "as committed (head pad 64)" "the check names the head padding the validation used"
 
 # Recompute it and check its summary against its own entries, without Python: the entries'
 # |error| sorted, their median and maximum.

@@ -333,7 +333,7 @@ static cplab_scenario *scenario(const char *layout, cplab_bench_kind kind, int64
 
 static double predict(const cplab_scenario *s, const cplab_model_table *t, const cplab_model_link *link,
                       const cplab_model_params *pa, int layers, cplab_model_result *r) {
-  cplab_model_inputs in = {t, link, t->copy_gbps, pa, layers, 0, 1, 1, 0, 0, 1};
+  cplab_model_inputs in = {t, link, t->copy_gbps, pa, layers, 0, 1, 1, 0, 0, 1, 1};
   cplab_diag d = {0};
   int rc = cplab_model_predict(s, &in, r, &d);
   if (rc) print_error("%s\n", d.msg);
@@ -396,7 +396,7 @@ static void test_step_structure(void **state) {
       if (k != CPLAB_MK_ATTN_PREFILL) add(small, (cplab_model_kernel)k, sr, 1, 1), add(small, (cplab_model_kernel)k, sr, 1e12, 1e12);
   add(small, CPLAB_MK_ATTN_PREFILL, 64, 1, 1); /* prefill attention measured at one tiny shape only */
   small->copy_gbps = 4000;
-  cplab_model_inputs in = {small, &link, 4000, &pa, 1, 0, 1, 1, 0, 0, 1};
+  cplab_model_inputs in = {small, &link, 4000, &pa, 1, 0, 1, 1, 0, 0, 1, 1};
   assert_int_equal(cplab_model_predict(s, &in, &r, &d), CPLAB_ERANGE);
   assert_non_null(strstr(d.msg, "sparse_mla_prefill"));
   assert_non_null(strstr(d.msg, "rank 0"));
@@ -433,6 +433,108 @@ static void test_plancost_split(void **state) {
   prop_end(&p);
 }
 
+/* A unit table (1 us a unit of work) but for one rule: ATTN_PER_HEAD,
+ * the attention kernels cost 1 us a unit of work and head (the series);
+ * FLAT_LOGITS, the prefill logits cost 1000 us a launch whatever its work;
+ * LOGITS_ONLY, every other kernel costs 1e-9 us a unit. The scenario's
+ * phases predicted with head padding `pad`. */
+enum { UNIT, ATTN_PER_HEAD, FLAT_LOGITS, LOGITS_ONLY };
+static cplab_model_result predict_on(const cplab_scenario *s, int rule, int pad) {
+  cplab_model_table *t = new_table();
+  for (int k = 0; k < CPLAB_MK_COUNT; k++)
+    for (double sr = 0; sr <= 256; sr = sr ? 2 * sr : 1) {
+      int attn = rule == ATTN_PER_HEAD && (k == CPLAB_MK_ATTN_PREFILL || k == CPLAB_MK_ATTN_DECODE);
+      int flat = rule == FLAT_LOGITS && k == CPLAB_MK_LOGITS_PREFILL;
+      double per = attn && sr > 0 ? sr : rule == LOGITS_ONLY && k != CPLAB_MK_LOGITS_PREFILL ? 1e-9 : 1; /* us a unit */
+      add(t, (cplab_model_kernel)k, sr, 1, flat ? 1000 : per), add(t, (cplab_model_kernel)k, sr, 1e12, flat ? 1000 : 1e12 * per);
+    }
+  cplab_model_params pa = {0};
+  cplab_model_link link;
+  cplab_model_result r;
+  cplab_diag d = {0};
+  assert_int_equal(cplab_model_link_preset("h200", &link, &d), 0);
+  cplab_model_inputs in = {t, &link, 4000, &pa, 1, 0, 1, 1, 0, 0, 1, pad};
+  int rc = cplab_model_predict(s, &in, &r, &d);
+  if (rc) print_error("%s\n", d.msg);
+  assert_int_equal(rc, 0);
+  cplab_model_table_free(t);
+  return r;
+}
+
+/* Head padding: the attention kernels are looked up at the heads a rank
+ * runs (its own rounded up to a multiple of head_pad), the rest at the real
+ * ones. On a table whose attention costs 1 us a row and head, tp4's 16
+ * heads a rank padded to 64 add 48 us a prefill row; tp4dcp4's decode runs
+ * the DCP group's 64 heads, which 64 leaves as they are and 128 doubles. */
+static double attention_ms(const char *layout, cplab_bench_kind kind, int pad, double *rows) {
+  cplab_scenario *s = scenario(layout, kind, 4096, 1, CPLAB_GRAPH_NONE);
+  cplab_model_result r = predict_on(s, ATTN_PER_HEAD, pad);
+  cplab_bench_plan_cost c;
+  cplab_diag d = {0};
+  assert_int_equal(cplab_bench_plan_cost_of(s, &c, &d), 0);
+  *rows = kind == CPLAB_BENCH_PREFILL ? c.ranks[0].attn_prefill_rows : c.ranks[0].attn_decode_rows;
+  cplab_bench_plan_cost_free(&c);
+  cplab_scenario_free(s);
+  return r.phase_ms[2];
+}
+
+static void test_head_pad(void **state) {
+  (void)state;
+  assert_near(cplab_model_pad_heads(16, 64), 64, 0);
+  assert_near(cplab_model_pad_heads(64, 64), 64, 0);
+  assert_near(cplab_model_pad_heads(65, 64), 128, 0);
+  assert_near(cplab_model_pad_heads(96, 128), 128, 0);
+  assert_near(cplab_model_pad_heads(16, 1), 16, 0);
+  assert_near(cplab_model_pad_heads(16, 0), 16, 0);
+  double rows, none = attention_ms("tp4", CPLAB_BENCH_PREFILL, 1, &rows);
+  double pad = attention_ms("tp4", CPLAB_BENCH_PREFILL, 64, &rows);
+  assert_true(rows > 0);
+  assert_near(pad - none, 48 * rows / 1e3, 1e-9 * pad);
+  none = attention_ms("tp4dcp4", CPLAB_BENCH_DECODE, 1, &rows);
+  assert_near(attention_ms("tp4dcp4", CPLAB_BENCH_DECODE, 64, &rows), none, 0);
+  pad = attention_ms("tp4dcp4", CPLAB_BENCH_DECODE, 128, &rows);
+  assert_true(rows > 0);
+  assert_near(pad - none, 64 * rows / 1e3, 1e-9 * pad);
+}
+
+/* The prefill indexer in the engine's launches: a 65536-token prefill on
+ * one rank runs its logits in launches of 512 MiB / (4 B x 65536 keys) =
+ * 2048 rows (32 launches), 1024 rows at a 256 MiB budget (64). At a
+ * constant cost a launch the indexer phase counts them; at a cost
+ * proportional to the pairs it does not change (the launches' pairs sum to
+ * the plan's). */
+static double indexer_ms(int64_t budget_mb, int rule) {
+  cplab_scenario *s = scenario("tp1", CPLAB_BENCH_PREFILL, 65536, 1, CPLAB_GRAPH_NONE);
+  s->par.indexer_max_logits_mb = budget_mb;
+  cplab_model_result r = predict_on(s, rule, 1);
+  cplab_scenario_free(s);
+  return r.phase_ms[1];
+}
+
+static void test_prefill_indexer_launches(void **state) {
+  (void)state;
+  double launches32 = indexer_ms(512, FLAT_LOGITS), launches64 = indexer_ms(256, FLAT_LOGITS);
+  assert_near(launches64 - launches32, 32 * 1000 / 1e3, 1e-9);
+  assert_near(indexer_ms(512, UNIT), indexer_ms(256, UNIT), 1e-9 * indexer_ms(512, UNIT));
+  /* The launches' pairs are the plan's, on the gathered path (pcp4) and on
+   * the local shard (tp4dcp4: each rank its 1/D): at 1 us a pair the logits
+   * are the busiest rank's prefill_pairs. */
+  static const char *const layouts[] = {"tp1", "pcp4", "tp4dcp4", "pcp2dcp2"};
+  for (int i = 0; i < 4; i++) {
+    cplab_scenario *s = scenario(layouts[i], CPLAB_BENCH_PREFILL, 16384, 2, CPLAB_GRAPH_NONE);
+    s->par.indexer_max_logits_mb = 16;
+    cplab_model_result r = predict_on(s, LOGITS_ONLY, 1);
+    cplab_bench_plan_cost c;
+    cplab_diag d = {0};
+    assert_int_equal(cplab_bench_plan_cost_of(s, &c, &d), 0);
+    double most = 0;
+    for (int k = 0; k < c.world; k++) most = fmax(most, c.ranks[k].prefill_pairs);
+    assert_near(r.phase_ms[1], most / 1e3, 1e-6 * most / 1e3);
+    cplab_bench_plan_cost_free(&c);
+    cplab_scenario_free(s);
+  }
+}
+
 /* Calibrated parameters: read from a validation document, a missing field named. */
 static void test_params(void **state) {
   (void)state;
@@ -453,6 +555,7 @@ int main(void) {
       cmocka_unit_test(test_rules_against_kernels_json), cmocka_unit_test(test_bad_tables),
       cmocka_unit_test(test_link),            cmocka_unit_test(test_fit_line),
       cmocka_unit_test(test_step_structure),  cmocka_unit_test(test_plancost_split),
+      cmocka_unit_test(test_head_pad),        cmocka_unit_test(test_prefill_indexer_launches),
       cmocka_unit_test(test_params)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
