@@ -599,12 +599,12 @@ static int piece_combine(engine_step *s, const engine_rank *k, cplab_diag *d) {
   if (k->D == 1 || k->Tdec == 0) return 0;
   if (!k->fin) return cplab_lse_combine(k->glse, k->gout, k->D, k->Tdec, k->Hg, k->attn_out, s->stream, d);
   int rc = cplab_lse_combine(k->glse, k->gout, k->D, k->Tdec, k->Hg, k->fin, s->stream, d);
-  size_t row = (size_t)k->Hl * CPLAB_MLA_NOPE_DIM;
-  for (int64_t i = 0; i < k->Tdec && !rc; i++) /* this rank's heads of the group's result */
-    rc = cplab_dev_copy_async(k->attn_out + (size_t)i * row,
-                              k->fin + ((size_t)i * (size_t)k->Hg + (size_t)k->head_off) * CPLAB_MLA_NOPE_DIM,
-                              sizeof(float) * row, s->stream, d);
-  return rc;
+  size_t row = sizeof(float) * (size_t)k->Hl * CPLAB_MLA_NOPE_DIM;
+  size_t group = sizeof(float) * (size_t)k->Hg * CPLAB_MLA_NOPE_DIM;
+  /* this rank's heads of the group's result: one strided copy of Tdec rows */
+  return rc ? rc
+            : cplab_dev_copy2d_async(k->attn_out, row, k->fin + (size_t)k->head_off * CPLAB_MLA_NOPE_DIM, group, row,
+                                     (size_t)k->Tdec, s->stream, d);
 }
 
 int engine_rank_piece(engine_step *s, int r, int piece, cplab_diag *d) {

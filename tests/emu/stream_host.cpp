@@ -64,6 +64,15 @@ extern "C" int cplab_dev_copy_async(void *dst, const void *src, size_t bytes, vo
   return 0;
 }
 
+extern "C" int cplab_dev_copy2d_async(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                                      size_t rows, void *stream, cplab_diag *d) {
+  if (width == 0 || rows == 0) return 0;
+  KCHECK_ARG(d, dst && src, "cplab_dev_copy2d_async: NULL pointer");
+  KCHECK_ARG(d, width <= dpitch && width <= spitch, "cplab_dev_copy2d_async: width beyond a pitch");
+  KCHECK_CUDA(d, cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, cudaMemcpyDeviceToDevice, kstream(stream)));
+  return 0;
+}
+
 // ---- timing events -------------------------------------------------------------
 
 extern "C" int cplab_event_create(cplab_event **e, cplab_diag *d) {
