@@ -29,6 +29,7 @@
 
 #include "check.cuh"
 #include "cplab_stream.h"
+#include "dev_copy.cuh"
 
 struct cplab_event {
   bool recorded;
@@ -54,22 +55,6 @@ extern "C" int cplab_stream_create(void **stream, cplab_diag *d) {
 extern "C" int cplab_stream_destroy(void *stream, cplab_diag *d) {
   if (!stream) return 0;
   KCHECK_CUDA(d, cudaStreamDestroy(kstream(stream)));
-  return 0;
-}
-
-extern "C" int cplab_dev_copy_async(void *dst, const void *src, size_t bytes, void *stream, cplab_diag *d) {
-  if (bytes == 0) return 0;
-  KCHECK_ARG(d, dst && src, "cplab_dev_copy_async: NULL pointer");
-  KCHECK_CUDA(d, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, kstream(stream)));
-  return 0;
-}
-
-extern "C" int cplab_dev_copy2d_async(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
-                                      size_t rows, void *stream, cplab_diag *d) {
-  if (width == 0 || rows == 0) return 0;
-  KCHECK_ARG(d, dst && src, "cplab_dev_copy2d_async: NULL pointer");
-  KCHECK_ARG(d, width <= dpitch && width <= spitch, "cplab_dev_copy2d_async: width beyond a pitch");
-  KCHECK_CUDA(d, cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, cudaMemcpyDeviceToDevice, kstream(stream)));
   return 0;
 }
 
