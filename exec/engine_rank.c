@@ -548,7 +548,8 @@ static int piece_attention(engine_step *s, const engine_rank *k, cplab_diag *d) 
   const uint16_t *q = k->q_pad ? k->q_pad : k->mla_q, *qg = k->qg_pad ? k->qg_pad : k->qg;
   float *out = k->q_pad ? k->out_pad : k->attn_out, *lse = k->q_pad ? k->lse_pad : k->attn_lse;
   size_t gq = (size_t)(k->Tdec * k->Hg);
-  float *gout = k->gout ? k->gout + (size_t)k->o * gq * CPLAB_MLA_NOPE_DIM : NULL, *glse = k->glse ? k->glse + (size_t)k->o * gq : NULL;
+  float *gout = k->gout ? k->gout + (size_t)k->o * gq * CPLAB_MLA_NOPE_DIM : NULL; /* this rank's partials */
+  float *glse = k->glse ? k->glse + (size_t)k->o * gq : NULL;
   /* Under DCP the decode rows attend with the group's queries and their results come from the combine. */
   int64_t first = k->D > 1 ? k->Tdec : 0;
   int rc = k->q_pad ? copy_heads(s, k->q_pad, k->Hp, k->mla_q, k->Hl, k->Hl, QH, first, k->T - first, d) : 0;

@@ -94,15 +94,16 @@ static void usage(FILE *out) {
 }
 
 enum {
-  OPT_PRESET = CPLAB_OPT_PROGRAM, OPT_PARALLEL, OPT_LAYOUTS, OPT_HEAD_PAD, OPT_PREFILL, OPT_DECODE, OPT_MIXED, OPT_BATCH, OPT_OUT_TOKENS,
-  OPT_GRAPHS, OPT_INTERLEAVE, OPT_BLOCK_SIZE, OPT_DRY_RUN, OPT_REPORT, OPT_NO_PLOTS, OPT_MODEL_SET, OPT_REPS,
-  OPT_WARMUP, OPT_LAYERS, OPT_CHECK, OPT_GEMM, OPT_BACKEND
+  OPT_PRESET = CPLAB_OPT_PROGRAM, OPT_PARALLEL, OPT_LAYOUTS, OPT_HEAD_PAD, OPT_PREFILL, OPT_DECODE, OPT_MIXED,
+  OPT_BATCH, OPT_OUT_TOKENS, OPT_GRAPHS, OPT_INTERLEAVE, OPT_BLOCK_SIZE, OPT_DRY_RUN, OPT_REPORT, OPT_NO_PLOTS,
+  OPT_MODEL_SET, OPT_REPS, OPT_WARMUP, OPT_LAYERS, OPT_CHECK, OPT_GEMM, OPT_BACKEND
 };
 
 typedef struct bench_args {
   const char *preset, *parallel, *prefill, *decode, *mixed, *graphs, *report, *model_set, *gemm, *backend;
   int64_t batch, out_tokens, interleave, block_size, reps, warmup, layers, check;
   int dry_run, no_plots, head_pad;
+  int old_layouts; /* --layouts, --parallel's deprecated name, was given */
 } bench_args;
 
 static int bench_option(void *ctx, int opt, const char *arg, cplab_diag *d) {
@@ -110,9 +111,8 @@ static int bench_option(void *ctx, int opt, const char *arg, cplab_diag *d) {
   switch (opt) {
   case OPT_PRESET: a->preset = arg; return 0;
   case OPT_PARALLEL: a->parallel = arg; return 0;
-  case OPT_LAYOUTS: /* the sizes' older name: it collided with the layout (--layout) */
-    fputs(PROG ": note: --layouts is deprecated: it is --parallel now (--layout NAME names the layout)\n", stderr);
-    a->parallel = arg;
+  case OPT_LAYOUTS: /* the sizes' older name: it collided with the layout (--layout); main says so */
+    a->parallel = arg, a->old_layouts = 1;
     return 0;
   case OPT_HEAD_PAD: return cplab_bench_parse_head_pad(arg, &a->head_pad, d);
   case OPT_PREFILL: a->prefill = arg; return 0;
@@ -248,11 +248,15 @@ static void command_of(int argc, char **argv, char *buf, size_t len) {
 }
 #endif
 
-/* A mutant reproduces a real bug: it runs where the executor can run it,
- * and the numbers are said to be a bug's (rank 0 says so). */
-static void note_mutant(const char *name, const cplab_bench_backend *be) {
-  const cplab_layout *l = cplab_layout_find(name);
-  if (l && l->mutant && be->rank == 0)
+/* What rank 0 says before the work: --layouts' deprecation, and that a
+ * mutant (a real bug, run where the executor can run it) gives a bug's
+ * numbers. */
+static void notes(const bench_args *a, const char *layout, const cplab_bench_backend *be) {
+  const cplab_layout *l = cplab_layout_find(layout);
+  if (be->rank != 0) return;
+  if (a->old_layouts)
+    fputs(PROG ": note: --layouts is deprecated: it is --parallel now (--layout NAME names the layout)\n", stderr);
+  if (l && l->mutant)
     fprintf(stderr, PROG ": note: layout %s is a mutant, its numbers a bug's: %s\n", l->name, l->reproduces);
 }
 
@@ -261,7 +265,8 @@ static int measure(const bench_args *a, const cplab_cli *cli, const cplab_bench_
                    int argc, char **argv, cplab_diag *d) {
 #if CPLAB_BENCH_ENGINE
   exec_engine_opts o = {a->reps ? (int)a->reps : 10, a->warmup >= 0 ? (int)a->warmup : 2, a->layers ? (int)a->layers : 1,
-                        a->check, NULL, a->gemm && strcmp(a->gemm, "fp8") == 0, 0 /* the matrix's head_pad, resolved */};
+                        a->check, NULL, a->gemm && strcmp(a->gemm, "fp8") == 0,
+                        0 /* head_pad: the matrix's, resolved by cplab_bench_measure_matrix */};
   cplab_bench_results r;
   char command[2048];
   cplab_bench_results_init(&r);
@@ -338,8 +343,9 @@ int main(int argc, char **argv) {
   cplab_bench_matrix m;
   cplab_bench_backend be = {a.backend && strcmp(a.backend, "nccl") == 0, 0, 1, 0};
   rc = start_mpi(&argc, &argv, &be, &d);
+  if (!rc) notes(&a, cli.layout ? cli.layout : "vllm", &be);
   if (!rc && a.report) rc = re_render(&a, &cli, &d);
-  else if (!rc && !(rc = build_matrix(&a, &cli, &m, &d)) && !(note_mutant(m.layout, &be), 0))
+  else if (!rc && !(rc = build_matrix(&a, &cli, &m, &d)))
     rc = a.dry_run ? cplab_bench_dry_run(&m, stdout, cli.json, &d) : measure(&a, &cli, &m, &be, argc, argv, &d);
   if (rc && (rc != CPLAB_EUSAGE || be.rank == 0)) { /* a usage error is every process's: rank 0 says it */
     if (be.size > 1) fprintf(stderr, "[process %d] ", be.rank);

@@ -92,7 +92,8 @@ static int check_parallel(const cplab_bench_point *p, const char *what, char *la
   cplab_parallel_defaults(&par);
   par.tp = p->tp, par.pcp = p->pcp, par.dcp = p->dcp, par.max_model_len = 1;
   cplab_diag why = {0};
-  if (cplab_parallel_check(&par, 0, &why) != 0) CPLAB_FAIL(d, CPLAB_EINVAL, "%s: bad parallel sizes: %s", what, why.msg);
+  if (cplab_parallel_check(&par, 0, &why) != 0)
+    CPLAB_FAIL(d, CPLAB_EINVAL, "%s: bad parallel sizes: %s", what, why.msg);
   if (cplab_bench_layout_label(p->tp, p->pcp, p->dcp, label, sizeof p->parallel) != 0)
     CPLAB_FAIL(d, CPLAB_EINTERNAL, "%s: no parallel label", what);
   if (!memchr(p->parallel, '\0', sizeof p->parallel) || (p->parallel[0] && strcmp(p->parallel, label) != 0))

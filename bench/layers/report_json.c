@@ -138,8 +138,8 @@ int cplab_bench_write_json(const cplab_bench_results *r, const char *path, cplab
   const struct {
     const char *name, *v;
   } texts[] = {{"card", r->meta.card},       {"date", r->meta.date},     {"commit", r->meta.commit},
-               {"command", r->meta.command}, {"preset", r->meta.preset}, {"layout", r->meta.layout}, {"backend", r->meta.backend},
-               {"note", r->meta.note}};
+               {"command", r->meta.command}, {"preset", r->meta.preset}, {"layout", r->meta.layout},
+               {"backend", r->meta.backend}, {"note", r->meta.note}};
   for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
     json_t *probe = json_string(texts[i].v);
     if (!probe) CPLAB_FAIL(d, CPLAB_EINVAL, "%s: meta.%s is not valid UTF-8", path, texts[i].name);

@@ -627,7 +627,8 @@ static void check_head_padding(uint64_t *rng, const kvset *s, float scale, int k
     for (size_t e = (size_t)H * DV; e < (size_t)P * DV && kinds[i] != 2; e++)
       finite &= isfinite(padded.out[(size_t)i * P * DV + e]) != 0;
   }
-  differ = memcmp(kept.out, real.out, (size_t)M * H * DV * 4) != 0 || memcmp(kept.lse, real.lse, (size_t)M * H * 4) != 0;
+  differ = memcmp(kept.out, real.out, (size_t)M * H * DV * 4) != 0 ||
+           memcmp(kept.lse, real.lse, (size_t)M * H * 4) != 0;
   char name[96];
   snprintf(name, sizeof name, "%s, %d real heads padded to %d", names[kernel], H, P);
   if (kernel < 2)
