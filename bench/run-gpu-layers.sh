@@ -52,7 +52,7 @@ run() {
   fi
 }
 
-common="--preset $preset --layouts $layouts --out-tokens 8 --graphs eager,piecewise,full --warmup 2"
+common="--preset $preset --parallel $layouts --out-tokens 8 --graphs eager,piecewise,full --warmup 2"
 for backend in nccl single; do
   if [ "$n" -eq 1 ]; then
     [ $backend = nccl ] && continue

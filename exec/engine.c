@@ -14,6 +14,7 @@
 #include "cplab/kvformat.h"
 #include "cplab/layout.h"
 #include "cplab/parallel.h"
+#include "consensus.h"
 #include "engine_internal.h"
 #include "rank.h"
 
@@ -68,6 +69,21 @@ int exec_engine_alloc(const exec_engine_backend *be, exec_engine **out, cplab_di
 int exec_engine_card(char *card, size_t len, cplab_diag *d) {
   char cuda[128];
   return exec_device_describe(card, len, cuda, sizeof cuda, d);
+}
+
+int exec_engine_head_pad_auto(int *pad, cplab_diag *d) {
+  cplab_gpu_info info;
+  int rc = cplab_gpu_query(&info, d);
+  *pad = !rc && info.cc_major >= 10 ? 128 : 64;
+  return rc;
+}
+
+int exec_engine_heads_run(int heads, int pad) { return pad > 1 ? (heads + pad - 1) / pad * pad : heads; }
+
+int exec_engine_layout_supported(const char *name, cplab_diag *d) {
+  const cplab_layout *l = cplab_layout_find(name);
+  if (!l) CPLAB_FAIL(d, CPLAB_ENOTFOUND, "unknown layout '%s'", name);
+  return exec_layout_supported(l, d);
 }
 
 /* Rank ids' expert shard of the tp·pcp shards. */
@@ -314,6 +330,24 @@ typedef struct engine_run {
   exec_engine_result *res;
 } engine_run;
 
+/* The executor's plan consensus (consensus.h) before any buffer is sized
+ * from a plan: ranks whose plans disagree (a layout that is not
+ * rank-invariant) stop here, naming the field, instead of copying between
+ * blocks of different shapes. */
+static int step_consensus(engine_step *s, size_t step, cplab_rank_plan **plans, cplab_diag *d) {
+  int n = held_end(s) - held_first(s);
+  uint64_t *words = calloc((size_t)n * EXEC_CONSENSUS_WORDS, sizeof *words);
+  if (!words) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
+  for (int i = 0; i < n; i++) exec_consensus_words(plans[held_first(s) + i], words + (size_t)i * EXEC_CONSENSUS_WORDS);
+  int rc = 0;
+#if CPLAB_EXEC_NCCL
+  if (s->nccl && s->world > 1) rc = exec_consensus_mpi(words, n, s->t, step, d); /* one rank may run without MPI */
+#endif
+  if (!s->nccl) rc = exec_consensus_check(words, s->t, step, d);
+  free(words);
+  return rc;
+}
+
 /* The held ranks' plans, caches and buffers; under NCCL every rank's setup
  * is done before the ranks agree on their collectives and shapes. */
 static int step_setup(engine_run *x, engine_step *s, const cplab_step_input *in, cplab_rank_plan **plans,
@@ -321,6 +355,7 @@ static int step_setup(engine_run *x, engine_step *s, const cplab_step_input *in,
   int rc = plans && s->ranks ? 0 : cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
   for (int r = held_first(s); r < held_end(s) && !rc; r++)
     rc = cplab_rank_plan_derive(in, r, CPLAB_PLAN_TOKEN_MAPS, &plans[r], d);
+  if (!rc) rc = step_consensus(s, in->step_index, plans, d);
 #if CPLAB_EXEC_NCCL
   if (!rc && s->nccl) rc = exec_nccl_fill(s->nccl, in, plans[s->me], 0, d);
 #endif
@@ -359,7 +394,8 @@ static int run_step(engine_run *x, size_t st, cplab_diag *d) {
   cplab_step_input in = {&sc->steps[st], st, sc->seed, &sc->par, &sc->model, x->layout};
   cplab_rank_plan **plans = calloc((size_t)W, sizeof *plans);
   engine_step s = {.world = W, .me = x->xn ? x->e->be.rank : -1, .ranks = calloc((size_t)W, sizeof(engine_rank)),
-                   .nccl = x->xn, .t = x->t, .gemm = x->e->gemm, .stream = x->e->stream, .fp8 = x->o->fp8};
+                   .nccl = x->xn, .t = x->t, .gemm = x->e->gemm, .stream = x->e->stream, .fp8 = x->o->fp8,
+                   .head_pad = x->o->head_pad};
 #if CPLAB_EXEC_NCCL
   if (x->xn) exec_nccl_caches(x->xn, &s.kv, &s.idx, &s.num_slots);
 #endif
@@ -401,7 +437,8 @@ int exec_engine_run(exec_engine *e, const cplab_scenario *sc, const exec_engine_
   if (o->reps < 1 || o->warmup < 0 || o->layers < 1) CPLAB_FAIL(d, CPLAB_EINVAL, "engine: reps, warmup or layers out of range");
   if (!sink || (o->check_rows > 0 && !o->close)) CPLAB_FAIL(d, CPLAB_EINVAL, "engine: no sink, or a check without a bound");
   engine_run x = {e, o, sc, cplab_layout_find(sc->layout), NULL, NULL, NULL, sink, ctx, res};
-  if (!x.layout) CPLAB_FAIL(d, CPLAB_ENOTFOUND, "unknown layout '%s'", sc->layout);
+  int bad = exec_engine_layout_supported(sc->layout, d);
+  if (bad) return bad;
   int world = cplab_parallel_world(&sc->par), rc = 0;
   if (e->be.nccl && world != e->be.size)
     CPLAB_FAIL(d, CPLAB_EUSAGE, "the layout has %d ranks, and the NCCL backend runs one process per rank "

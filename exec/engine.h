@@ -64,6 +64,15 @@ typedef struct exec_engine_opts {
   int64_t check_rows;      /* > 0: compare that many sampled rows per step with the per-row pass */
   exec_engine_close close; /* the attention bound of the check (needed with check_rows) */
   int fp8;                 /* projections as fp8 GEMMs (e4m3, per-tensor scales) instead of bf16 */
+  /* Query heads of the attention kernels (FlashMLA pads them, and vLLM runs
+   * it so): 0 or 1, the real heads; N > 1, each attention call's heads (a
+   * rank's, or under DCP its group's for the decode rows) rounded up to a
+   * multiple of N, the padding heads zero-filled and their outputs
+   * discarded: the real heads are copied into the padded queries and out of
+   * the padded results inside the attention piece, so what runs after
+   * attention (the DCP combine, W_UV, o_proj) sees the real heads only, as
+   * vLLM slices FlashMLA's output before its DCP combine. */
+  int head_pad;
 } exec_engine_opts;
 
 /* One repetition of one step, in milliseconds. Under NCCL every rank's
@@ -97,6 +106,16 @@ int exec_engine_alloc(const exec_engine_backend *be, exec_engine **out, cplab_di
 void exec_engine_free(exec_engine *e);
 /* The device, for the results' provenance. */
 int exec_engine_card(char *card, size_t len, cplab_diag *d);
+/* Production's head padding on this process's device (FlashMLA's: 64 on
+ * sm90 and before, 128 on sm100 and later); CPLAB_ENODEV without a GPU. */
+int exec_engine_head_pad_auto(int *pad, cplab_diag *d);
+/* Heads an attention call over `heads` real heads runs with padding pad
+ * (0 or 1: none). */
+int exec_engine_heads_run(int heads, int pad);
+/* 0 when the engine can run layout `name` (registered, and every conversion
+ * map the executor's kernels express: exec_layout_supported), else the
+ * error naming it. Needs no GPU. */
+int exec_engine_layout_supported(const char *name, cplab_diag *d);
 
 /* Run scenario s's steps (under NCCL every process calls this together;
  * the layout must have as many ranks as there are processes, CPLAB_EUSAGE

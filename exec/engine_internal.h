@@ -129,6 +129,14 @@ typedef struct engine_rank {
   /* attention */
   uint16_t *mla_q;             /* [T][Hl][576] */
   float *attn_out, *attn_lse;  /* [T][Hl][512], [T][Hl] */
+  /* head padding (exec_engine_opts.head_pad): the attention kernels run Hp
+   * heads (Hgp for the decode rows' DCP group) on these, the real heads
+   * copied in and out; NULL where Hp == Hl (Hgp == Hg) */
+  int Hp, Hgp;
+  uint16_t *q_pad;             /* [T][Hp][576], padding heads zero */
+  float *out_pad, *lse_pad;    /* [T][Hp][512], [T][Hp] */
+  uint16_t *qg_pad;            /* [Tdec][Hgp][576], padding heads zero */
+  float *gout_pad, *glse_pad;  /* [Tdec][Hgp][512], [Tdec][Hgp]: this rank's partials before the slice */
   /* decode rows: their keys read from this rank's cache through the block
    * table (own keys under DCP); every DCP peer's local top-k candidates,
    * group queries and every peer's partials */
@@ -167,6 +175,7 @@ typedef struct engine_step {
   cplab_gemm *gemm;
   void *stream;
   int fp8;                      /* projections as fp8 GEMMs */
+  int head_pad;                 /* exec_engine_opts.head_pad */
   uint8_t *copy_src, *copy_dst; /* scratch of the collectives' stand-ins (copies or NCCL calls) */
   size_t copy_bytes;
 } engine_step;

@@ -303,6 +303,18 @@ static int setup_decode_indexer(engine_rank *k, const int32_t *ks, const int32_t
   return rc;
 }
 
+/* Queries of `rows` tokens with `run` heads (the padding heads zero: the
+ * real heads are copied in at each launch) and the kernels' results. */
+static int pad_alloc(engine_step *s, engine_rank *k, int64_t rows, int run, uint16_t **q, float **out, float **lse,
+                     cplab_diag *d) {
+  size_t n = (size_t)rows * (size_t)run, qbytes = sizeof(uint16_t) * n * CPLAB_MLA_ROW_DIM;
+  int rc = exec_arena_alloc(&k->mem, q, qbytes, d);
+  if (!rc) rc = cplab_poison_bytes(*q, qbytes, 0, s->stream, d);
+  if (!rc) rc = exec_arena_alloc(&k->mem, out, sizeof(float) * n * CPLAB_MLA_NOPE_DIM, d);
+  if (!rc) rc = exec_arena_alloc(&k->mem, lse, sizeof(float) * n, d);
+  return rc;
+}
+
 static int setup_attention(engine_step *s, engine_rank *k, cplab_diag *d) {
   const cplab_model *m = k->in->model;
   const cplab_rank_plan *rp = k->rp;
@@ -314,6 +326,7 @@ static int setup_attention(engine_step *s, engine_rank *k, cplab_diag *d) {
   exec_arena *mm = &k->mem;
   int rc = id && pos && ks && ke && dec_req ? 0 : cplab_diag_set(d, CPLAB_ENOMEM, "out of memory"), tmin = 0;
   if (!rc) rc = group_heads(s, k, &tmin, d);
+  k->Hp = exec_engine_heads_run(k->Hl, s->head_pad), k->Hgp = exec_engine_heads_run(k->Hg, s->head_pad);
   if (!rc) rc = token_lists(k, id, pos, ks, ke, dec_req);
   if (!rc && k->Tdec > 0) rc = setup_decode_indexer(k, ks, ke, d);
   if (!rc) rc = setup_gathered(k, d);
@@ -363,9 +376,13 @@ static int setup_attention(engine_step *s, engine_rank *k, cplab_diag *d) {
     if (!rc && (k->Hg != k->Hl || k->head_off != 0))
       rc = exec_arena_alloc(mm, &k->fin, sizeof(float) * gq * CPLAB_MLA_NOPE_DIM, d);
   }
+  /* Padded copies where the kernels run more heads than the real ones. */
+  if (!rc && k->Hp > k->Hl) rc = pad_alloc(s, k, T, k->Hp, &k->q_pad, &k->out_pad, &k->lse_pad, d);
+  if (!rc && k->D > 1 && k->Tdec > 0 && k->Hgp > k->Hg)
+    rc = pad_alloc(s, k, k->Tdec, k->Hgp, &k->qg_pad, &k->gout_pad, &k->glse_pad, d);
   /* The split decode's scratch, for the heads the decode rows attend with. */
   if (!rc && k->Tdec > 0)
-    rc = cplab_sparse_mla_decode_scratch(k->Tdec, k->D == 1 ? k->Hl : k->Hg, k->K, 0, &k->dec_scratch_bytes, d);
+    rc = cplab_sparse_mla_decode_scratch(k->Tdec, k->D == 1 ? k->Hp : k->Hgp, k->K, 0, &k->dec_scratch_bytes, d);
   if (!rc && k->dec_scratch_bytes) rc = exec_arena_alloc(mm, &k->dec_scratch, k->dec_scratch_bytes, d);
   free(id), free(pos), free(ks), free(ke), free(dec_req);
   return rc;
@@ -511,23 +528,42 @@ static int piece_indexer(engine_step *s, const engine_rank *k, cplab_diag *d) {
   return rc;
 }
 
+/* Rows [first, first + rows) of `heads` heads (head_bytes each) between
+ * buffers of `from` and `to` heads a row: the real heads into the padded
+ * queries and out of the padded results, one strided copy each. */
+static int copy_heads(engine_step *s, void *dst, int to, const void *src, int from, int heads, size_t head_bytes,
+                      int64_t first, int64_t rows, cplab_diag *d) {
+  if (rows <= 0) return 0;
+  return cplab_dev_copy2d_async((char *)dst + (size_t)first * (size_t)to * head_bytes, (size_t)to * head_bytes,
+                                (const char *)src + (size_t)first * (size_t)from * head_bytes,
+                                (size_t)from * head_bytes, (size_t)heads * head_bytes, (size_t)rows, s->stream, d);
+}
+
 static int piece_attention(engine_step *s, const engine_rank *k, cplab_diag *d) {
   const cplab_parallel *par = k->in->par;
   const cplab_schedule *sc = &k->rp->sched;
-  size_t K = (size_t)k->K, row = (size_t)k->Hl * CPLAB_MLA_NOPE_DIM;
-  int rc = 0;
-  if (k->Tdec > 0) { /* decode rows: this rank's DCP shard */
+  const size_t K = (size_t)k->K, QH = sizeof(uint16_t) * CPLAB_MLA_ROW_DIM, OH = sizeof(float) * CPLAB_MLA_NOPE_DIM;
+  /* What the kernels run on: the real heads, or their padded copies. */
+  int H = k->q_pad ? k->Hp : k->Hl, HG = k->qg_pad ? k->Hgp : k->Hg;
+  const uint16_t *q = k->q_pad ? k->q_pad : k->mla_q, *qg = k->qg_pad ? k->qg_pad : k->qg;
+  float *out = k->q_pad ? k->out_pad : k->attn_out, *lse = k->q_pad ? k->lse_pad : k->attn_lse;
+  size_t gq = (size_t)(k->Tdec * k->Hg);
+  float *gout = k->gout ? k->gout + (size_t)k->o * gq * CPLAB_MLA_NOPE_DIM : NULL; /* this rank's partials */
+  float *glse = k->glse ? k->glse + (size_t)k->o * gq : NULL;
+  /* Under DCP the decode rows attend with the group's queries and their results come from the combine. */
+  int64_t first = k->D > 1 ? k->Tdec : 0;
+  int rc = k->q_pad ? copy_heads(s, k->q_pad, k->Hp, k->mla_q, k->Hl, k->Hl, QH, first, k->T - first, d) : 0;
+  if (!rc && k->qg_pad) rc = copy_heads(s, k->qg_pad, k->Hgp, k->qg, k->Hg, k->Hg, QH, 0, k->Tdec, d);
+  if (!rc && k->Tdec > 0) { /* decode rows: this rank's DCP shard */
     rc = cplab_convert_decode_topk(k->topk, k->Tdec, k->K, k->dec_req, k->block_table, sc->num_requests,
                                    sc->max_blocks, par->block_size, par->dcp, k->o, par->interleave, k->conv, s->stream,
                                    d);
-    size_t gq = (size_t)(k->Tdec * k->Hg);
     if (!rc && k->D == 1)
-      rc = cplab_sparse_mla_decode_split(k->mla_q, k->Tdec, k->Hl, k->kv_own, k->num_slots, k->conv, k->K, k->scale, 0,
-                                         k->attn_out, k->attn_lse, k->dec_scratch, k->dec_scratch_bytes, s->stream,
-                                         d);
+      rc = cplab_sparse_mla_decode_split(q, k->Tdec, H, k->kv_own, k->num_slots, k->conv, k->K, k->scale, 0, out, lse,
+                                         k->dec_scratch, k->dec_scratch_bytes, s->stream, d);
     else if (!rc)
-      rc = cplab_sparse_mla_decode_split(k->qg, k->Tdec, k->Hg, k->kv_own, k->num_slots, k->conv, k->K, k->scale, 0,
-                                         k->gout + (size_t)k->o * gq * CPLAB_MLA_NOPE_DIM, k->glse + (size_t)k->o * gq,
+      rc = cplab_sparse_mla_decode_split(qg, k->Tdec, HG, k->kv_own, k->num_slots, k->conv, k->K, k->scale, 0,
+                                         k->qg_pad ? k->gout_pad : gout, k->qg_pad ? k->glse_pad : glse,
                                          k->dec_scratch, k->dec_scratch_bytes, s->stream, d);
   }
   for (int i = 0; i < k->num_prefill && !rc; i++) {
@@ -536,14 +572,19 @@ static int piece_attention(engine_step *s, const engine_rank *k, cplab_diag *d) 
     int64_t rows = pr->ws >= 0 ? (int64_t)k->D * k->ws[pr->ws].block : pr->nkeys;
     int32_t *conv = k->conv + (size_t)pr->tok0 * K;
     /* One region: region_row 0 for every row, i.e. the zeros of ks. */
+    rc = cplab_convert_prefill_topk(k->topk + (size_t)pr->tok0 * K, pr->len, k->K, k->ks + pr->tok0, pr->ws_start,
+                                    pr->shard_rows, NULL, 1, par->dcp, par->interleave, conv, s->stream, d);
     if (!rc)
-      rc = cplab_convert_prefill_topk(k->topk + (size_t)pr->tok0 * K, pr->len, k->K, k->ks + pr->tok0, pr->ws_start,
-                                      pr->shard_rows, NULL, 1, par->dcp, par->interleave, conv, s->stream, d);
-    if (!rc)
-      rc = cplab_sparse_mla_prefill(k->mla_q + (size_t)pr->tok0 * (size_t)k->Hl * CPLAB_MLA_ROW_DIM, pr->len, k->Hl, ws,
-                                    rows, conv, k->K, k->scale, k->attn_out + (size_t)pr->tok0 * row,
-                                    k->attn_lse + (size_t)pr->tok0 * (size_t)k->Hl, s->stream, d);
+      rc = cplab_sparse_mla_prefill(q + (size_t)pr->tok0 * (size_t)H * CPLAB_MLA_ROW_DIM, pr->len, H, ws, rows, conv,
+                                    k->K, k->scale, out + (size_t)pr->tok0 * (size_t)H * CPLAB_MLA_NOPE_DIM,
+                                    lse + (size_t)pr->tok0 * (size_t)H, s->stream, d);
   }
+  /* The real heads of the padded results; the padding heads' are dropped. */
+  if (!rc && k->q_pad) rc = copy_heads(s, k->attn_out, k->Hl, k->out_pad, k->Hp, k->Hl, OH, first, k->T - first, d);
+  if (!rc && k->q_pad)
+    rc = copy_heads(s, k->attn_lse, k->Hl, k->lse_pad, k->Hp, k->Hl, sizeof(float), first, k->T - first, d);
+  if (!rc && k->qg_pad) rc = copy_heads(s, gout, k->Hg, k->gout_pad, k->Hgp, k->Hg, OH, 0, k->Tdec, d);
+  if (!rc && k->qg_pad) rc = copy_heads(s, glse, k->Hg, k->glse_pad, k->Hgp, k->Hg, sizeof(float), 0, k->Tdec, d);
   return rc;
 }
 
@@ -599,12 +640,12 @@ static int piece_combine(engine_step *s, const engine_rank *k, cplab_diag *d) {
   if (k->D == 1 || k->Tdec == 0) return 0;
   if (!k->fin) return cplab_lse_combine(k->glse, k->gout, k->D, k->Tdec, k->Hg, k->attn_out, s->stream, d);
   int rc = cplab_lse_combine(k->glse, k->gout, k->D, k->Tdec, k->Hg, k->fin, s->stream, d);
-  size_t row = (size_t)k->Hl * CPLAB_MLA_NOPE_DIM;
-  for (int64_t i = 0; i < k->Tdec && !rc; i++) /* this rank's heads of the group's result */
-    rc = cplab_dev_copy_async(k->attn_out + (size_t)i * row,
-                              k->fin + ((size_t)i * (size_t)k->Hg + (size_t)k->head_off) * CPLAB_MLA_NOPE_DIM,
-                              sizeof(float) * row, s->stream, d);
-  return rc;
+  size_t row = sizeof(float) * (size_t)k->Hl * CPLAB_MLA_NOPE_DIM;
+  size_t group = sizeof(float) * (size_t)k->Hg * CPLAB_MLA_NOPE_DIM;
+  /* this rank's heads of the group's result: one strided copy of Tdec rows */
+  return rc ? rc
+            : cplab_dev_copy2d_async(k->attn_out, row, k->fin + (size_t)k->head_off * CPLAB_MLA_NOPE_DIM, group, row,
+                                     (size_t)k->Tdec, s->stream, d);
 }
 
 int engine_rank_piece(engine_step *s, int r, int piece, cplab_diag *d) {

@@ -24,6 +24,7 @@
 #define CPLAB_EXEC_H
 
 #include "cplab/error.h"
+#include "cplab/layout.h"
 #include "cplab/maps.h"
 #include "cplab/plan.h"
 #include "cplab/ranks.h"
@@ -99,6 +100,13 @@ int exec_nccl_layer(exec_nccl *x, const cplab_step_input *in, const cplab_rank_p
  * lands elsewhere. Plans need token maps. */
 int exec_single_output(exec_single *x, const cplab_step_input *in, cplab_rank_plan *const *plans, cplab_diag *d);
 int exec_nccl_output(exec_nccl *x, const cplab_step_input *in, const cplab_rank_plan *plan, cplab_diag *d);
+
+/* 0 when the executor's conversion kernel expresses layout l's map m (a
+ * conversion: CPLAB_MAP_CONVERT_PREFILL or _DECODE), else CPLAB_EUNSUPPORTED
+ * naming the layout and its own op (cplab_layout_departure); _supported:
+ * both conversions, before anything runs. Needs no GPU. */
+int exec_layout_expressed(const cplab_layout *l, cplab_layout_map m, cplab_diag *d);
+int exec_layout_supported(const cplab_layout *l, cplab_diag *d);
 
 /* The device's name and the CUDA versions, for the trace's provenance. */
 int exec_device_describe(char *device, size_t dlen, char *cuda, size_t clen, cplab_diag *d);

@@ -131,15 +131,8 @@ int exec_row_convert(exec_rank *c, const cplab_row *row, const int32_t *topk, co
   int k = on_shard ? -1 : cplab_prefill_region_of(&rp->prefill, row->req);
   const int32_t *brow = rp->sched.block_table + (int64_t)row->req * rp->sched.max_blocks;
   if (!on_shard && !rp->prefill.active) return cplab_dev_upload(dconv, topk, kb, d);
-  /* The kernels express the gathered arrangement's maps. A layout that departs
-   * from it is refused by name: running its rule on the host instead would
-   * leave the diff comparing that rule with itself, proving nothing. */
-  const char *own = cplab_layout_departure(l, on_shard ? CPLAB_MAP_CONVERT_DECODE : CPLAB_MAP_CONVERT_PREFILL);
-  if (own)
-    CPLAB_FAIL(d, CPLAB_EUNSUPPORTED,
-               "layout %s: its own %s is no map the %s conversion kernel expresses; cplab-exec refuses it "
-               "(cplab-sim runs it)",
-               l->name, own, on_shard ? "decode" : "prefill");
+  rc = exec_layout_expressed(l, on_shard ? CPLAB_MAP_CONVERT_DECODE : CPLAB_MAP_CONVERT_PREFILL, d);
+  if (rc) return rc;
   if (!on_shard) {
     const cplab_prefill_plan *pl = &rp->prefill;
     int32_t region = 0;
@@ -325,6 +318,24 @@ int exec_rank_layer(exec_rank *c, int64_t sampled_rows, exec_layer *out, cplab_d
   c->ops->keys_free(c);
   if (rc) exec_layer_free(out);
   return rc;
+}
+
+/* The kernels express the gathered arrangement's maps. A layout that departs
+ * from it is refused by name: running its rule on the host instead would
+ * leave the diff comparing that rule with itself, proving nothing. */
+int exec_layout_expressed(const cplab_layout *l, cplab_layout_map m, cplab_diag *d) {
+  const char *own = cplab_layout_departure(l, m);
+  if (own)
+    CPLAB_FAIL(d, CPLAB_EUNSUPPORTED,
+               "layout %s: its own %s is no map the %s conversion kernel expresses; the executor refuses it "
+               "(cplab-exec and cplab-bench; cplab-sim runs it)",
+               l->name, own, m == CPLAB_MAP_CONVERT_DECODE ? "decode" : "prefill");
+  return 0;
+}
+
+int exec_layout_supported(const cplab_layout *l, cplab_diag *d) {
+  int rc = exec_layout_expressed(l, CPLAB_MAP_CONVERT_PREFILL, d);
+  return rc ? rc : exec_layout_expressed(l, CPLAB_MAP_CONVERT_DECODE, d);
 }
 
 int exec_device_describe(char *device, size_t dlen, char *cuda, size_t clen, cplab_diag *d) {

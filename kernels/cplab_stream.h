@@ -34,6 +34,12 @@ int cplab_stream_destroy(void *stream, cplab_diag *d);
 /* Asynchronous device -> device copy of bytes bytes on stream (bytes 0:
  * nothing, NULL pointers allowed then). */
 int cplab_dev_copy_async(void *dst, const void *src, size_t bytes, void *stream, cplab_diag *d);
+/* Asynchronous strided device -> device copy (cudaMemcpy2DAsync): `rows`
+ * rows of `width` bytes, row i from src + i·spitch to dst + i·dpitch (width
+ * <= each pitch; width or rows 0: nothing, NULL pointers allowed then). One
+ * call where a loop of cplab_dev_copy_async would make one a row. */
+int cplab_dev_copy2d_async(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows,
+                           void *stream, cplab_diag *d);
 
 /* ---- timing events -------------------------------------------------------- */
 

@@ -27,6 +27,7 @@
 #                 the benchmark engine captures its work on streams of its own
 #   check.cuh     CUDA error checks shared by the launchers
 #   gemm_args.cuh the GEMM launchers' argument rules (gemm.cu and its CPU stand-in)
+#   dev_copy.cuh  the device copies of cplab_stream.h (stream.cu and its CPU stand-in)
 #   mma.cuh       the tensor-core and cp.async instructions (emulated in tests/emu)
 #   mla_tc.cuh    what both attention kernels do with a tile of 64 bf16 rows
 #   idx_tc.cuh    what the indexer logits kernels do with a tile of 64 fp8 keys
@@ -36,7 +37,7 @@ KERNEL_SOURCES = %reldir%/probe.cu %reldir%/devinfo.cu %reldir%/devmem.cu %reldi
 	%reldir%/indexer.cu %reldir%/indexer_decode.cu %reldir%/topk.cu %reldir%/convert.cu %reldir%/attention_prefill.cu %reldir%/attention_decode.cu %reldir%/combine.cu %reldir%/restore.cu \
 	%reldir%/gemm.cu %reldir%/moe.cu %reldir%/quant.cu %reldir%/stream.cu
 KERNEL_INCLUDES = %reldir%/cplab_kernels.h %reldir%/check.cuh %reldir%/kformat.cuh %reldir%/cplab_moe.h \
-	%reldir%/cplab_stream.h %reldir%/gemm_args.cuh %reldir%/mma.cuh %reldir%/mla_tc.cuh \
+	%reldir%/cplab_stream.h %reldir%/gemm_args.cuh %reldir%/dev_copy.cuh %reldir%/mma.cuh %reldir%/mla_tc.cuh \
 	%reldir%/idx_tc.cuh
 EXTRA_DIST += $(KERNEL_SOURCES) $(KERNEL_INCLUDES)
 
@@ -73,4 +74,4 @@ KERNEL_MLA_DEPS = $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/mma.cuh $(srcdir)/%rel
 %reldir%/attention_decode.o: $(KERNEL_MLA_DEPS) $(srcdir)/%reldir%/kformat.cuh
 %reldir%/gen.o: $(KERNEL_FORMAT_DEPS) $(top_srcdir)/include/cplab/philox.h
 %reldir%/moe.o: $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/cplab_moe.h
-%reldir%/stream.o: $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/cplab_stream.h
+%reldir%/stream.o: $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/cplab_stream.h $(srcdir)/%reldir%/dev_copy.cuh

@@ -50,7 +50,9 @@ int model_read_point(model_doc *x, size_t i, model_point *p, cplab_diag *d) {
   memset(p, 0, sizeof *p);
   cplab_json_index(p->path, "points", i);
   int rc = cplab_json_expect_object(&x->r, e, p->path);
-  if (!rc) rc = cplab_json_get_string(&x->r, e, p->path, "layout", 1, NULL, label, sizeof label);
+  /* The parallel sizes: "parallel" (results format 2), "layout" before. */
+  const char *key = json_object_get(e, "parallel") ? "parallel" : "layout";
+  if (!rc) rc = cplab_json_get_string(&x->r, e, p->path, key, 1, NULL, label, sizeof label);
   if (!rc && cplab_bench_layout_parse(label, &p->layout, d) != 0) {
     cplab_diag local = *d;
     cplab_diag_clear(d);

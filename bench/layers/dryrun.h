@@ -29,11 +29,16 @@ typedef struct cplab_bench_config {
   const cplab_bench_workload *workload;
   cplab_graph_mode graph;
   const cplab_scenario *scenario;
-  const cplab_bench_plan_cost *cost;
+  const cplab_bench_plan_cost *cost; /* attn_flop_run with the matrix's head padding */
+  cplab_bench_heads heads;           /* each rank's query heads, real and run */
   char title[256]; /* "pcp4, prefill 32768 in / 1 out, eager" */
 } cplab_bench_config;
 
-/* Call fn for every configuration, layouts outermost, then workloads, then
+/* The head padding a matrix's configurations count (--dry-run, and
+ * measuring once the device resolved auto): auto counts 64, none 0. */
+int cplab_bench_head_pad_of(const cplab_bench_matrix *m);
+
+/* Call fn for every configuration, parallel sizes outermost, then workloads, then
  * graph modes. A configuration whose batches would run in the same runtime
  * graph mode as an earlier mode of the same layout and workload (a prefill
  * under "full" runs piecewise) is skipped: it would be measured twice. A

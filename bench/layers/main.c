@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cplab/cli.h"
+#include "cplab/layout.h"
 #include "cplab/log.h"
 #include "cplab/model.h"
 #include "config.h"
@@ -30,7 +31,8 @@ static void usage(FILE *out) {
         "       " PROG " --dry-run [OPTIONS]\n"
         "       " PROG " --report FILE.h5 [-o PREFIX]\n"
         "TTFT (prefill N in / 1 out) and TPOT (decode 1 in / M out) of a synthetic sparse-MLA decoder\n"
-        "layer per parallel layout and CUDA-graph mode. Measuring runs every rank of a layout on this\n"
+        "layer per layout (--layout NAME, a plan/layouts/ plugin), set of parallel sizes (--parallel) and\n"
+        "CUDA-graph mode. Measuring runs every rank of a configuration on this\n"
         "GPU (the single-device backend: communication is device copies), or with --backend nccl one\n"
         "MPI rank per GPU, and prints the markdown table, or writes PREFIX.h5, .json, .md and plots;\n"
         "--dry-run derives every configuration's\n"
@@ -39,9 +41,20 @@ static void usage(FILE *out) {
         out);
   fputs("Configurations:\n"
         "  --preset NAME         model shapes: glm-5 (default) or deepseek-v3.2\n"
-        "  --layouts LIST        e.g. tp4,pcp4,tp4dcp4,pcp4dcp4 (the default, the change's columns):\n"
-        "                        sizes above 1 in the order tp, pcp, dcp; GPUs = tp*pcp, DCP shards\n"
-        "                        inside them\n"
+        "  --layout NAME         the layout measured (default vllm; --list-layouts lists them): any\n"
+        "                        whose plans the executor's kernels run; one whose own conversion map\n"
+        "                        they cannot express is refused by name when measuring (--dry-run\n"
+        "                        derives any layout's plans); a mutant runs with a note, and plans that\n"
+        "                        differ between ranks stop it (the executor's plan consensus)\n"
+        "  --parallel LIST       parallel sizes, e.g. tp4,pcp4,tp4dcp4,pcp4dcp4 (the default, the change's\n"
+        "                        columns): sizes above 1 in the order tp, pcp, dcp; GPUs = tp*pcp, DCP\n"
+        "                        shards inside them (--layouts LIST: its deprecated name)\n"
+        "  --head-pad auto|none|N  query heads the attention kernels run per rank: auto (default) is\n"
+        "                        production's, FlashMLA's padding by the device (sm90: 64, sm100 and\n"
+        "                        later: 128; 64 for --dry-run, which has no device); none, the real heads\n"
+        "                        (num_heads/tp: 16 for GLM-5 on tp4); N, rounded up to a multiple of N.\n"
+        "                        Padding heads are zero-filled and their outputs discarded. Our kernels\n"
+        "                        run tiles of 64 heads, so none on 16 heads costs about what 64 do\n"
         "  --prefill LIST        TTFT workloads: new tokens per request, e.g. 8192,32768\n"
         "  --decode LIST         TPOT workloads: context lengths, e.g. 32768\n"
         "  --mixed LIST          mixed batches PREFILL+ROWS@CONTEXT, e.g. 8192+16@32768\n"
@@ -73,29 +86,35 @@ static void usage(FILE *out) {
   cplab_cli_help_common(out);
   fputs("\nExit status: 0 done, 2 error.\n\n"
         "Examples:\n"
-        "  " PROG " --dry-run --layouts tp4,pcp4 --prefill 32768\n"
+        "  " PROG " --dry-run --parallel tp4,pcp4 --prefill 32768\n"
+        "  " PROG " --dry-run --layout block-aligned --parallel pcp4dcp4 --head-pad none\n"
         "  " PROG " --dry-run --json --decode 32768 --batch 8 > plan-work.json\n"
-        "  mpirun -np 2 " PROG " --backend nccl --layouts tp2,pcp2,tp2dcp2 --prefill 16384 -o two-gpus\n",
+        "  mpirun -np 2 " PROG " --backend nccl --parallel tp2,pcp2,tp2dcp2 --prefill 16384 -o two-gpus\n",
         out);
 }
 
 enum {
-  OPT_PRESET = CPLAB_OPT_PROGRAM, OPT_LAYOUTS, OPT_PREFILL, OPT_DECODE, OPT_MIXED, OPT_BATCH, OPT_OUT_TOKENS,
-  OPT_GRAPHS, OPT_INTERLEAVE, OPT_BLOCK_SIZE, OPT_DRY_RUN, OPT_REPORT, OPT_NO_PLOTS, OPT_MODEL_SET, OPT_REPS,
-  OPT_WARMUP, OPT_LAYERS, OPT_CHECK, OPT_GEMM, OPT_BACKEND
+  OPT_PRESET = CPLAB_OPT_PROGRAM, OPT_PARALLEL, OPT_LAYOUTS, OPT_HEAD_PAD, OPT_PREFILL, OPT_DECODE, OPT_MIXED,
+  OPT_BATCH, OPT_OUT_TOKENS, OPT_GRAPHS, OPT_INTERLEAVE, OPT_BLOCK_SIZE, OPT_DRY_RUN, OPT_REPORT, OPT_NO_PLOTS,
+  OPT_MODEL_SET, OPT_REPS, OPT_WARMUP, OPT_LAYERS, OPT_CHECK, OPT_GEMM, OPT_BACKEND
 };
 
 typedef struct bench_args {
-  const char *preset, *layouts, *prefill, *decode, *mixed, *graphs, *report, *model_set, *gemm, *backend;
+  const char *preset, *parallel, *prefill, *decode, *mixed, *graphs, *report, *model_set, *gemm, *backend;
   int64_t batch, out_tokens, interleave, block_size, reps, warmup, layers, check;
-  int dry_run, no_plots;
+  int dry_run, no_plots, head_pad;
+  int old_layouts; /* --layouts, --parallel's deprecated name, was given */
 } bench_args;
 
 static int bench_option(void *ctx, int opt, const char *arg, cplab_diag *d) {
   bench_args *a = ctx;
   switch (opt) {
   case OPT_PRESET: a->preset = arg; return 0;
-  case OPT_LAYOUTS: a->layouts = arg; return 0;
+  case OPT_PARALLEL: a->parallel = arg; return 0;
+  case OPT_LAYOUTS: /* the sizes' older name: it collided with the layout (--layout); main says so */
+    a->parallel = arg, a->old_layouts = 1;
+    return 0;
+  case OPT_HEAD_PAD: return cplab_bench_parse_head_pad(arg, &a->head_pad, d);
   case OPT_PREFILL: a->prefill = arg; return 0;
   case OPT_DECODE: a->decode = arg; return 0;
   case OPT_MIXED: a->mixed = arg; return 0;
@@ -129,7 +148,8 @@ static int bench_option(void *ctx, int opt, const char *arg, cplab_diag *d) {
 static int parse_args(int argc, char **argv, cplab_cli *cli, bench_args *a, cplab_diag *d) {
   static const struct option longopts[] = {
       CPLAB_CLI_COMMON_LONGOPTS,
-      {"preset", required_argument, NULL, OPT_PRESET},         {"layouts", required_argument, NULL, OPT_LAYOUTS},
+      {"preset", required_argument, NULL, OPT_PRESET},         {"parallel", required_argument, NULL, OPT_PARALLEL},
+      {"layouts", required_argument, NULL, OPT_LAYOUTS},       {"head-pad", required_argument, NULL, OPT_HEAD_PAD},
       {"prefill", required_argument, NULL, OPT_PREFILL},       {"decode", required_argument, NULL, OPT_DECODE},
       {"mixed", required_argument, NULL, OPT_MIXED},           {"batch", required_argument, NULL, OPT_BATCH},
       {"out-tokens", required_argument, NULL, OPT_OUT_TOKENS}, {"graphs", required_argument, NULL, OPT_GRAPHS},
@@ -143,14 +163,19 @@ static int parse_args(int argc, char **argv, cplab_cli *cli, bench_args *a, cpla
   int rc = cplab_cli_parse(argc, argv, CPLAB_CLI_COMMON_SHORTOPTS, longopts, cli, bench_option, a, NULL, d);
   if (rc) return rc;
   if (cli->help || cli->version) return 0;
-  if (cli->scenario || cli->layout)
-    CPLAB_FAIL(d, CPLAB_EUSAGE, "%s: cplab-bench builds its scenarios from --preset, --layouts and the workload "
-               "options", cli->scenario ? "--scenario" : "--layout");
-  if (cli->list_layouts || cli->list_scenarios)
-    CPLAB_FAIL(d, CPLAB_EUSAGE, "cplab-bench runs the vllm layout on the sizes --layouts gives; it lists nothing");
+  if (cli->scenario)
+    CPLAB_FAIL(d, CPLAB_EUSAGE, "--scenario: cplab-bench builds its scenarios from --preset, --layout, --parallel and "
+               "the workload options");
+  if (cli->list_scenarios)
+    CPLAB_FAIL(d, CPLAB_EUSAGE, "--list-scenarios: cplab-bench takes no scenario (--list-layouts lists the layouts)");
+  if (cli->list_layouts && (a->dry_run || a->report))
+    CPLAB_FAIL(d, CPLAB_EUSAGE, "--list-layouts lists the layouts and does nothing else");
   if (a->dry_run && a->report)
     CPLAB_FAIL(d, CPLAB_EUSAGE, "choose --dry-run (the plans' work), --report FILE.h5 (render results) or neither "
                "(measure)");
+  if (a->report && (cli->layout || a->parallel || a->head_pad != CPLAB_BENCH_HEAD_PAD_AUTO))
+    CPLAB_FAIL(d, CPLAB_EUSAGE, "--layout, --parallel and --head-pad choose what to measure; --report renders what "
+               "the results file holds");
   if ((a->dry_run || a->report) && (a->reps || a->warmup >= 0 || a->layers || a->check || a->gemm || a->backend))
     CPLAB_FAIL(d, CPLAB_EUSAGE, "--reps, --warmup, --layers, --check, --gemm and --backend go with measuring, not "
                "with %s", a->dry_run ? "--dry-run" : "--report");
@@ -167,7 +192,9 @@ static int build_matrix(const bench_args *a, const cplab_cli *cli, cplab_bench_m
   snprintf(m->preset, sizeof m->preset, "%s", a->preset);
   m->seed = cli->has_seed ? cli->seed : 20261129;
   m->interleave = (int)a->interleave, m->block_size = (int)a->block_size;
-  int rc = cplab_bench_parse_layouts(m, a->layouts, d);
+  snprintf(m->layout, sizeof m->layout, "%s", cli->layout ? cli->layout : "vllm");
+  m->head_pad = a->head_pad;
+  int rc = cplab_bench_parse_parallel(m, a->parallel ? a->parallel : "tp4,pcp4,tp4dcp4,pcp4dcp4", d);
   if (!rc) rc = cplab_bench_parse_graphs(m, a->graphs, d);
   if (!rc && a->model_set) rc = cplab_bench_parse_model_set(m, a->model_set, d);
   int none = !a->prefill && !a->decode && !a->mixed;
@@ -221,12 +248,25 @@ static void command_of(int argc, char **argv, char *buf, size_t len) {
 }
 #endif
 
+/* What rank 0 says before the work: --layouts' deprecation, and that a
+ * mutant (a real bug, run where the executor can run it) gives a bug's
+ * numbers. */
+static void notes(const bench_args *a, const char *layout, const cplab_bench_backend *be) {
+  const cplab_layout *l = cplab_layout_find(layout);
+  if (be->rank != 0) return;
+  if (a->old_layouts)
+    fputs(PROG ": note: --layouts is deprecated: it is --parallel now (--layout NAME names the layout)\n", stderr);
+  if (l && l->mutant)
+    fprintf(stderr, PROG ": note: layout %s is a mutant, its numbers a bug's: %s\n", l->name, l->reproduces);
+}
+
 /* Under NCCL every process measures its rank and rank 0 writes the results. */
 static int measure(const bench_args *a, const cplab_cli *cli, const cplab_bench_matrix *m, const cplab_bench_backend *be,
                    int argc, char **argv, cplab_diag *d) {
 #if CPLAB_BENCH_ENGINE
   exec_engine_opts o = {a->reps ? (int)a->reps : 10, a->warmup >= 0 ? (int)a->warmup : 2, a->layers ? (int)a->layers : 1,
-                        a->check, NULL, a->gemm && strcmp(a->gemm, "fp8") == 0};
+                        a->check, NULL, a->gemm && strcmp(a->gemm, "fp8") == 0,
+                        0 /* head_pad: the matrix's, resolved by cplab_bench_measure_matrix */};
   cplab_bench_results r;
   char command[2048];
   cplab_bench_results_init(&r);
@@ -287,8 +327,8 @@ static void stop_mpi(const cplab_bench_backend *be, int rc) {
 int main(int argc, char **argv) {
   cplab_cli cli;
   cplab_diag d = {0};
-  bench_args a = {.preset = "glm-5", .layouts = "tp4,pcp4,tp4dcp4,pcp4dcp4", .graphs = "eager,full", .batch = 1,
-                  .out_tokens = 16, .interleave = 1, .block_size = 64, .warmup = -1};
+  bench_args a = {.preset = "glm-5", .graphs = "eager,full", .batch = 1, .out_tokens = 16, .interleave = 1,
+                  .block_size = 64, .warmup = -1, .head_pad = CPLAB_BENCH_HEAD_PAD_AUTO};
   cplab_cli_init(&cli, NULL);
   int rc = parse_args(argc, argv, &cli, &a, &d);
   if (rc) {
@@ -296,9 +336,14 @@ int main(int argc, char **argv) {
     return CPLAB_EXIT_ERROR;
   }
   if (cplab_cli_answer_info(&cli, PROG, usage)) return CPLAB_EXIT_OK;
+  if (cli.list_layouts) {
+    cplab_cli_list_layouts(stdout);
+    return CPLAB_EXIT_OK;
+  }
   cplab_bench_matrix m;
   cplab_bench_backend be = {a.backend && strcmp(a.backend, "nccl") == 0, 0, 1, 0};
   rc = start_mpi(&argc, &argv, &be, &d);
+  if (!rc) notes(&a, cli.layout ? cli.layout : "vllm", &be);
   if (!rc && a.report) rc = re_render(&a, &cli, &d);
   else if (!rc && !(rc = build_matrix(&a, &cli, &m, &d)))
     rc = a.dry_run ? cplab_bench_dry_run(&m, stdout, cli.json, &d) : measure(&a, &cli, &m, &be, argc, argv, &d);

@@ -30,23 +30,23 @@ int cplab_bench_layout_parse(const char *text, cplab_bench_layout *out, cplab_di
   static const char *const parts[3] = {"tp", "pcp", "dcp"};
   int size[3] = {1, 1, 1}, next = 0;
   const char *p = text;
-  if (!*p) CPLAB_FAIL(d, CPLAB_EUSAGE, "layout '': empty (e.g. tp4, pcp4, tp4dcp4, pcp4dcp4)");
+  if (!*p) CPLAB_FAIL(d, CPLAB_EUSAGE, "parallel sizes '': empty (e.g. tp4, pcp4, tp4dcp4, pcp4dcp4)");
   while (*p) {
     int k = next;
     while (k < 3 && strncmp(p, parts[k], strlen(parts[k])) != 0) k++;
     if (k == 3)
-      CPLAB_FAIL(d, CPLAB_EUSAGE, "layout '%s': expected tp, pcp and dcp sizes in that order, each once (e.g. pcp4dcp4)",
-                 text);
+      CPLAB_FAIL(d, CPLAB_EUSAGE, "parallel sizes '%s': expected tp, pcp and dcp sizes in that order, each once (e.g. "
+                 "pcp4dcp4)", text);
     p += strlen(parts[k]);
     int64_t v = take_size(&p);
-    if (v < 1) CPLAB_FAIL(d, CPLAB_EUSAGE, "layout '%s': %s needs a positive size", text, parts[k]);
+    if (v < 1) CPLAB_FAIL(d, CPLAB_EUSAGE, "parallel sizes '%s': %s needs a positive size", text, parts[k]);
     size[k] = (int)v;
     next = k + 1;
   }
   out->tp = size[0], out->pcp = size[1], out->dcp = size[2];
   /* The canonical label ("tp1pcp2" reads back as "pcp2"), the one results files check. */
   if (cplab_bench_layout_label(out->tp, out->pcp, out->dcp, out->label, sizeof out->label) != 0)
-    CPLAB_FAIL(d, CPLAB_EUSAGE, "layout '%s': sizes too large", text);
+    CPLAB_FAIL(d, CPLAB_EUSAGE, "parallel sizes '%s': too large", text);
   return 0;
 }
 
@@ -73,15 +73,31 @@ static int add_layout(void *ctx, const char *item, cplab_diag *d) {
   int rc = cplab_bench_layout_parse(item, &l, d);
   if (rc) return rc;
   for (int i = 0; i < m->num_layouts; i++)
-    if (strcmp(m->layouts[i].label, l.label) == 0) CPLAB_FAIL(d, CPLAB_EUSAGE, "layouts: %s given twice", l.label);
-  if (m->num_layouts == CPLAB_BENCH_MAX_ITEMS) CPLAB_FAIL(d, CPLAB_EUSAGE, "layouts: more than %d", CPLAB_BENCH_MAX_ITEMS);
+    if (strcmp(m->layouts[i].label, l.label) == 0) CPLAB_FAIL(d, CPLAB_EUSAGE, "--parallel: %s given twice", l.label);
+  if (m->num_layouts == CPLAB_BENCH_MAX_ITEMS)
+    CPLAB_FAIL(d, CPLAB_EUSAGE, "--parallel: more than %d", CPLAB_BENCH_MAX_ITEMS);
   m->layouts[m->num_layouts++] = l;
   return 0;
 }
 
-int cplab_bench_parse_layouts(cplab_bench_matrix *m, const char *text, cplab_diag *d) {
+int cplab_bench_parse_parallel(cplab_bench_matrix *m, const char *text, cplab_diag *d) {
   m->num_layouts = 0;
-  return for_each_item(text, "layouts", add_layout, m, d);
+  return for_each_item(text, "--parallel", add_layout, m, d);
+}
+
+int cplab_bench_parse_layouts(cplab_bench_matrix *m, const char *text, cplab_diag *d) {
+  return cplab_bench_parse_parallel(m, text, d);
+}
+
+int cplab_bench_parse_head_pad(const char *text, int *pad, cplab_diag *d) {
+  int64_t n = 0;
+  cplab_diag number = {0}; /* its own message is replaced by one naming every choice */
+  if (strcmp(text, "auto") == 0) *pad = CPLAB_BENCH_HEAD_PAD_AUTO;
+  else if (strcmp(text, "none") == 0) *pad = CPLAB_BENCH_HEAD_PAD_NONE;
+  else if (cplab_cli_parse_int("--head-pad", text, 2, 1024, &n, &number) != 0)
+    CPLAB_FAIL(d, CPLAB_EUSAGE, "--head-pad %s: expected auto, none or a multiple in [2, 1024]", text);
+  else *pad = (int)n;
+  return 0;
 }
 
 static int add_graph(void *ctx, const char *item, cplab_diag *d) {
@@ -224,7 +240,8 @@ int cplab_bench_scenario(const cplab_bench_matrix *m, const cplab_bench_layout *
                            "cplab_scenario", 1, "name", "bench", "description", "cplab-bench configuration", "model",
                            model_json(m), "parallel", "tp", l->tp, "pcp", l->pcp, "dcp", l->dcp, "interleave",
                            m->interleave, "block_size", m->block_size, "max_model_len", (json_int_t)max_len,
-                           "cudagraph_mode", cplab_graph_mode_name(g), "layout", "vllm", "seed", (json_int_t)m->seed, "workload",
+                           "cudagraph_mode", cplab_graph_mode_name(g), "layout", m->layout[0] ? m->layout : "vllm",
+                           "seed", (json_int_t)m->seed, "workload",
                            "steps", steps);
   char *text = root ? json_dumps(root, JSON_COMPACT) : NULL;
   json_decref(root);

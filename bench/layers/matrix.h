@@ -3,7 +3,10 @@
  * JSON and read by the one scenario parser, so a benchmark obeys every rule
  * a scenario file does.
  *
- * Layout labels: the sizes above 1 in the order tp, pcp, dcp ("tp4",
+ * The layout is a registered plan/layouts/ plugin by name ("vllm",
+ * "block-aligned", the mutants), the same for every configuration of a
+ * matrix; the parallel sizes vary over the matrix.
+ * Parallel labels: the sizes above 1 in the order tp, pcp, dcp ("tp4",
  * "pcp4", "tp4dcp4", "pcp4dcp4", "tp2pcp2dcp4"); "tp1" is one rank. A label
  * without tp has tp 1; DCP shards inside the TP×PCP world (GPUs = tp·pcp),
  * so the change's "dcp4" column is tp4dcp4 here.
@@ -33,10 +36,16 @@
 /* Requests summed over a configuration's steps (steps x requests per step). */
 #define CPLAB_BENCH_MAX_REQUEST_ENTRIES (1 << 20)
 
+/* One set of parallel sizes (cplab-bench --parallel; the type keeps its
+ * older name, which cplab-model shares). */
 typedef struct cplab_bench_layout {
   int tp, pcp, dcp;
   char label[32];
 } cplab_bench_layout;
+
+/* --head-pad: the production padding of the device (sm90: 64, sm100 and
+ * later: 128; 64 without a device), none (the real heads) or a multiple. */
+enum { CPLAB_BENCH_HEAD_PAD_AUTO = -1, CPLAB_BENCH_HEAD_PAD_NONE = 0 };
 
 /* Where a layout's ranks run: all on one GPU (nccl 0), or one MPI rank per
  * GPU, this process being rank `rank` of `size` (nccl 1; mpi 0 only for
@@ -64,17 +73,23 @@ typedef struct cplab_bench_matrix {
   cplab_bench_workload workloads[CPLAB_BENCH_MAX_ITEMS];
   cplab_graph_mode graphs[CPLAB_GRAPH_LABELED];
   char model_set[512]; /* "FIELD=VALUE,..." over the preset (--model-set), "" for none */
+  char layout[64];     /* the layout by name (--layout); "" is vllm */
+  int head_pad;        /* CPLAB_BENCH_HEAD_PAD_AUTO, _NONE or a multiple N > 1 */
 } cplab_bench_matrix;
 
 const char *cplab_bench_kind_name(cplab_bench_kind k);   /* "prefill", "decode", "mixed" */
 
-/* One layout label ("pcp4dcp4") into out; CPLAB_EUSAGE naming the problem. */
+/* One parallel label ("pcp4dcp4") into out; CPLAB_EUSAGE naming the problem. */
 int cplab_bench_layout_parse(const char *text, cplab_bench_layout *out, cplab_diag *d);
 /* Comma-separated lists into the matrix (each replaces the matrix's list):
- *   layouts "tp4,pcp4"; graphs "eager,full";
+ *   parallel sizes "tp4,pcp4"; graphs "eager,full";
  *   prefill "4096,32768" with batch B; decode "32768" with batch B and M out;
  *   mixed "8192+16@32768" (prefill tokens + decode rows @ their context). */
+int cplab_bench_parse_parallel(cplab_bench_matrix *m, const char *text, cplab_diag *d);
+/* The same, under its older name (cplab-model calls it). */
 int cplab_bench_parse_layouts(cplab_bench_matrix *m, const char *text, cplab_diag *d);
+/* --head-pad's argument: auto, none or N in [2, 1024]; CPLAB_EUSAGE naming the option. */
+int cplab_bench_parse_head_pad(const char *text, int *pad, cplab_diag *d);
 int cplab_bench_parse_graphs(cplab_bench_matrix *m, const char *text, cplab_diag *d);
 /* Model fields over the preset, "hidden_size=1024,n_routed_experts=16": the
  * syntax is checked here, names and ranges by the scenario parser. */
@@ -83,7 +98,7 @@ int cplab_bench_add_workloads(cplab_bench_matrix *m, cplab_bench_kind kind, cons
                               int64_t out_tokens, cplab_diag *d);
 
 /* The scenario of one configuration (free with cplab_scenario_free):
- * model preset, the layout's sizes, layout "vllm", the graph mode, the
+ * model preset, the parallel sizes, the matrix's layout (vllm for ""), the graph mode, the
  * workload's steps and a max_model_len that holds them. */
 int cplab_bench_scenario(const cplab_bench_matrix *m, const cplab_bench_layout *l, const cplab_bench_workload *w,
                          cplab_graph_mode g, cplab_scenario **out, cplab_diag *d);

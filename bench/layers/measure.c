@@ -83,23 +83,29 @@ typedef struct measure_ctx {
  * work of the busiest rank (plancost.h, per layer) over the phase's time. */
 static void print_rates(FILE *out, const cplab_bench_config *c, const bench_measured *ms, int layers) {
   const cplab_bench_plan_cost *pc = c->cost;
-  double work[3] = {0, 0, 0}; /* proj, indexer, attention */
+  double work[4] = {0, 0, 0, 0}; /* proj, indexer, attention (real heads), attention as run (padding heads too) */
   for (int r = 0; r < pc->world; r++) {
     const cplab_bench_work *w = &pc->ranks[r];
     work[0] = w->proj_flop > work[0] ? w->proj_flop : work[0];
     work[1] = w->indexer_flop > work[1] ? w->indexer_flop : work[1];
     work[2] = w->attn_flop > work[2] ? w->attn_flop : work[2];
+    work[3] = w->attn_flop_run > work[3] ? w->attn_flop_run : work[3];
   }
   static const char *const names[3] = {"proj", "indexer", "attention"};
   for (int p = 0; p < 3; p++)
     if (isfinite(ms->phase_ms[p]) && ms->phase_ms[p] > 0 && work[p] > 0)
       fprintf(out, ", %s %.3g TFLOPS", names[p], work[p] * layers / (ms->phase_ms[p] * 1e-3) / 1e12);
+  double attn = ms->phase_ms[EXEC_PHASE_ATTENTION];
+  if (isfinite(attn) && attn > 0 && work[3] > work[2]) /* what the kernels ran, padding heads included */
+    fprintf(out, " (%.3g as run, heads %d -> %d)", work[3] * layers / (attn * 1e-3) / 1e12, c->heads.real,
+            c->heads.run);
 }
 
 static void point_of(const cplab_bench_config *c, const bench_measured *ms, cplab_bench_point *p) {
   const cplab_bench_workload *w = c->workload;
   memset(p, 0, sizeof *p);
   p->tp = c->layout->tp, p->pcp = c->layout->pcp, p->dcp = c->layout->dcp;
+  p->heads = c->heads.real, p->heads_run = c->heads.run;
   snprintf(p->workload, sizeof p->workload, "%s", cplab_bench_kind_name(w->kind));
   p->tokens = w->tokens, p->batch = w->batch;
   p->out_tokens = w->kind == CPLAB_BENCH_DECODE ? w->out_tokens : 1;
@@ -147,6 +153,8 @@ static void fill_meta(cplab_bench_meta *meta, const cplab_bench_matrix *m, const
   snprintf(meta->commit, sizeof meta->commit, "%s", CPLAB_GIT_COMMIT);
   snprintf(meta->command, sizeof meta->command, "%s", command);
   snprintf(meta->preset, sizeof meta->preset, "%s", m->preset);
+  snprintf(meta->layout, sizeof meta->layout, "%s", m->layout[0] ? m->layout : "vllm");
+  meta->head_pad = o->head_pad > 1 ? o->head_pad : 0;
   snprintf(meta->backend, sizeof meta->backend, "%s", be->nccl ? "nccl" : "single");
   int n = be->nccl ? snprintf(meta->note, sizeof meta->note,
                               "NCCL backend: one MPI rank per GPU; a step counts the slowest rank's time from its "
@@ -186,12 +194,17 @@ int cplab_bench_measure_matrix(const cplab_bench_matrix *m, const exec_engine_op
   if (!eo.close) eo.close = cplab_bench_attention_close; /* --check's bounds */
   exec_engine_backend ebe = {be->nccl, be->rank, be->size, be->mpi};
   measure_ctx x = {NULL, &eo, r, progress, 0};
+  cplab_bench_matrix run = *m; /* with the head padding resolved */
   int rc = check_worlds(m, be, d);
+  /* A layout the executor's kernels cannot run is refused before the GPU is touched. */
+  if (!rc) rc = exec_engine_layout_supported(m->layout[0] ? m->layout : "vllm", d);
   if (!rc) rc = exec_engine_alloc(&ebe, &x.e, d);
   if (rc == CPLAB_ENODEV) cplab_diag_prefix(d, "measuring needs a GPU (--dry-run needs none): ");
   if (!rc) rc = exec_engine_card(r->meta.card, sizeof r->meta.card, d);
-  if (!rc) fill_meta(&r->meta, m, o, be, command);
-  if (!rc) rc = cplab_bench_for_each(m, measure_one, &x, d);
+  if (!rc && m->head_pad == CPLAB_BENCH_HEAD_PAD_AUTO) rc = exec_engine_head_pad_auto(&run.head_pad, d);
+  eo.head_pad = run.head_pad;
+  if (!rc) fill_meta(&r->meta, m, &eo, be, command);
+  if (!rc) rc = cplab_bench_for_each(&run, measure_one, &x, d);
   if (!rc) rc = cplab_bench_results_finish(r, d);
   exec_engine_free(x.e);
   return rc;

@@ -78,12 +78,29 @@ int cplab_bench_work_of(const cplab_step_input *in, const cplab_rank_plan *p, cp
   out->attn_rows = attn_prefill + attn_decode;
   out->attn_prefill_rows = attn_prefill, out->attn_decode_rows = attn_decode;
   out->attn_flop = ATTN_FLOP_PER_ROW_HEAD * (attn_prefill * (double)heads_local + attn_decode * (double)heads_dcp);
+  out->attn_flop_run = out->attn_flop;
   for (int c = 0; c < p->num_collectives; c++) {
     const cplab_collective *col = &p->collectives[c];
     if ((int)col->what < 0 || col->what >= CPLAB_CW_COUNT) CPLAB_FAIL(d, CPLAB_EINTERNAL, "plan cost: bad collective");
     out->comm_bytes[col->what] += (double)col->count * cplab_dtype_bytes(col->dtype);
   }
   return 0;
+}
+
+static int round_up(int heads, int pad) { return pad > 1 ? (heads + pad - 1) / pad * pad : heads; }
+
+void cplab_bench_heads_of(const cplab_model *m, const cplab_parallel *par, int pad, cplab_bench_heads *out) {
+  int T = par->tp, D = par->dcp;
+  out->pad = pad;
+  out->real = (int)(m->num_heads / T), out->group_real = out->real * (D < T ? D : T);
+  out->run = round_up(out->real, pad), out->group_run = round_up(out->group_real, pad);
+}
+
+void cplab_bench_work_pad(cplab_bench_work *w, const cplab_model *m, const cplab_parallel *par, int pad) {
+  cplab_bench_heads h;
+  cplab_bench_heads_of(m, par, pad, &h);
+  w->attn_flop_run =
+      ATTN_FLOP_PER_ROW_HEAD * (w->attn_prefill_rows * (double)h.run + w->attn_decode_rows * (double)h.group_run);
 }
 
 double cplab_bench_work_comm_total(const cplab_bench_work *w) {

@@ -21,7 +21,10 @@
  *     rank's H/T heads; a decode token attends its DCP shard's share of
  *     min(topk, seq_len) rows (1/D of them) with the heads of every TP rank
  *     its DCP group spans ((H/T)·min(D, T)): the partials of the group;
- *   - FLOP per attended row and head: 2·(576 + 512) (scores and values). */
+ *   - FLOP per attended row and head: 2·(576 + 512) (scores and values);
+ *     attn_flop counts the real heads, attn_flop_run also the padding heads
+ *     the kernels run (cplab_bench_work_pad: FlashMLA pads the query heads
+ *     to 64 on sm90 and 128 on sm100, and vLLM runs it so). */
 #ifndef CPLAB_BENCH_PLANCOST_H
 #define CPLAB_BENCH_PLANCOST_H
 
@@ -44,9 +47,25 @@ typedef struct cplab_bench_work {
    * DCP without PCP) with the DCP group's heads. cplab-model looks each up in
    * its own kernel's cost table. */
   double attn_prefill_rows, attn_decode_rows;
-  double attn_flop;
+  double attn_flop;     /* the real heads' */
+  double attn_flop_run; /* with the padding heads the kernels also run (cplab_bench_work_pad); attn_flop without */
   double comm_bytes[CPLAB_CW_COUNT]; /* bytes this rank contributes, per purpose */
 } cplab_bench_work;
+
+/* Query heads of a rank's attention calls: its own (num_heads / tp: the
+ * prefill rows) and its DCP group's (the decode path: times min(D, T)), real
+ * and as run with head padding pad (0: none; N: rounded up to a multiple of
+ * N, as FlashMLA pads them). */
+typedef struct cplab_bench_heads {
+  int pad;
+  int real, run;             /* a rank's own */
+  int group_real, group_run; /* its DCP group's */
+} cplab_bench_heads;
+void cplab_bench_heads_of(const cplab_model *m, const cplab_parallel *par, int pad, cplab_bench_heads *out);
+
+/* w->attn_flop_run for head padding pad: the attended rows of each kernel
+ * (attn_prefill_rows, attn_decode_rows) times its padded heads. */
+void cplab_bench_work_pad(cplab_bench_work *w, const cplab_model *m, const cplab_parallel *par, int pad);
 
 /* The work of rank plan p for one layer (collectives: the plan's list, one
  * layer's worth plus the step's output gather). */

@@ -31,7 +31,7 @@ int report_name_index(const char *const *names, int count, const char *s, size_t
 }
 
 void cplab_bench_results_init(cplab_bench_results *r) {
-  *r = (cplab_bench_results){.meta = {.resamples = 2000, .gpus = 1, .layers = 1}};
+  *r = (cplab_bench_results){.meta = {.resamples = 2000, .gpus = 1, .layers = 1, .layout = "vllm", .head_pad = 0}};
 }
 
 int cplab_bench_layout_label(int tp, int pcp, int dcp, char *buf, size_t len) {
@@ -85,18 +85,23 @@ static int check_names(const cplab_bench_point *p, const char *what, cplab_diag 
   return 0;
 }
 
-/* The project's layout rules (common/parallel.c), and the label. */
-static int check_layout(const cplab_bench_point *p, const char *what, char *label, cplab_diag *d) {
+/* The project's rules for the parallel sizes (common/parallel.c), the
+ * label, and the heads. */
+static int check_parallel(const cplab_bench_point *p, const char *what, char *label, cplab_diag *d) {
   cplab_parallel par;
   cplab_parallel_defaults(&par);
   par.tp = p->tp, par.pcp = p->pcp, par.dcp = p->dcp, par.max_model_len = 1;
   cplab_diag why = {0};
-  if (cplab_parallel_check(&par, 0, &why) != 0) CPLAB_FAIL(d, CPLAB_EINVAL, "%s: bad layout: %s", what, why.msg);
-  if (cplab_bench_layout_label(p->tp, p->pcp, p->dcp, label, sizeof p->layout) != 0)
-    CPLAB_FAIL(d, CPLAB_EINTERNAL, "%s: no layout label", what);
-  if (!memchr(p->layout, '\0', sizeof p->layout) || (p->layout[0] && strcmp(p->layout, label) != 0))
-    CPLAB_FAIL(d, CPLAB_EINVAL, "%s: layout label '%.*s' does not match the sizes (%s)", what, (int)sizeof p->layout,
-               p->layout, label);
+  if (cplab_parallel_check(&par, 0, &why) != 0)
+    CPLAB_FAIL(d, CPLAB_EINVAL, "%s: bad parallel sizes: %s", what, why.msg);
+  if (cplab_bench_layout_label(p->tp, p->pcp, p->dcp, label, sizeof p->parallel) != 0)
+    CPLAB_FAIL(d, CPLAB_EINTERNAL, "%s: no parallel label", what);
+  if (!memchr(p->parallel, '\0', sizeof p->parallel) || (p->parallel[0] && strcmp(p->parallel, label) != 0))
+    CPLAB_FAIL(d, CPLAB_EINVAL, "%s: parallel label '%.*s' does not match the sizes (%s)", what,
+               (int)sizeof p->parallel, p->parallel, label);
+  if (p->heads < 0 || p->heads_run < p->heads || (p->heads == 0) != (p->heads_run == 0))
+    CPLAB_FAIL(d, CPLAB_EINVAL, "%s: heads %d, run %d: expected 0 < heads <= run (or both 0: not recorded)", what,
+               p->heads, p->heads_run);
   return 0;
 }
 
@@ -136,10 +141,10 @@ static void zero_tail(char *s, size_t size) {
 }
 
 int cplab_bench_results_add(cplab_bench_results *r, const cplab_bench_point *p, cplab_diag *d) {
-  char what[256], label[sizeof p->layout] = {0};
+  char what[256], label[sizeof p->parallel] = {0};
   describe(p, what, sizeof what);
   int rc;
-  if ((rc = check_names(p, what, d)) || (rc = check_layout(p, what, label, d)) || (rc = check_values(p, what, d)))
+  if ((rc = check_names(p, what, d)) || (rc = check_parallel(p, what, label, d)) || (rc = check_values(p, what, d)))
     return rc;
   for (size_t i = 0; i < r->n; i++)
     if (same_config(&r->points[i], p)) CPLAB_FAIL(d, CPLAB_EINVAL, "%s: duplicates point %zu", what, i);
@@ -155,7 +160,7 @@ int cplab_bench_results_add(cplab_bench_results *r, const cplab_bench_point *p, 
   memcpy(copy, p->samples_ms, p->n * sizeof *copy);
   cplab_bench_point *q = &r->points[r->n++];
   *q = *p;
-  memcpy(q->layout, label, sizeof q->layout);
+  memcpy(q->parallel, label, sizeof q->parallel);
   zero_tail(q->workload, sizeof q->workload);
   zero_tail(q->graph, sizeof q->graph);
   q->samples_ms = copy;
@@ -211,14 +216,14 @@ int cplab_bench_results_finish(cplab_bench_results *r, cplab_diag *d) {
     int rc = cplab_stats_summarize(p->samples_ms, p->n, cplab_bench_point_seed(r->meta.seed, i), r->meta.resamples,
                                    &p->stats, d);
     if (rc) {
-      cplab_diag_prefix(d, "point %zu (%s): ", i, p->layout);
+      cplab_diag_prefix(d, "point %zu (%s): ", i, p->parallel);
       return rc;
     }
   }
   for (size_t i = 0; i < r->n; i++) {
     int rc = compare_with_baseline(r, i, d);
     if (rc) {
-      cplab_diag_prefix(d, "point %zu (%s) against its baseline: ", i, r->points[i].layout);
+      cplab_diag_prefix(d, "point %zu (%s) against its baseline: ", i, r->points[i].parallel);
       return rc;
     }
   }

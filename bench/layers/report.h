@@ -2,7 +2,8 @@
  * writers (issue: layout benchmarks).
  *
  * cplab-bench measures TTFT (prefill N in / 1 out) and TPOT (decode 1 in /
- * M out) per parallel layout (TP, PCP, DCP sizes) and CUDA-graph mode, each
+ * M out) of one layout (a plan/layouts/ plugin, by name) per set of parallel
+ * sizes (TP, PCP, DCP: "parallel") and CUDA-graph mode, each
  * configuration repeated R times. This module keeps the repeated samples
  * (one cplab_bench_point per configuration), turns them into statistics
  * (include/cplab/stats.h: median, p99, mean, spread, bootstrap interval of the
@@ -28,7 +29,7 @@
 /* The HDF5 format attribute and its value (MAJOR.MINOR.PATCH; readers accept
  * the same MAJOR). The JSON output carries the same name and version. */
 #define CPLAB_BENCH_FORMAT_NAME "cplab_bench_results"
-#define CPLAB_BENCH_FORMAT_VERSION "1.0.0"
+#define CPLAB_BENCH_FORMAT_VERSION "2.0.0"
 
 /* Bounds that keep sizes sane and protect readers from damaged files. */
 #define CPLAB_BENCH_MAX_SAMPLES ((size_t)1 << 24)       /* per point */
@@ -55,11 +56,19 @@ typedef struct cplab_bench_meta {
   uint64_t seed;  /* bootstrap seed (at most 2^53 - 1, exact in JSON) */
   int resamples;  /* bootstrap resamples (>= 100) */
   int layers;     /* decoder layers timed per step */
+  char layout[64]; /* the layout measured (plan/layouts/), e.g. "vllm"; "" for none recorded */
+  /* Query heads the attention kernels ran (cplab-bench --head-pad): N > 0,
+   * each rank's heads rounded up to a multiple of N (zero-filled padding
+   * heads, outputs discarded); 0 the real heads; -1 not recorded (results
+   * before format 2, which ran the real heads). */
+  int head_pad;
 } cplab_bench_meta;
 
 typedef struct cplab_bench_point {
-  char layout[32]; /* label built from the sizes (cplab_bench_layout_label); "" on input: filled by _add */
+  char parallel[32]; /* label built from the sizes (cplab_bench_layout_label); "" on input: filled by _add */
   int tp, pcp, dcp;
+  int heads, heads_run; /* a rank's real query heads and those its attention kernels ran (padding, meta.head_pad);
+                         * 0 and 0: not recorded */
   char workload[16];  /* "prefill", "decode" or "mixed" */
   int64_t tokens;     /* prefill: new tokens per request; decode: context length */
   int64_t batch;      /* requests in the batch */
@@ -82,7 +91,8 @@ typedef struct cplab_bench_results {
   int finished; /* set by _finish (and _read_h5), cleared by _add */
 } cplab_bench_results;
 
-/* Zero r and set the defaults: resamples 2000, gpus 1, layers 1. A zeroed
+/* Zero r and set the defaults: resamples 2000, gpus 1, layers 1, layout
+ * "vllm", head_pad 0. A zeroed
  * struct is valid too (but needs meta.resamples before _finish). */
 void cplab_bench_results_init(cplab_bench_results *r);
 
@@ -99,7 +109,8 @@ int cplab_bench_layout_world(int tp, int pcp, int dcp);
  * negative sample or phase time, an unknown workload, graph or metric, a
  * metric the workload cannot measure (prefill: TTFT, decode: TPOT), tokens,
  * batch or out_tokens < 1, sizes the project's layout rules reject
- * (cplab_parallel_check), a label that does not match the sizes, and a
+ * (cplab_parallel_check), a label that does not match the sizes, heads
+ * above heads_run or only one of them 0, and a
  * configuration (sizes, workload, tokens, batch, out_tokens, graph, metric)
  * already present. The stats, baseline and ratio of p are ignored. */
 int cplab_bench_results_add(cplab_bench_results *r, const cplab_bench_point *p, cplab_diag *d);

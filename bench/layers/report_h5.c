@@ -19,6 +19,8 @@ const report_h5_column report_h5_columns[] = {
     {"tp", H5U_I32, POINT_FIELD(tp)},
     {"pcp", H5U_I32, POINT_FIELD(pcp)},
     {"dcp", H5U_I32, POINT_FIELD(dcp)},
+    {"heads", H5U_I32, POINT_FIELD(heads)},
+    {"heads_run", H5U_I32, POINT_FIELD(heads_run)},
     {"tokens", H5U_I64, POINT_FIELD(tokens)},
     {"batch", H5U_I64, POINT_FIELD(batch)},
     {"out_tokens", H5U_I64, POINT_FIELD(out_tokens)},
@@ -37,7 +39,7 @@ const report_h5_column report_h5_columns[] = {
 const size_t report_h5_ncolumns = sizeof report_h5_columns / sizeof report_h5_columns[0];
 
 const report_h5_text_column report_h5_text_columns[] = {
-    {"layout", POINT_FIELD(layout), sizeof((cplab_bench_point *)0)->layout},
+    {"parallel", POINT_FIELD(parallel), sizeof((cplab_bench_point *)0)->parallel},
     {"workload", POINT_FIELD(workload), sizeof((cplab_bench_point *)0)->workload},
     {"graph", POINT_FIELD(graph), sizeof((cplab_bench_point *)0)->graph},
 };
@@ -46,8 +48,8 @@ const size_t report_h5_ntext_columns = sizeof report_h5_text_columns / sizeof re
 #define META_TEXT(f) \
   { #f, offsetof(cplab_bench_meta, f), sizeof((cplab_bench_meta *)0)->f }
 const report_h5_meta_text report_h5_meta_texts[] = {META_TEXT(card),    META_TEXT(date),   META_TEXT(commit),
-                                                    META_TEXT(command), META_TEXT(preset), META_TEXT(backend),
-                                                    META_TEXT(note)};
+                                                    META_TEXT(command), META_TEXT(preset), META_TEXT(layout),
+                                                    META_TEXT(backend), META_TEXT(note)};
 const size_t report_h5_nmeta_texts = sizeof report_h5_meta_texts / sizeof report_h5_meta_texts[0];
 
 static int write_meta(hid_t file, const cplab_bench_results *r, cplab_diag *d) {
@@ -62,6 +64,7 @@ static int write_meta(hid_t file, const cplab_bench_results *r, cplab_diag *d) {
   }
   if (!rc) rc = h5u_attr_i32(file, "gpus", m->gpus, d);
   if (!rc) rc = h5u_attr_i32(file, "layers", m->layers, d);
+  if (!rc) rc = h5u_attr_i32(file, "head_pad", m->head_pad, d);
   if (!rc) rc = h5u_attr_i32(file, "resamples", m->resamples, d);
   if (!rc) rc = h5u_attr_u64(file, "seed", m->seed, d);
   if (!rc) rc = h5u_attr_i64(file, "points", (int64_t)r->n, d);

@@ -17,6 +17,8 @@ typedef struct reader {
   const char *path;
   char where[1100]; /* "PATH:/points", for messages */
   hid_t file, group;
+  int major;              /* format version: 1 (no layout, head padding or heads: read as vllm, not recorded;
+                           * the parallel sizes' column was named "layout") or 2 */
   size_t n, total;        /* points, samples */
   cplab_bench_point *raw; /* the columns, scattered into points */
   int64_t *offsets;       /* [n + 1] */
@@ -36,7 +38,7 @@ static int open_file(reader *rd, cplab_diag *d) {
   return 0;
 }
 
-static int check_format(const reader *rd, cplab_diag *d) {
+static int check_format(reader *rd, cplab_diag *d) {
   if (!h5u_has_attr(rd->file, CPLAB_BENCH_FORMAT_NAME)) {
     H5Eclear2(H5E_DEFAULT);
     CPLAB_FAIL(d, CPLAB_ESCHEMA, "%s: not a cplab-bench results file (no '%s' attribute)", rd->path,
@@ -49,10 +51,11 @@ static int check_format(const reader *rd, cplab_diag *d) {
   char extra;
   if (sscanf(version, "%d.%d.%d%c", &major, &minor, &patch, &extra) != 3)
     CPLAB_FAIL(d, CPLAB_ESCHEMA, "%s: format version '%s' is not MAJOR.MINOR.PATCH", rd->path, version);
-  /* Same major: the layout this reader knows (a newer minor only adds). */
-  if (major != 1)
-    CPLAB_FAIL(d, CPLAB_ESCHEMA, "%s: format version %s is not supported (this reader reads %s 1.x.y)", rd->path,
-               version, CPLAB_BENCH_FORMAT_NAME);
+  /* A major this reader knows (a newer minor only adds). */
+  if (major != 1 && major != 2)
+    CPLAB_FAIL(d, CPLAB_ESCHEMA, "%s: format version %s is not supported (this reader reads %s 1.x.y and 2.x.y)",
+               rd->path, version, CPLAB_BENCH_FORMAT_NAME);
+  rd->major = major;
   return 0;
 }
 
@@ -68,9 +71,12 @@ static int read_meta(reader *rd, cplab_bench_meta *m, cplab_diag *d) {
   int rc = 0;
   for (size_t i = 0; !rc && i < report_h5_nmeta_texts; i++) {
     const report_h5_meta_text *t = &report_h5_meta_texts[i];
+    if (rd->major == 1 && strcmp(t->name, "layout") == 0) continue; /* version 1 measured vllm only */
     rc = h5u_read_attr_str(rd->file, rd->path, t->name, (char *)m + t->offset, t->width, d);
   }
-  int64_t gpus = 0, layers = 0, resamples = 0, points = 0;
+  int64_t gpus = 0, layers = 0, resamples = 0, points = 0, pad = -1;
+  if (!rc && rd->major > 1) rc = read_int_attr(rd, "head_pad", 0, 1 << 20, &pad, d);
+  m->head_pad = (int)pad;
   if (!rc) rc = read_int_attr(rd, "gpus", 0, INT32_MAX, &gpus, d);
   if (!rc) rc = read_int_attr(rd, "layers", 0, INT32_MAX, &layers, d);
   if (!rc) rc = read_int_attr(rd, "resamples", 100, INT32_MAX, &resamples, d);
@@ -103,6 +109,7 @@ static int read_numeric_columns(reader *rd, char *buf, cplab_diag *d) {
   int rc = 0;
   for (size_t c = 0; !rc && c < report_h5_ncolumns; c++) {
     const report_h5_column *col = &report_h5_columns[c];
+    if (rd->major == 1 && strncmp(col->name, "heads", 5) == 0) continue; /* not recorded: 0 */
     rc = expect(rd, col->name, col->type, 1, rd->n, 0, d);
     if (!rc) rc = h5u_read(rd->group, rd->where, col->name, col->type, buf, rd->n, d);
     if (!rc) scatter(rd, col->offset, h5u_type_size(col->type), buf);
@@ -162,9 +169,11 @@ static int read_strings(reader *rd, const char *name, size_t offset, size_t widt
 
 static int read_text_columns(reader *rd, cplab_diag *d) {
   int rc = 0;
-  for (size_t c = 0; !rc && c < report_h5_ntext_columns; c++)
-    rc = read_strings(rd, report_h5_text_columns[c].name, report_h5_text_columns[c].offset,
-                      report_h5_text_columns[c].width, d);
+  for (size_t c = 0; !rc && c < report_h5_ntext_columns; c++) {
+    const char *name = report_h5_text_columns[c].name;
+    if (rd->major == 1 && strcmp(name, "parallel") == 0) name = "layout"; /* its name in version 1 */
+    rc = read_strings(rd, name, report_h5_text_columns[c].offset, report_h5_text_columns[c].width, d);
+  }
   if (!rc) rc = read_strings(rd, "metric", SIZE_MAX, REPORT_H5_METRIC_WIDTH, d);
   return rc;
 }

@@ -27,6 +27,8 @@ static json_t *meta_json(const cplab_bench_meta *m) {
   put(o, "commit", json_string(m->commit), &bad);
   put(o, "command", json_string(m->command), &bad);
   put(o, "preset", json_string(m->preset), &bad);
+  put(o, "layout", json_string(m->layout), &bad);
+  put(o, "head_pad", m->head_pad >= 0 ? json_integer(m->head_pad) : json_null(), &bad);
   put(o, "backend", json_string(m->backend), &bad);
   put(o, "gpus", json_integer(m->gpus), &bad);
   put(o, "layers", json_integer(m->layers), &bad);
@@ -89,11 +91,13 @@ static json_t *point_json(const cplab_bench_results *r, size_t i) {
   int bad = !o;
   if (bad) return NULL;
   put(o, "index", json_integer((json_int_t)i), &bad);
-  put(o, "layout", json_string(p->layout), &bad);
+  put(o, "parallel", json_string(p->parallel), &bad);
   put(o, "tp", json_integer(p->tp), &bad);
   put(o, "pcp", json_integer(p->pcp), &bad);
   put(o, "dcp", json_integer(p->dcp), &bad);
   put(o, "gpus", json_integer(cplab_bench_layout_world(p->tp, p->pcp, p->dcp)), &bad);
+  put(o, "heads", p->heads ? json_integer(p->heads) : json_null(), &bad);
+  put(o, "heads_run", p->heads ? json_integer(p->heads_run) : json_null(), &bad);
   put(o, "workload", json_string(p->workload), &bad);
   put(o, "tokens", json_integer(p->tokens), &bad);
   put(o, "batch", json_integer(p->batch), &bad);
@@ -134,8 +138,8 @@ int cplab_bench_write_json(const cplab_bench_results *r, const char *path, cplab
   const struct {
     const char *name, *v;
   } texts[] = {{"card", r->meta.card},       {"date", r->meta.date},     {"commit", r->meta.commit},
-               {"command", r->meta.command}, {"preset", r->meta.preset}, {"backend", r->meta.backend},
-               {"note", r->meta.note}};
+               {"command", r->meta.command}, {"preset", r->meta.preset}, {"layout", r->meta.layout},
+               {"backend", r->meta.backend}, {"note", r->meta.note}};
   for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
     json_t *probe = json_string(texts[i].v);
     if (!probe) CPLAB_FAIL(d, CPLAB_EINVAL, "%s: meta.%s is not valid UTF-8", path, texts[i].name);

@@ -1,6 +1,6 @@
 /* cplab-bench's Markdown report: see report.h and RESULTS.md. The summary
  * tables follow the reference table of vLLM PR 56157 (shared/reference/
- * perf-anchors.md §7): one row per workload line, one column per layout,
+ * perf-anchors.md §7): one row per workload line, one column per set of parallel sizes,
  * cells "median (ratio×)". */
 #include <math.h>
 #include <stdlib.h>
@@ -41,6 +41,27 @@ static void put_field(FILE *f, const char *name, const char *value) {
   fputs(" |\n", f);
 }
 
+/* The head padding, and each parallel label's real -> run heads per rank. */
+static void write_heads(const cplab_bench_results *r, FILE *f) {
+  int pad = r->meta.head_pad;
+  if (pad < 0) {
+    fputs("| query heads | not recorded (results before format 2.0.0 ran each rank's real heads) |\n", f);
+    return;
+  }
+  if (pad == 0) fputs("| query heads | each rank's real heads, no padding (`--head-pad none`) |", f);
+  else
+    fprintf(f, "| query heads | padded to a multiple of %d (`--head-pad`; zero-filled heads, outputs discarded), per "
+            "rank real → run:", pad);
+  for (size_t i = 0, shown = 0; i < r->n; i++) {
+    const cplab_bench_point *p = &r->points[i];
+    size_t j = 0;
+    while (j < i && strcmp(r->points[j].parallel, p->parallel) != 0) j++;
+    if (j < i || !p->heads) continue; /* each label once */
+    fprintf(f, "%s %s %d → %d", shown++ ? "," : "", p->parallel, p->heads, p->heads_run);
+  }
+  fputs(" |\n", f);
+}
+
 static void write_header(const cplab_bench_results *r, FILE *f) {
   const cplab_bench_meta *m = &r->meta;
   fputs("# cplab-bench: TTFT and TPOT per layout\n\n| field | value |\n|---|---|\n", f);
@@ -54,6 +75,8 @@ static void write_header(const cplab_bench_results *r, FILE *f) {
     fputs("—", f);
   fputs(" |\n", f);
   put_field(f, "preset", m->preset);
+  put_field(f, "layout", m->layout);
+  write_heads(r, f);
   put_field(f, "backend", m->backend);
   fprintf(f, "| GPUs | %d |\n| layers | %d decoder layer%s timed per step |\n", m->gpus, m->layers,
           m->layers == 1 ? "" : "s");
@@ -96,7 +119,7 @@ static void write_summary(const cplab_bench_results *r, int g, const cplab_bench
   report_sort(cols, m, report_layout_cmp);
   size_t ncols = report_unique(cols, m, report_layout_cmp);
   fprintf(f, "\n## Graph mode: %s\n\n| workload |", cplab_graph_mode_label((cplab_graph_mode)g));
-  for (size_t c = 0; c < ncols; c++) fprintf(f, " %s |", cols[c]->layout);
+  for (size_t c = 0; c < ncols; c++) fprintf(f, " %s |", cols[c]->parallel);
   fputs("\n|---|", f);
   for (size_t c = 0; c < ncols; c++) fputs("---|", f);
   fputc('\n', f);
@@ -125,10 +148,10 @@ static void put_ratio_detail(FILE *f, const cplab_bench_results *r, const cplab_
   else if (p->baseline < 0)
     fputs(" — (no baseline) |", f);
   else if (isnan(p->ratio.ratio))
-    fprintf(f, " — (%s median 0) |", r->points[p->baseline].layout);
+    fprintf(f, " — (%s median 0) |", r->points[p->baseline].parallel);
   else
     fprintf(f, " %.3f [%.3f, %.3f] vs %s |", p->ratio.ratio, p->ratio.ci_low, p->ratio.ci_high,
-            r->points[p->baseline].layout);
+            r->points[p->baseline].parallel);
 }
 
 static void write_detail_row(FILE *f, const cplab_bench_results *r, const cplab_bench_point *p) {
@@ -137,9 +160,11 @@ static void write_detail_row(FILE *f, const cplab_bench_results *r, const cplab_
   report_row_label(p, label, sizeof label);
   const double values[8] = {s->median, s->p99, s->mean, s->stddev, s->min, s->max, s->ci_low, s->ci_high};
   for (int i = 0; i < 8; i++) report_format_ms(values[i], v[i], sizeof v[i]);
-  fprintf(f, "| %zu | %s | %s | %s | %d | %zu | %s | %s | %s ± %s | %s | %s | [%s, %s] |", (size_t)(p - r->points),
-          p->graph, label, p->layout, cplab_bench_layout_world(p->tp, p->pcp, p->dcp), s->n, v[0], v[1], v[2], v[3],
-          v[4], v[5], v[6], v[7]);
+  char heads[32] = "—";
+  if (p->heads) snprintf(heads, sizeof heads, "%d → %d", p->heads, p->heads_run);
+  fprintf(f, "| %zu | %s | %s | %s | %d | %s | %zu | %s | %s | %s ± %s | %s | %s | [%s, %s] |", (size_t)(p - r->points),
+          p->graph, label, p->parallel, cplab_bench_layout_world(p->tp, p->pcp, p->dcp), heads, s->n, v[0], v[1], v[2],
+          v[3], v[4], v[5], v[6], v[7]);
   put_ratio_detail(f, r, p);
   for (int k = 0; k < CPLAB_BENCH_PHASES; k++) {
     char ms[32];
@@ -151,11 +176,11 @@ static void write_detail_row(FILE *f, const cplab_bench_results *r, const cplab_
 
 static void write_detail(const cplab_bench_results *r, FILE *f) {
   fputs(
-      "\n## Every point (ms)\n\n| # | graph | workload | layout | GPUs | n | median | p99 | mean ± stddev | min | "
-      "max | median 95% CI | ratio [95% CI] |",
+      "\n## Every point (ms)\n\n| # | graph | workload | parallel | GPUs | heads per rank (real → run) | n | median | "
+      "p99 | mean ± stddev | min | max | median 95% CI | ratio [95% CI] |",
       f);
   for (int k = 0; k < CPLAB_BENCH_PHASES; k++) fprintf(f, " %s |", cplab_bench_phase_name(k));
-  fputs("\n|---|---|---|---|---|---|---|---|---|---|---|---|---|", f);
+  fputs("\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|", f);
   for (int k = 0; k < CPLAB_BENCH_PHASES; k++) fputs("---|", f);
   fputc('\n', f);
   for (size_t i = 0; i < r->n; i++) write_detail_row(f, r, &r->points[i]);
@@ -175,8 +200,8 @@ static int render(const cplab_bench_results *r, report_text *t, cplab_diag *d) {
   for (int g = 0; g < REPORT_GRAPHS; g++) write_summary(r, g, scratch, t->f);
   if (r->n > 0) {
     fputs(
-        "\nCells: median over the repetitions; (r×) = that median over the median of the pure-TP layout on as "
-        "many GPUs (tp·pcp) in the same row; no ratio where that layout was not measured.\n",
+        "\nCells: median over the repetitions; (r×) = that median over the median of pure TP on as "
+        "many GPUs (tp·pcp) in the same row; no ratio where that was not measured.\n",
         t->f);
     write_detail(r, t->f);
   }

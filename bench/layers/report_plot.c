@@ -59,9 +59,9 @@ static int mixes_workloads(const figure *fig) {
 
 static void series_title(const figure *fig, const cplab_bench_point *p, char *buf, size_t len) {
   if (!mixes_workloads(fig))
-    snprintf(buf, len, "%s", p->layout);
+    snprintf(buf, len, "%s", p->parallel);
   else
-    snprintf(buf, len, "%s, %s, batch %lld, %lld out", p->layout, p->workload, (long long)p->batch,
+    snprintf(buf, len, "%s, %s, batch %lld, %lld out", p->parallel, p->workload, (long long)p->batch,
              (long long)p->out_tokens);
 }
 

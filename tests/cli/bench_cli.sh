@@ -26,20 +26,83 @@ if [ "$(sort -u "$WORK/tokens")" = 8192 ] && [ "$(wc -l <"$WORK/tokens")" -eq 4 
 else fail "pcp4 ranks' tokens: $(tr '\n' ' ' <"$WORK/tokens")"; fi
 
 # With piecewise listed too, a prefill under full would run piecewise again: listed once.
-expect_exit 0 "dry run over three graph modes" "$BENCH" --dry-run --layouts pcp2 --prefill 1024 --decode 1024 \
+expect_exit 0 "dry run over three graph modes" "$BENCH" --dry-run --parallel pcp2 --prefill 1024 --decode 1024 \
   --graphs eager,piecewise,full
 if grep -q "^pcp2, prefill 1024 in / 1 out, full" "$WORK/out"; then
   fail "a prefill under full graphs runs piecewise and must not be listed twice"
 else pass "a prefill under full graphs is not measured twice"; fi
 expect_grep "$WORK/out" "^pcp2, decode 1 in / 16 out @ 1024, batch 1, full" "a decode under full graphs is listed"
 
-expect_exit 0 "dry run as JSON" "$BENCH" --dry-run --json --layouts tp2,pcp2dcp2 --decode 4096 --batch 4 --out-tokens 2
-expect_grep "$WORK/out" '"cplab_bench_dry_run": "1.0.0"' "JSON names its format"
-expect_grep "$WORK/out" '"layout": "pcp2dcp2"' "JSON holds each layout"
+expect_exit 0 "dry run as JSON" "$BENCH" --dry-run --json --parallel tp2,pcp2dcp2 --decode 4096 --batch 4 --out-tokens 2
+expect_grep "$WORK/out" '"cplab_bench_dry_run": "2.0.0"' "JSON names its format"
+expect_grep "$WORK/out" '"parallel": "pcp2dcp2"' "JSON holds each set of parallel sizes"
+expect_grep "$WORK/out" '"layout": "vllm"' "JSON names the layout apart from the sizes"
 if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["configurations"]) == 4; \
 assert all(len(c["ranks"]) == 2 for c in d["configurations"])' "$WORK/out" 2>/dev/null; then
   pass "JSON parses: 2 layouts x 2 graph modes, 2 ranks each"
 else fail "JSON does not parse into 4 configurations of 2 ranks"; fi
+
+# --layouts, the parallel sizes' deprecated name, still works and says so once on stderr.
+expect_exit 0 "--layouts (deprecated) still works" "$BENCH" --dry-run --json --layouts tp2,pcp2 --prefill 64
+cp "$WORK/out" "$WORK/old.json"
+n=$(grep -c "note: --layouts is deprecated: it is --parallel now" "$WORK/err")
+if [ "$n" -eq 1 ]; then pass "--layouts prints one deprecation line"; else fail "--layouts: $n deprecation lines"; fi
+expect_exit 0 "--parallel gives the same" "$BENCH" --dry-run --json --parallel tp2,pcp2 --prefill 64
+if cmp -s "$WORK/out" "$WORK/old.json"; then pass "--layouts and --parallel give the same dry run"
+else fail "--layouts and --parallel differ"; fi
+if [ -s "$WORK/err" ]; then fail "--parallel wrote to stderr: $(cat "$WORK/err")"; else pass "--parallel is quiet"; fi
+
+# --layout NAME: any registered layout; the dry run derives its plans.
+expect_exit 0 "--list-layouts" "$BENCH" --list-layouts
+expect_grep "$WORK/out" "^block-aligned" "the layouts are listed"
+expect_exit 0 "dry run of block-aligned" "$BENCH" --dry-run --json --layout block-aligned --parallel pcp2dcp2 \
+  --prefill 4000 --graphs eager
+expect_grep "$WORK/out" '"layout": "block-aligned"' "the dry run names the layout"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sum(r["comm_bytes"].get("mla_kv_gather", 0) for c in d["configurations"] for r in c["ranks"]))' \
+  "$WORK/out" >"$WORK/ba" 2>/dev/null
+expect_exit 0 "the same under vllm" "$BENCH" --dry-run --json --layout vllm --parallel pcp2dcp2 --prefill 4000 --graphs eager
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sum(r["comm_bytes"].get("mla_kv_gather", 0) for c in d["configurations"] for r in c["ranks"]))' \
+  "$WORK/out" >"$WORK/vl" 2>/dev/null
+if [ -s "$WORK/ba" ] && ! cmp -s "$WORK/ba" "$WORK/vl"; then
+  pass "block-aligned's plans are its own (workspace bytes $(cat "$WORK/ba") vs vllm's $(cat "$WORK/vl"))"
+else fail "block-aligned's dry run equals vllm's ($(cat "$WORK/ba") / $(cat "$WORK/vl"))"; fi
+expect_exit 0 "dry run of a mutant" "$BENCH" --dry-run --layout mutant-bad-deinterleave --parallel pcp2dcp2 --prefill 64
+expect_grep "$WORK/err" "note: layout mutant-bad-deinterleave is a mutant" "a mutant is said to be one"
+expect_grep "$WORK/out" "^# layout mutant-bad-deinterleave" "the text dry run names the layout"
+expect_exit 2 "unknown --layout" "$BENCH" --dry-run --layout nope
+expect_grep "$WORK/err" "--layout: unknown layout 'nope'" "an unknown layout is named"
+# Measuring a layout whose own conversion no kernel of the executor expresses: refused
+# by name before a GPU is needed (in a build without CUDA, measuring itself is).
+expect_exit 2 "measuring mutant-prefill-block-bound" env CUDA_VISIBLE_DEVICES= "$BENCH" \
+  --layout mutant-prefill-block-bound --parallel pcp2dcp2 --prefill 64 --reps 1
+if grep -q "built without CUDA" "$WORK/err"; then pass "no measuring in this build"
+else
+  expect_grep "$WORK/err" "layout mutant-prefill-block-bound: its own convert_prefill is no map the prefill conversion" \
+    "the refusal names the layout and the op"
+fi
+expect_exit 2 "--layout with --report" "$BENCH" --report x.h5 --layout vllm
+expect_grep "$WORK/err" "--report renders what the results file holds" "--layout with --report refused"
+
+# --head-pad: the dry run counts the attention of the padding heads apart from the real heads'.
+pad_flop() { # --head-pad VALUE -> "real run" attention FLOP of rank 0 of tp4's prefill
+  "$BENCH" --dry-run --json --parallel tp4 --prefill 1024 --graphs eager --head-pad "$1" >"$WORK/pad.json" &&
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); c=d["configurations"][0]; r=c["ranks"][0]; \
+print(d["head_pad"], c["heads"]["real"], c["heads"]["run"], r["attn_flop"], r["attn_flop_run"])' "$WORK/pad.json"
+}
+set -- $(pad_flop auto)
+if [ "$1" = 64 ] && [ "$2" = 16 ] && [ "$3" = 64 ] && python3 -c "import sys; assert abs($5 - 4 * $4) < 1e-6 * $5"; then
+  pass "auto without a device pads GLM-5's 16 heads on tp4 to 64: 4x the real attention FLOP"
+else fail "--head-pad auto: $*"; fi
+set -- $(pad_flop none)
+if [ "$1" = 0 ] && [ "$3" = 16 ] && [ "$4" = "$5" ]; then pass "none runs the real heads"; else fail "--head-pad none: $*"; fi
+set -- $(pad_flop 48)
+if [ "$1" = 48 ] && [ "$3" = 48 ]; then pass "48 rounds 16 heads up to 48"; else fail "--head-pad 48: $*"; fi
+expect_exit 0 "text dry run with padding" "$BENCH" --dry-run --parallel tp4 --prefill 1024 --graphs eager --head-pad 128
+expect_grep "$WORK/out" "query heads per rank 16, run 128, padded to a multiple of 128" "the text names real and run heads"
+for bad in 0 1 2000 x -4 ""; do
+  expect_exit 2 "--head-pad '$bad'" "$BENCH" --dry-run --head-pad "$bad"
+  expect_grep "$WORK/err" "--head-pad $bad: expected auto, none or a multiple in \[2, 1024\]" "--head-pad '$bad' named"
+done
 
 # --report: a results file (a fixture: no GPU makes one here) rendered again.
 FIXTURE="$top_builddir/tests/cli/bench_fixture"
@@ -81,7 +144,7 @@ expect_exit 2 "--backend with --report" "$BENCH" --report x.h5 --backend nccl
 expect_grep "$WORK/err" "go with measuring" "--backend outside measuring is named"
 # The NCCL backend runs one process per rank: a two-rank layout in one process
 # is refused before anything runs (in a build without NCCL, the backend is).
-expect_exit 2 "--backend nccl, two ranks, one process" "$BENCH" --backend nccl --layouts tp1,tp2 --prefill 64
+expect_exit 2 "--backend nccl, two ranks, one process" "$BENCH" --backend nccl --parallel tp1,tp2 --prefill 64
 expect_grep "$WORK/err" "--backend nccl: " "the refusal names the backend"
 if [ -n "$MPIRUN" ]; then
   expect_exit 2 "the single-device backend under mpirun -np 2" timeout 120 "$MPIRUN" -np 2 "$BENCH" --prefill 64
@@ -101,10 +164,10 @@ expect_grep "$WORK/err" "is not FIELD=VALUE" "a malformed --model-set is named"
 expect_exit 2 "unknown --model-set field" "$BENCH" --dry-run --model-set hidden_sise=1024 --prefill 64
 expect_grep "$WORK/err" "hidden_sise" "an unknown model field is named"
 expect_exit 0 "--model-set over the preset" "$BENCH" --dry-run --json --model-set n_routed_experts=16,num_heads=16 \
-  --layouts tp2 --prefill 64
-expect_exit 2 "bad layout" "$BENCH" --dry-run --layouts pcp4tp2
-expect_grep "$WORK/err" "expected tp, pcp and dcp sizes in that order" "bad layout named"
-expect_exit 2 "layout the rules reject" "$BENCH" --dry-run --layouts tp2dcp4 --prefill 64
+  --parallel tp2 --prefill 64
+expect_exit 2 "bad parallel sizes" "$BENCH" --dry-run --parallel pcp4tp2
+expect_grep "$WORK/err" "parallel sizes 'pcp4tp2': expected tp, pcp and dcp sizes in that order" "bad sizes named"
+expect_exit 2 "parallel sizes the rules reject" "$BENCH" --dry-run --parallel tp2dcp4 --prefill 64
 expect_grep "$WORK/err" "tp2dcp4, prefill 64 in / 1 out" "the rejected configuration is named"
 expect_exit 2 "unknown graph mode" "$BENCH" --dry-run --graphs fast
 expect_exit 2 "unknown preset" "$BENCH" --dry-run --preset llama

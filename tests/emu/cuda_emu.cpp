@@ -577,6 +577,18 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpy
   return cudaMemcpy(dst, src, bytes, kind);
 }
 
+// Row by row through cudaMemcpy (its range checks per row), after CUDA's
+// check of the pitches (cudaErrorInvalidPitchValue there, InvalidValue here).
+cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
+                              cudaMemcpyKind kind, cudaStream_t) {
+  if (width > dpitch || width > spitch) return record(cudaErrorInvalidValue);
+  for (size_t i = 0; i < height; i++) {
+    cudaError_t e = cudaMemcpy((char *)dst + i * dpitch, (const char *)src + i * spitch, width, kind);
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
+
 cudaError_t cudaMemset(void *ptr, int value, size_t bytes) {
   if (bytes == 0) return cudaSuccess;
   if (!in_allocation(ptr, bytes)) return record(cudaErrorInvalidValue);

@@ -217,6 +217,8 @@ template <class T> static inline cudaError_t cudaMalloc(T **ptr, size_t bytes) {
 cudaError_t cudaFree(void *ptr);
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind);
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind, cudaStream_t s = nullptr);
+cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
+                              cudaMemcpyKind kind, cudaStream_t s = nullptr);
 cudaError_t cudaMemset(void *ptr, int value, size_t bytes);
 cudaError_t cudaMemsetAsync(void *ptr, int value, size_t bytes, cudaStream_t s = nullptr);
 cudaError_t cudaDeviceSynchronize(void);

@@ -163,7 +163,7 @@ tests/emu/cuda_emu.o: $(top_srcdir)/tests/emu/cuda_emu.cpp $(EMU_HDRS)
 tests/emu/gemm_host.o: $(top_srcdir)/tests/emu/gemm_host.cpp $(EMU_DEPS)
 	@$(MKDIR_P) tests/emu
 	$(AM_V_EMU)$(EMU_COMPILE) -c -o $@ $(top_srcdir)/tests/emu/gemm_host.cpp
-tests/emu/stream_host.o: $(top_srcdir)/tests/emu/stream_host.cpp $(EMU_DEPS)
+tests/emu/stream_host.o: $(top_srcdir)/tests/emu/stream_host.cpp $(top_srcdir)/kernels/dev_copy.cuh $(EMU_DEPS)
 	@$(MKDIR_P) tests/emu
 	$(AM_V_EMU)$(EMU_COMPILE) -c -o $@ $(top_srcdir)/tests/emu/stream_host.cpp
 

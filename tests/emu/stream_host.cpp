@@ -29,6 +29,7 @@
 
 #include "check.cuh"
 #include "cplab_stream.h"
+#include "dev_copy.cuh"
 
 struct cplab_event {
   bool recorded;
@@ -54,13 +55,6 @@ extern "C" int cplab_stream_create(void **stream, cplab_diag *d) {
 extern "C" int cplab_stream_destroy(void *stream, cplab_diag *d) {
   if (!stream) return 0;
   KCHECK_CUDA(d, cudaStreamDestroy(kstream(stream)));
-  return 0;
-}
-
-extern "C" int cplab_dev_copy_async(void *dst, const void *src, size_t bytes, void *stream, cplab_diag *d) {
-  if (bytes == 0) return 0;
-  KCHECK_ARG(d, dst && src, "cplab_dev_copy_async: NULL pointer");
-  KCHECK_CUDA(d, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, kstream(stream)));
   return 0;
 }
 

@@ -17,13 +17,13 @@ ENGINE="$top_builddir/bench/cplab-bench"
 if ! "$ENGINE" --backend nccl --help >/dev/null 2>&1 || ! nm "$ENGINE" 2>/dev/null | grep -q engine_nccl_shards; then
   echo "# no NCCL in this build: the NCCL backend is not run"
 else
-  expect_exit 0 "NCCL backend, one rank, checked" "$ENGINE" --backend nccl --model-set "$MODEL" --layouts tp1 \
+  expect_exit 0 "NCCL backend, one rank, checked" "$ENGINE" --backend nccl --model-set "$MODEL" --parallel tp1 \
     --prefill 48 --decode 80 --out-tokens 2 --graphs eager,full --reps 2 --check 16 -o "$WORK/n1" --no-plots
   expect_grep "$WORK/n1.md" "NCCL collectives" "the one-rank report names the NCCL backend"
   gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
   if [ "${gpus:-0}" -ge 2 ] && [ -n "$MPIRUN" ]; then
     expect_exit 0 "NCCL backend, two ranks on two GPUs, checked" timeout 600 "$MPIRUN" -np 2 "$ENGINE" --backend nccl \
-      --model-set "$MODEL" --layouts tp2dcp2,pcp2dcp2,pcp2,tp2 --prefill 48 --decode 80 --out-tokens 2 --batch 2 \
+      --model-set "$MODEL" --parallel tp2dcp2,pcp2dcp2,pcp2,tp2 --prefill 48 --decode 80 --out-tokens 2 --batch 2 \
       --graphs eager,piecewise,full --reps 2 --warmup 1 --layers 2 --check 16 -o "$WORK/n2" --no-plots
     sed 's/^/  /' "$WORK/err"
     n=$(grep -c "rows agree with cplab-exec's" "$WORK/err")
@@ -31,11 +31,11 @@ else
     else fail "$n configurations checked on two GPUs, expected 20"; fi
     expect_grep "$WORK/n2.md" "NCCL collectives" "the two-GPU report names the NCCL backend"
     expect_exit 0 "NCCL backend, mixed batches on two GPUs, checked" timeout 300 "$MPIRUN" -np 2 "$ENGINE" \
-      --backend nccl --model-set "$MODEL" --layouts pcp2dcp2,tp2 --mixed 24+2@70 --graphs piecewise --reps 1 \
+      --backend nccl --model-set "$MODEL" --parallel pcp2dcp2,tp2 --mixed 24+2@70 --graphs piecewise --reps 1 \
       --check 12
     expect_grep "$WORK/err" "rows agree with cplab-exec's" "mixed batches on two GPUs checked"
     expect_exit 2 "a layout of 4 ranks under mpirun -np 2" timeout 300 "$MPIRUN" -np 2 "$ENGINE" --backend nccl \
-      --model-set "$MODEL" --layouts tp4 --prefill 48
+      --model-set "$MODEL" --parallel tp4 --prefill 48
     expect_grep "$WORK/err" "layout tp4 has 4 ranks, but 2 process(es) run" "the refusal names the layout"
   else
     echo "# fewer than two GPUs or no mpirun: the two-rank NCCL runs are not run"

@@ -25,6 +25,10 @@
  *     sim_lse_combine, incl. NaN / +inf / -inf lse and NaN outputs of empty
  *     shards; and decode split over DCP shards + combine against the
  *     unsplit decode (within both bounds);
+ *   - head padding (cplab-bench --head-pad): 16 real heads run as 64 with
+ *     zero queries give the real heads' results bit for bit (prefill,
+ *     decode) or within the bounds (split decode), the padding heads'
+ *     finite;
  *   - batch invariance: 64 rows of 64 heads in one call and in calls of 40,
  *     20, 2 and 1 rows, and 128 rows of 20 heads in one call and in calls of
  *     100, 27 and 1 rows, give bit-identical outputs and lse, for both
@@ -578,6 +582,67 @@ static void check_batch_invariance(uint64_t *rng, const kvset *s, float scale, c
   free_case(&c);
 }
 
+/* Head padding (cplab-bench --head-pad): a rank's H real heads run as P
+ * heads whose extra queries are zero. The real heads' results do not change:
+ * bit for bit for prefill and the unsplit decode (a row's heads do not
+ * depend on the others in its block of 64), within the reference bounds for
+ * the split decode (whose split count follows the heads); the padding heads'
+ * results are finite (they are discarded). */
+static void check_head_padding(uint64_t *rng, const kvset *s, float scale, int kernel) {
+  enum { M = 6, H = 16, P = 64, K = 256 };
+  static const int kinds[M] = {0, 1, 2, 3, 6, 0};
+  static const char *const names[3] = {"prefill", "decode", "split decode"};
+  att_case c = {.name = "padding", .m = M, .heads = H, .k = K};
+  make_case(rng, &c, kinds, s->filled, s->num_slots);
+  uint16_t *qp = calloc((size_t)M * P * DQK, 2);
+  for (int64_t i = 0; i < M; i++) memcpy(qp + (size_t)i * P * DQK, c.q + (size_t)i * H * DQK, (size_t)H * DQK * 2);
+  att_case cp = c;
+  cp.heads = P, cp.q = qp, cp.d_q = kt_dev_from(qp, (size_t)M * P * DQK * 2);
+  att_result real, padded;
+  for (int pass = 0; pass < 2; pass++) {
+    const att_case *x = pass ? &cp : &c;
+    size_t no = (size_t)M * x->heads * DV, nl = (size_t)M * x->heads, bytes = 0;
+    float *d_out = kt_dev(no * 4), *d_lse = kt_dev(nl * 4);
+    if (kernel < 2) {
+      run_rows(kernel, x, s, scale, 0, M, d_out, d_lse);
+    } else {
+      kt_ok(cplab_sparse_mla_decode_scratch(M, x->heads, K, 0, &bytes, kt_diag()), "cplab_sparse_mla_decode_scratch");
+      void *scratch = bytes ? kt_dev(bytes) : NULL;
+      kt_ok(cplab_sparse_mla_decode_split(x->d_q, M, x->heads, s->d_cache, s->num_slots, x->d_idx, K, scale, 0, d_out,
+                                          d_lse, scratch, bytes, NULL, kt_diag()),
+            "cplab_sparse_mla_decode_split");
+      kt_sync();
+      kt_free(scratch);
+    }
+    download_result(x, d_out, d_lse, pass ? &padded : &real);
+    kt_free(d_out);
+    kt_free(d_lse);
+  }
+  /* The real heads of the padded run, as a result of c. */
+  att_result kept = {kt_host((size_t)M * H * DV * 4), kt_host((size_t)M * H * 4)};
+  int differ = 0, finite = 1;
+  for (int64_t i = 0; i < M; i++) {
+    memcpy(kept.out + (size_t)i * H * DV, padded.out + (size_t)i * P * DV, (size_t)H * DV * 4);
+    memcpy(kept.lse + (size_t)i * H, padded.lse + (size_t)i * P, (size_t)H * 4);
+    for (size_t e = (size_t)H * DV; e < (size_t)P * DV && kinds[i] != 2; e++)
+      finite &= isfinite(padded.out[(size_t)i * P * DV + e]) != 0;
+  }
+  differ = memcmp(kept.out, real.out, (size_t)M * H * DV * 4) != 0 ||
+           memcmp(kept.lse, real.lse, (size_t)M * H * 4) != 0;
+  char name[96];
+  snprintf(name, sizeof name, "%s, %d real heads padded to %d", names[kernel], H, P);
+  if (kernel < 2)
+    kt_check(!differ, "%s: the real heads' outputs and lse are bit-identical to an unpadded call's", name);
+  kt_check(finite, "%s: the padding heads' outputs are finite", name);
+  check_reference(&c, s, s->num_slots, scale, &kept, ATT_REL_L2, name);
+  free_result(&real);
+  free_result(&padded);
+  free_result(&kept);
+  free(qp);
+  kt_free(cp.d_q);
+  free_case(&c);
+}
+
 int main(void) {
   uint64_t rng;
   kt_begin("test_gpu_attention", &rng);
@@ -618,6 +683,7 @@ int main(void) {
     check_batch_invariance(&rng, &big, scale, &wide, decode);
     check_batch_invariance(&rng, &small, scale, &partial, decode);
   }
+  for (int kernel = 0; kernel < 3; kernel++) check_head_padding(&rng, &big, scale, kernel);
   free_kvset(&big);
   free_kvset(&small);
   return kt_end();

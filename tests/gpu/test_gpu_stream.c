@@ -5,6 +5,8 @@
  *     finite, within |scale|, mean near 0, seed and tensor change them;
  *   - cplab_dev_copy_async: random bytes, odd sizes and offsets, the bytes
  *     around the destination range untouched;
+ *   - cplab_dev_copy2d_async: rows between different pitches, odd offsets,
+ *     the gaps between the rows untouched; a width beyond a pitch refused;
  *   - graphs: a body that generates into A and copies A -> B, captured once:
  *     capture runs nothing (A and B keep their sentinel), each of two launches
  *     (A and B reset to the sentinel in between) gives the expected B; a body
@@ -127,6 +129,38 @@ static void check_copy(uint64_t *rng, void *stream) {
            (int)(sizeof cases / sizeof *cases), N, bad_cases);
   /* bytes 0: nothing, NULL pointers allowed. */
   kt_check(cplab_dev_copy_async(NULL, NULL, 0, stream, kt_diag()) == 0, "dev_copy_async of 0 bytes is a no-op");
+  free(src), free(want), free(got);
+  kt_free(dsrc), kt_free(ddst);
+}
+
+/* Strided copies: rows of `width` bytes between pitches, the gaps between
+ * rows untouched (the batched engine's head slices). */
+static void check_copy2d(uint64_t *rng, void *stream) {
+  enum { N = 8192 };
+  static const size_t cases[][4] = {/* width, rows, src pitch, dst pitch */
+                                    {1, 1, 1, 1}, {64, 16, 256, 64}, {100, 7, 100, 300}, {255, 30, 256, 257},
+                                    {2048, 3, 2048, 2048}};
+  uint8_t *src = kt_host(N), *want = kt_host(N), *got = kt_host(N);
+  for (int i = 0; i < N; i++) src[i] = (uint8_t)kt_next(rng);
+  uint8_t *dsrc = kt_dev_from(src, N), *ddst = kt_dev(N);
+  int bad_cases = 0;
+  for (int c = 0; c < (int)(sizeof cases / sizeof *cases); c++) {
+    size_t width = cases[c][0], rows = cases[c][1], sp = cases[c][2], dp = cases[c][3];
+    kt_ok(cplab_poison_bytes(ddst, N, SENTINEL_BYTE, stream, kt_diag()), "cplab_poison_bytes");
+    kt_ok(cplab_dev_copy2d_async(ddst + 3, dp, dsrc + 1, sp, width, rows, stream, kt_diag()), "cplab_dev_copy2d_async");
+    kt_ok(cplab_dev_sync(stream, kt_diag()), "cplab_dev_sync");
+    kt_down(got, ddst, N);
+    memset(want, SENTINEL_BYTE, N);
+    for (size_t i = 0; i < rows; i++) memcpy(want + 3 + i * dp, src + 1 + i * sp, width);
+    size_t wrong = 0;
+    for (int i = 0; i < N; i++) wrong += got[i] != want[i];
+    if (wrong) bad_cases++, printf("  2-D copy %zu x %zu (pitches %zu, %zu): %zu bytes wrong\n", rows, width, sp, dp, wrong);
+  }
+  kt_check(bad_cases == 0, "dev_copy2d_async: %d cases, %d wrong", (int)(sizeof cases / sizeof *cases), bad_cases);
+  kt_check(cplab_dev_copy2d_async(NULL, 0, NULL, 0, 0, 5, stream, kt_diag()) == 0, "dev_copy2d_async of width 0 is a no-op");
+  cplab_diag dd = {0};
+  kt_check(cplab_dev_copy2d_async(ddst, 8, dsrc, 16, 9, 2, stream, &dd) == CPLAB_EINVAL,
+           "dev_copy2d_async refuses a width beyond the destination pitch");
   free(src), free(want), free(got);
   kt_free(dsrc), kt_free(ddst);
 }
@@ -322,6 +356,7 @@ int main(void) {
   kt_check(stream != NULL, "stream_create gives a stream other than the legacy one");
   check_gen(&rng, stream);
   check_copy(&rng, stream);
+  check_copy2d(&rng, stream);
   check_graph(&rng, stream);
   check_events(&rng, stream);
   check_bad_arguments(stream);

@@ -100,7 +100,7 @@ static cplab_bench_matrix matrix(const char *layouts, cplab_bench_kind kind, con
   cplab_diag d = {0};
   snprintf(m.preset, sizeof m.preset, "glm-5");
   m.seed = 7, m.interleave = 1, m.block_size = 64;
-  assert_int_equal(cplab_bench_parse_layouts(&m, layouts, &d), 0);
+  assert_int_equal(cplab_bench_parse_parallel(&m, layouts, &d), 0);
   assert_int_equal(cplab_bench_parse_graphs(&m, "eager", &d), 0);
   assert_int_equal(cplab_bench_add_workloads(&m, kind, items, batch, out, &d), 0);
   return m;
@@ -234,6 +234,54 @@ static void test_decode_work(void **state) {
   }
 }
 
+/* Head padding: GLM-5's 64 heads on tp4 are 16 a rank, run as 64 (sm90) or
+ * 128 (sm100); the padded attention FLOP scale by run / real per kernel; a
+ * DCP group's heads (tp4dcp4: 64) are padded apart. --head-pad's words. */
+static void test_head_padding(void **state) {
+  (void)state;
+  cplab_bench_matrix m = matrix("tp4,tp4dcp4,pcp4", CPLAB_BENCH_MIXED, "4096+4@8192", 4, 1);
+  for (int li = 0; li < 3; li++) {
+    cplab_scenario *s = NULL;
+    cplab_diag d = {0};
+    assert_int_equal(cplab_bench_scenario(&m, &m.layouts[li], &m.workloads[0], CPLAB_GRAPH_NONE, &s, &d), 0);
+    assert_string_equal(s->layout, "vllm"); /* an empty name is vllm */
+    cplab_bench_plan_cost c = cost_of(&m, li);
+    for (int pad = 0; pad <= 128; pad += 64) {
+      cplab_bench_heads h;
+      cplab_bench_heads_of(&s->model, &s->par, pad, &h);
+      int tp = m.layouts[li].tp, dcp = m.layouts[li].dcp, real = 64 / tp, group = real * (dcp < tp ? dcp : tp);
+      assert_true(h.real == real && h.group_real == group);
+      assert_int_equal(h.run, pad ? (real + pad - 1) / pad * pad : real);
+      assert_int_equal(h.group_run, pad ? (group + pad - 1) / pad * pad : group);
+      cplab_bench_work w = c.ranks[0];
+      assert_true(w.attn_flop_run == w.attn_flop); /* none until padded */
+      cplab_bench_work_pad(&w, &s->model, &s->par, pad);
+      double F = 2.0 * (576 + 512), want = F * (w.attn_prefill_rows * h.run + w.attn_decode_rows * h.group_run);
+      assert_true(fabs(w.attn_flop_run - want) <= 1e-9 * want && w.attn_flop_run >= w.attn_flop);
+      if (pad == 0) assert_true(fabs(w.attn_flop_run - w.attn_flop) <= 1e-9 * w.attn_flop);
+      if (pad == 64 && tp == 4 && dcp == 1) assert_true(fabs(w.attn_flop_run - 4 * w.attn_flop) <= 1e-9 * w.attn_flop);
+    }
+    cplab_bench_plan_cost_free(&c);
+    cplab_scenario_free(s);
+  }
+  /* The layout by name reaches the scenario. */
+  snprintf(m.layout, sizeof m.layout, "block-aligned");
+  cplab_scenario *s = NULL;
+  cplab_diag d = {0};
+  assert_int_equal(cplab_bench_scenario(&m, &m.layouts[0], &m.workloads[0], CPLAB_GRAPH_NONE, &s, &d), 0);
+  assert_string_equal(s->layout, "block-aligned");
+  cplab_scenario_free(s);
+  int pad = 0;
+  assert_true(cplab_bench_parse_head_pad("auto", &pad, &d) == 0 && pad == CPLAB_BENCH_HEAD_PAD_AUTO);
+  assert_true(cplab_bench_parse_head_pad("none", &pad, &d) == 0 && pad == CPLAB_BENCH_HEAD_PAD_NONE);
+  assert_true(cplab_bench_parse_head_pad("128", &pad, &d) == 0 && pad == 128);
+  expect_usage(cplab_bench_parse_head_pad("1", &pad, &d), &d, "--head-pad 1: expected auto, none or a multiple");
+  m.head_pad = CPLAB_BENCH_HEAD_PAD_AUTO;
+  assert_int_equal(cplab_bench_head_pad_of(&m), 64);
+  m.head_pad = CPLAB_BENCH_HEAD_PAD_NONE;
+  assert_int_equal(cplab_bench_head_pad_of(&m), 0);
+}
+
 /* The walk skips a graph mode whose batches run as an earlier one's. */
 static int count(void *ctx, const cplab_bench_config *c, cplab_diag *d) {
   (void)d;
@@ -283,7 +331,7 @@ int main(void) {
       cmocka_unit_test(test_layout_labels),       cmocka_unit_test(test_lists),
       cmocka_unit_test(test_scenarios_hold_the_workload), cmocka_unit_test(test_prefill_work),
       cmocka_unit_test(test_decode_work),         cmocka_unit_test(test_walk_skips_repeated_modes),
-      cmocka_unit_test(test_kv_position_and_dtype_bytes),
+      cmocka_unit_test(test_kv_position_and_dtype_bytes), cmocka_unit_test(test_head_padding),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -33,6 +33,7 @@ static cplab_bench_point make_point(int tp, int pcp, int dcp, const char *worklo
   snprintf(p.workload, sizeof p.workload, "%s", workload);
   snprintf(p.graph, sizeof p.graph, "%s", graph);
   p.metric = strcmp(workload, "prefill") == 0 ? CPLAB_BENCH_TTFT : CPLAB_BENCH_TPOT;
+  p.heads = 64 / tp, p.heads_run = 64; /* GLM-5's heads, padded to 64 */
   if (strcmp(workload, "decode") == 0) p.out_tokens = 1024;
   for (int k = 0; k < CPLAB_BENCH_PHASES; k++) p.phase_ms[k] = NAN;
   return p;
@@ -48,7 +49,7 @@ static void fill_meta(cplab_bench_results *r) {
   snprintf(m->preset, sizeof m->preset, "glm-5");
   snprintf(m->backend, sizeof m->backend, "single");
   snprintf(m->note, sizeof m->note, "single-device backend: communication was device copies");
-  m->gpus = 1, m->layers = 2, m->seed = 7, m->resamples = 200;
+  m->gpus = 1, m->layers = 2, m->seed = 7, m->resamples = 200, m->head_pad = 64;
 }
 
 static void add_ok(cplab_bench_results *r, cplab_bench_point p) {
@@ -203,16 +204,18 @@ static void test_add_rejections(void **state) {
       {"metric", "unknown metric 7 (TTFT or TPOT)", base},
       {"prefill TPOT", "a prefill point measures TTFT, not TPOT", base},
       {"decode TTFT", "a decode point measures TPOT, not TTFT", base},
-      {"tp 0", "bad layout: tp: must be in [1, 1024], got 0", base},
-      {"dcp without tp", "bad layout: dcp: with pcp = 1, dcp must divide tp (1), got 4", base},
-      {"dcp under pcp", "bad layout: dcp: with pcp > 1, dcp must be 1, pcp (4) or tp·pcp (4), got 2", base},
+      {"tp 0", "bad parallel sizes: tp: must be in [1, 1024], got 0", base},
+      {"dcp without tp", "bad parallel sizes: dcp: with pcp = 1, dcp must divide tp (1), got 4", base},
+      {"dcp under pcp", "bad parallel sizes: dcp: with pcp > 1, dcp must be 1, pcp (4) or tp·pcp (4), got 2", base},
       {"tokens", "tokens must be >= 1, got 0", base},
       {"batch", "batch must be >= 1, got -1", base},
       {"out_tokens", "out_tokens must be >= 1, got 0", base},
-      {"label", "layout label 'tp4' does not match the sizes (pcp4)", base},
+      {"label", "parallel label 'tp4' does not match the sizes (pcp4)", base},
       {"phase", "phase 'comm' is -1 ms: phase times must be finite and >= 0, or NAN", base},
       {"too many", "samples, more than 16777216", base},
       {"duplicate", "duplicates point 0", make_point(4, 1, 1, "prefill", 1024, "eager", good, 3)},
+      {"heads", "heads 32, run 16: expected 0 < heads <= run", base},
+      {"heads half-recorded", "heads 0, run 64", base},
   };
   cases[0].p.n = 0;
   cases[1].p.samples_ms = (double *)with_nan;
@@ -229,9 +232,11 @@ static void test_add_rejections(void **state) {
   cases[12].p.tokens = 0;
   cases[13].p.batch = -1;
   cases[14].p.out_tokens = 0;
-  snprintf(cases[15].p.layout, sizeof cases[15].p.layout, "tp4");
+  snprintf(cases[15].p.parallel, sizeof cases[15].p.parallel, "tp4");
   cases[16].p.phase_ms[4] = -1;
   cases[17].p.n = CPLAB_BENCH_MAX_SAMPLES + 1;
+  cases[19].p.heads = 32, cases[19].p.heads_run = 16;
+  cases[20].p.heads = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     cplab_diag d = {0};
     int rc = cplab_bench_results_add(&r, &cases[i].p, &d);
@@ -251,7 +256,7 @@ static void test_add_rejections(void **state) {
   mixed.metric = CPLAB_BENCH_TPOT;
   add_ok(&r, mixed);
   mine[0] = 99;
-  assert_string_equal(r.points[1].layout, "pcp4");
+  assert_string_equal(r.points[1].parallel, "pcp4");
   assert_true(r.points[1].samples_ms != mine && r.points[1].samples_ms[0] == 5 && r.points[2].baseline == -1);
   cplab_bench_results_free(&r);
   assert_true(r.n == 0 && r.points == NULL);
@@ -368,6 +373,9 @@ static void test_markdown(void **state) {
       "| commit | abc1234 |\n",
       "| command | `cplab-bench --preset glm-5 --layouts 'tp4\\|pcp4'` |\n",
       "| preset | glm-5 |\n",
+      "| layout | vllm |\n",
+      "| query heads | padded to a multiple of 64 (`--head-pad`; zero-filled heads, outputs discarded), per rank real "
+      "→ run: tp4 16 → 64, pcp4 64 → 64, pcp4dcp4 64 → 64, tp4dcp4 16 → 64 |\n",
       "| backend | single |\n",
       "| GPUs | 1 |\n",
       "| layers | 2 decoder layers timed per step |\n",
@@ -381,13 +389,12 @@ static void test_markdown(void **state) {
       "| decode 1 in / 1024 out, ctx 32768, batch 1, TPOT ms | 18.60 | 86.70 (4.66×) |\n",
       "## Graph mode: full\n\n| workload | tp4 | pcp4dcp4 |\n|---|---|---|\n"
       "| decode 1 in / 1024 out, ctx 32768, batch 1, TPOT ms | 18.60 | 32.60 (1.75×) |\n",
-      "| # | graph | workload | layout | GPUs | n | median | p99 | mean ± stddev | min | max | median 95% CI | ratio "
-      "[95% "
-      "CI] | proj | indexer | attention | moe | comm |\n",
+      "| # | graph | workload | parallel | GPUs | heads per rank (real → run) | n | median | p99 | mean ± stddev | min | "
+      "max | median 95% CI | ratio [95% CI] | proj | indexer | attention | moe | comm |\n",
       /* p99 of {3270, 3278.1, 3290}: 3278.1 + 0.98 · 11.9 = 3289.762 */
-      "| 1 | eager | prefill 32768 in / 1 out, TTFT ms | pcp4 | 4 | 3 | 3278.1 | 3289.8 | 3279.4 ± 10.06 | 3270.0 | "
+      "| 1 | eager | prefill 32768 in / 1 out, TTFT ms | pcp4 | 4 | 64 → 64 | 3 | 3278.1 | 3289.8 | 3279.4 ± 10.06 | 3270.0 | "
       "3290.0 | [",
-      "| 0 | eager | prefill 32768 in / 1 out, TTFT ms | tp4 | 4 | 3 | 5512.1 |",
+      "| 0 | eager | prefill 32768 in / 1 out, TTFT ms | tp4 | 4 | 16 → 64 | 3 | 5512.1 |",
       " | 1 (baseline) | 800.0 | 1200.0 | 2500.0 | 900.0 | 100.0 |\n",
       "] vs tp4 | — | — | — | — | — |\n",
   };
@@ -456,7 +463,7 @@ static void test_json(void **state) {
   size_t n1, n2;
   char *t1 = read_text(path, &n1), *t2 = read_text(path2, &n2);
   assert_true(n1 == n2 && memcmp(t1, t2, n1) == 0); /* deterministic */
-  const char *head = "{\n \"format\": \"cplab_bench_results\",\n \"version\": \"1.0.0\",\n \"meta\": {\n  \"card\"";
+  const char *head = "{\n \"format\": \"cplab_bench_results\",\n \"version\": \"2.0.0\",\n \"meta\": {\n  \"card\"";
   assert_int_equal(strncmp(t1, head, strlen(head)), 0); /* keys in a fixed order */
   assert_true(t1[n1 - 1] == '\n');
   json_error_t err;
@@ -468,12 +475,16 @@ static void test_json(void **state) {
   assert_int_equal(json_integer_value(json_object_get(meta, "seed")), 7);
   assert_int_equal(json_integer_value(json_object_get(meta, "resamples")), 200);
   assert_int_equal(json_integer_value(json_object_get(meta, "layers")), 2);
+  assert_int_equal(json_integer_value(json_object_get(meta, "head_pad")), 64);
+  assert_string_equal(json_string_value(json_object_get(meta, "layout")), "vllm");
   assert_int_equal(json_array_size(points), r.n);
   for (size_t i = 0; i < r.n; i++) {
     const cplab_bench_point *p = &r.points[i];
     json_t *o = json_array_get(points, i), *s = json_object_get(o, "stats"), *q = json_object_get(o, "ratio");
     assert_int_equal(json_integer_value(json_object_get(o, "index")), i);
-    assert_string_equal(json_string_value(json_object_get(o, "layout")), p->layout);
+    assert_string_equal(json_string_value(json_object_get(o, "parallel")), p->parallel);
+    assert_int_equal(json_integer_value(json_object_get(o, "heads")), p->heads);
+    assert_int_equal(json_integer_value(json_object_get(o, "heads_run")), p->heads_run);
     assert_string_equal(json_string_value(json_object_get(o, "workload")), p->workload);
     assert_string_equal(json_string_value(json_object_get(o, "graph")), p->graph);
     assert_string_equal(json_string_value(json_object_get(o, "metric")), cplab_bench_metric_name(p->metric));
@@ -525,13 +536,16 @@ static void expect_same_results(const cplab_bench_results *a, const cplab_bench_
   assert_string_equal(x->command, y->command);
   assert_string_equal(x->preset, y->preset);
   assert_string_equal(x->backend, y->backend);
+  assert_string_equal(x->layout, y->layout);
+  assert_int_equal(x->head_pad, y->head_pad);
   assert_string_equal(x->note, y->note);
   assert_true(x->gpus == y->gpus && x->seed == y->seed && x->resamples == y->resamples && x->layers == y->layers);
   assert_int_equal(a->n, b->n);
   assert_true(b->finished);
   for (size_t i = 0; i < a->n; i++) {
     const cplab_bench_point *p = &a->points[i], *q = &b->points[i];
-    assert_string_equal(p->layout, q->layout);
+    assert_string_equal(p->parallel, q->parallel);
+    assert_true(p->heads == q->heads && p->heads_run == q->heads_run);
     assert_string_equal(p->workload, q->workload);
     assert_string_equal(p->graph, q->graph);
     assert_true(p->tp == q->tp && p->pcp == q->pcp && p->dcp == q->dcp && p->metric == q->metric);
@@ -620,7 +634,7 @@ static void poke(hid_t f, const char *name, hid_t type, size_t size, size_t k, c
 }
 
 static void edit_drop_median(hid_t f) { assert_true(H5Ldelete(f, "points/median", H5P_DEFAULT) >= 0); }
-static void edit_version_2(hid_t f) { set_format(f, "2.0.0"); }
+static void edit_version_3(hid_t f) { set_format(f, "3.0.0"); }
 static void edit_version_garbage(hid_t f) { set_format(f, "one"); }
 static void edit_no_format(hid_t f) { assert_true(H5Adelete(f, "cplab_bench_results") >= 0); }
 static void edit_offsets_end(hid_t f) {
@@ -684,7 +698,7 @@ static void test_h5_damaged(void **state) {
     const char *fragment;
   } edits[] = {
       {"no-median", edit_drop_median, CPLAB_ESCHEMA, ":/points: missing dataset 'median'"},
-      {"version-2", edit_version_2, CPLAB_ESCHEMA, "format version 2.0.0 is not supported"},
+      {"version-3", edit_version_3, CPLAB_ESCHEMA, "format version 3.0.0 is not supported"},
       {"version-garbage", edit_version_garbage, CPLAB_ESCHEMA, "format version 'one' is not MAJOR.MINOR.PATCH"},
       {"no-format", edit_no_format, CPLAB_ESCHEMA, "not a cplab-bench results file (no 'cplab_bench_results'"},
       {"offsets-end", edit_offsets_end, CPLAB_ESCHEMA, "offsets end at 26, but samples_ms holds 27 samples"},
@@ -694,7 +708,7 @@ static void test_h5_damaged(void **state) {
        "point 0: point tp=4 pcp=1 dcp=1, prefill, tokens 32768, batch 1, out 1, "
        "eager, TTFT: sample 0 is -1 ms"},
       {"median", edit_median, CPLAB_ESCHEMA, "point 0: statistics do not describe the samples"},
-      {"tp", edit_tp, CPLAB_EINVAL, "layout label 'tp4' does not match the sizes (tp2)"},
+      {"tp", edit_tp, CPLAB_EINVAL, "parallel label 'tp4' does not match the sizes (tp2)"},
       {"count", edit_point_count, CPLAB_ESCHEMA, "dataset 'tp' has 9 rows, expected 10"},
   };
   for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
@@ -765,6 +779,42 @@ static int has_prefix_file(const char *path, const void *magic, size_t n) {
   int ok = len >= n && memcmp(text, magic, n) == 0;
   free(text);
   return ok;
+}
+
+/* A results file of format 1 (before the layout name and the heads were
+ * recorded, the parallel sizes' column named "layout") still reads: the
+ * layout vllm, the heads not recorded. */
+static void test_h5_version1(void **state) {
+  (void)state;
+  cplab_bench_results r, back;
+  reference_results(&r);
+  char *dir = make_tempdir(), path[600];
+  snprintf(path, sizeof path, "%s/v1.h5", dir);
+  cplab_diag d = {0};
+  expect_ok(cplab_bench_write_h5(&r, path, &d), &d);
+  hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  assert_true(f >= 0);
+  set_format(f, "1.0.0");
+  assert_true(H5Adelete(f, "layout") >= 0 && H5Adelete(f, "head_pad") >= 0);
+  assert_true(H5Ldelete(f, "points/heads", H5P_DEFAULT) >= 0 && H5Ldelete(f, "points/heads_run", H5P_DEFAULT) >= 0);
+  assert_true(H5Lmove(f, "points/parallel", f, "points/layout", H5P_DEFAULT, H5P_DEFAULT) >= 0);
+  assert_true(H5Fclose(f) >= 0);
+  expect_ok(cplab_bench_read_h5(path, &back, &d), &d);
+  assert_string_equal(back.meta.layout, "vllm");
+  assert_int_equal(back.meta.head_pad, -1);
+  assert_int_equal(back.n, r.n);
+  for (size_t i = 0; i < r.n; i++) {
+    assert_string_equal(back.points[i].parallel, r.points[i].parallel);
+    assert_true(back.points[i].heads == 0 && back.points[i].heads_run == 0);
+  }
+  char *md = markdown_of(&back);
+  expect_contains(md, "| query heads | not recorded (results before format 2.0.0 ran each rank's real heads) |\n");
+  expect_contains(md, "| 0 | eager | prefill 32768 in / 1 out, TTFT ms | tp4 | 4 | — | 3 |");
+  free(md);
+  cplab_bench_results_free(&back);
+  cplab_bench_results_free(&r);
+  remove_tree(dir);
+  free(dir);
 }
 
 static void test_plots(void **state) {
@@ -937,6 +987,7 @@ int main(void) {
       cmocka_unit_test(test_json),
       cmocka_unit_test(test_h5_round_trip),
       cmocka_unit_test(test_h5_damaged),
+      cmocka_unit_test(test_h5_version1),
       cmocka_unit_test(test_plots),
       cmocka_unit_test(test_atomic_writes),
   };
