@@ -131,7 +131,9 @@ typedef struct engine_rank {
   float *attn_out, *attn_lse;  /* [T][Hl][512], [T][Hl] */
   /* head padding (exec_engine_opts.head_pad): the attention kernels run Hp
    * heads (Hgp for the decode rows' DCP group) on these, the real heads
-   * copied in and out; NULL where Hp == Hl (Hgp == Hg) */
+   * copied in and out; NULL where the kernels' own head blocks already run
+   * Hp (Hgp) heads (CPLAB_MLA_HEAD_BLOCK: Hp <= Hl rounded up to 64): they
+   * then run the real heads, the same work without the copies or memory */
   int Hp, Hgp;
   uint16_t *q_pad;             /* [T][Hp][576], padding heads zero */
   float *out_pad, *lse_pad;    /* [T][Hp][512], [T][Hp] */

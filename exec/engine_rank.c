@@ -376,9 +376,11 @@ static int setup_attention(engine_step *s, engine_rank *k, cplab_diag *d) {
     if (!rc && (k->Hg != k->Hl || k->head_off != 0))
       rc = exec_arena_alloc(mm, &k->fin, sizeof(float) * gq * CPLAB_MLA_NOPE_DIM, d);
   }
-  /* Padded copies where the kernels run more heads than the real ones. */
-  if (!rc && k->Hp > k->Hl) rc = pad_alloc(s, k, T, k->Hp, &k->q_pad, &k->out_pad, &k->lse_pad, d);
-  if (!rc && k->D > 1 && k->Tdec > 0 && k->Hgp > k->Hg)
+  /* Padded copies where the padding goes past the kernels' own head blocks
+   * (a 64-head block runs 16 heads as 64 already: the same work). */
+  if (!rc && k->Hp > exec_engine_heads_run(k->Hl, CPLAB_MLA_HEAD_BLOCK))
+    rc = pad_alloc(s, k, T, k->Hp, &k->q_pad, &k->out_pad, &k->lse_pad, d);
+  if (!rc && k->D > 1 && k->Tdec > 0 && k->Hgp > exec_engine_heads_run(k->Hg, CPLAB_MLA_HEAD_BLOCK))
     rc = pad_alloc(s, k, k->Tdec, k->Hgp, &k->qg_pad, &k->gout_pad, &k->glse_pad, d);
   /* The split decode's scratch, for the heads the decode rows attend with. */
   if (!rc && k->Tdec > 0)

@@ -14,6 +14,8 @@
 #include "cplab_kernels.h"
 #include "mla_tc.cuh"
 
+static_assert(MT_HEADS == CPLAB_MLA_HEAD_BLOCK, "the contract's head block");
+
 #define PF_MASK_TILES 256 // tiles the prepass can mark (k up to 16384); later ones always run
 
 struct pf_smem {

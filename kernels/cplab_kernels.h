@@ -298,6 +298,13 @@ int cplab_convert_decode_topk(const int32_t *topk, int64_t m, int k, const int32
 
 /* ---- sparse MLA attention (kernels/attention_prefill.cu, attention_decode.cu) -- */
 
+/* The heads one block of the sparse MLA kernels (prefill, decode) runs: a
+ * call's heads are taken in blocks of this many, the heads past the call's
+ * count in the last block zero rows whose results are never stored, so a
+ * call of h heads costs what ceil(h / 64) · 64 heads cost (the padding
+ * FlashMLA asks of its callers on sm90, done inside). */
+#define CPLAB_MLA_HEAD_BLOCK 64
+
 /* Prefill over a bf16 workspace: q bf16 [m][heads][576], workspace bf16
  * [rows][576], idx int32 [m][k] (workspace rows; -1 = skip). For each row i
  * and head h, over the selected rows j (values = their first 512 columns):

@@ -58,6 +58,12 @@ expect_exit 0 "engine: --head-pad 16 (a DCP group's 8 heads padded too), checked
   --parallel tp2pcp2dcp4 --mixed 24+2@70 --graphs eager --reps 1 --warmup 0 --check 8 --head-pad 16
 expect_grep "$WORK/err" "rows agree with cplab-exec's" "16: checked against cplab-exec"
 expect_grep "$WORK/err" "heads 4 -> 16" "the progress line gives the padded attention rate"
+# Past the kernels' own 64-head blocks (sm100's 128), the engine runs padded copies of the
+# queries and results: the same check.
+expect_exit 0 "engine: --head-pad 128 (padded copies, the DCP group's too), checked" "$ENGINE" --model-set "$MODEL" \
+  --parallel tp2pcp2dcp4 --mixed 24+2@70 --graphs eager --reps 1 --warmup 0 --check 8 --head-pad 128
+expect_grep "$WORK/err" "rows agree with cplab-exec's" "128: checked against cplab-exec"
+expect_grep "$WORK/err" "heads 4 -> 128" "the progress line gives the padded attention rate"
 
 # --layout NAME: another layout runs on the same kernels and is checked the same way; a
 # mutant runs where the executor can run it, with a note; a rank-dependent plan is stopped
