@@ -78,8 +78,6 @@ int exec_engine_head_pad_auto(int *pad, cplab_diag *d) {
   return rc;
 }
 
-int exec_engine_heads_run(int heads, int pad) { return pad > 1 ? (heads + pad - 1) / pad * pad : heads; }
-
 int exec_engine_layout_supported(const char *name, cplab_diag *d) {
   const cplab_layout *l = cplab_layout_find(name);
   if (!l) CPLAB_FAIL(d, CPLAB_ENOTFOUND, "unknown layout '%s'", name);

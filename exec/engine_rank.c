@@ -303,6 +303,8 @@ static int setup_decode_indexer(engine_rank *k, const int32_t *ks, const int32_t
   return rc;
 }
 
+int exec_engine_heads_run(int heads, int pad) { return pad > 1 ? (heads + pad - 1) / pad * pad : heads; }
+
 /* Queries of `rows` tokens with `run` heads (the padding heads zero: the
  * real heads are copied in at each launch) and the kernels' results. */
 static int pad_alloc(engine_step *s, engine_rank *k, int64_t rows, int run, uint16_t **q, float **out, float **lse,
