@@ -159,6 +159,7 @@ static const cplab_kb_case decode_cases[] = {
     DECODE_BATCHES("dcp2-h64", 64, 32768, "32k", 2, SCALE_GLM5, N_DCP, 1, 0, 1, 0),
     DECODE_BATCHES("dcp4-h64", 64, 32768, "32k", 4, SCALE_GLM5, N_DCP, 1, 0, 1, 0),
     DECODE_BATCHES("dcp8-h64", 64, 32768, "32k", 8, SCALE_GLM5, N_DCP, 1, 0, 1, 0),
+    DECODE_BATCHES("dcp16-h64", 64, 32768, "32k", 16, SCALE_GLM5, N_DCP, 0, 0, 0, 0),
     DECODE_BATCHES("dcp2-h128", 128, 32768, "32k", 2, SCALE_DSV32, N_DCP, 0, 0, 0, 0),
     DECODE_BATCHES("dcp4-h128", 128, 32768, "32k", 4, SCALE_DSV32, N_DCP, 0, 0, 0, 0),
     DECODE_BATCHES("dcp8-h128", 128, 32768, "32k", 8, SCALE_DSV32, N_DCP, 0, 0, 0, 0),
@@ -400,11 +401,17 @@ static int setup_decode(const cplab_kb_case *c, const cplab_kb_env *env, void *s
 static int run_set(attn_inst *x, int si, void *stream, cplab_diag *d) {
   const attn_shape *s = x->s;
   attn_set *st = &x->set[si];
-  if (x->decode)
-    return cplab_sparse_mla_decode_split(st->q, x->m, s->heads, st->cache, x->num_slots, st->idx, s->topk,
-                                         (float)s->scale, x->splits, st->out, st->lse, x->scratch, x->scratch_bytes, stream, d);
-  return cplab_sparse_mla_prefill(st->q, x->m, s->heads, st->ws, s->s_kv, st->idx, s->topk, (float)s->scale, st->out,
-                                  st->lse, stream, d);
+  if (x->decode) {
+    cplab_sparse_mla_decode_params p = {.q = st->q, .m = x->m, .heads = s->heads, .kv_cache = st->cache,
+                                        .num_slots = x->num_slots, .slot = st->idx, .k = s->topk,
+                                        .scale = (float)s->scale, .out = st->out, .lse = st->lse,
+                                        .splits = x->splits, .scratch = x->scratch, .scratch_bytes = x->scratch_bytes};
+    return cplab_sparse_mla_decode_split(&p, stream, d);
+  }
+  cplab_sparse_mla_prefill_params p = {.q = st->q, .m = x->m, .heads = s->heads, .workspace = st->ws,
+                                       .rows = s->s_kv, .idx = st->idx, .k = s->topk, .scale = (float)s->scale,
+                                       .out = st->out, .lse = st->lse};
+  return cplab_sparse_mla_prefill(&p, stream, d);
 }
 
 static int run(void *p, void *stream, cplab_diag *d) {

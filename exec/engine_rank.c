@@ -562,13 +562,16 @@ static int piece_attention(engine_step *s, const engine_rank *k, cplab_diag *d) 
     rc = cplab_convert_decode_topk(k->topk, k->Tdec, k->K, k->dec_req, k->block_table, sc->num_requests,
                                    sc->max_blocks, par->block_size, par->dcp, k->o, par->interleave, k->conv, s->stream,
                                    d);
-    if (!rc && k->D == 1)
-      rc = cplab_sparse_mla_decode_split(q, k->Tdec, H, k->kv_own, k->num_slots, k->conv, k->K, k->scale, 0, out, lse,
-                                         k->dec_scratch, k->dec_scratch_bytes, s->stream, d);
-    else if (!rc)
-      rc = cplab_sparse_mla_decode_split(qg, k->Tdec, HG, k->kv_own, k->num_slots, k->conv, k->K, k->scale, 0,
-                                         k->qg_pad ? k->gout_pad : gout, k->qg_pad ? k->glse_pad : glse,
-                                         k->dec_scratch, k->dec_scratch_bytes, s->stream, d);
+    /* Without DCP the rank's own heads; under DCP the group's, into this rank's partials. */
+    cplab_sparse_mla_decode_params p = {.q = q, .m = k->Tdec, .heads = H, .kv_cache = k->kv_own,
+                                        .num_slots = k->num_slots, .slot = k->conv, .k = k->K, .scale = k->scale,
+                                        .out = out, .lse = lse, .scratch = k->dec_scratch,
+                                        .scratch_bytes = k->dec_scratch_bytes};
+    if (k->D > 1) {
+      p.q = qg, p.heads = HG;
+      p.out = k->qg_pad ? k->gout_pad : gout, p.lse = k->qg_pad ? k->glse_pad : glse;
+    }
+    if (!rc) rc = cplab_sparse_mla_decode_split(&p, s->stream, d);
   }
   for (int i = 0; i < k->num_prefill && !rc; i++) {
     const engine_prefill_row *pr = &k->prefill[i];
@@ -579,9 +582,13 @@ static int piece_attention(engine_step *s, const engine_rank *k, cplab_diag *d) 
     rc = cplab_convert_prefill_topk(k->topk + (size_t)pr->tok0 * K, pr->len, k->K, k->ks + pr->tok0, pr->ws_start,
                                     pr->shard_rows, NULL, 1, par->dcp, par->interleave, conv, s->stream, d);
     if (!rc)
-      rc = cplab_sparse_mla_prefill(q + (size_t)pr->tok0 * (size_t)H * CPLAB_MLA_ROW_DIM, pr->len, H, ws, rows, conv,
-                                    k->K, k->scale, out + (size_t)pr->tok0 * (size_t)H * CPLAB_MLA_NOPE_DIM,
-                                    lse + (size_t)pr->tok0 * (size_t)H, s->stream, d);
+      rc = cplab_sparse_mla_prefill(
+          &(cplab_sparse_mla_prefill_params){.q = q + (size_t)pr->tok0 * (size_t)H * CPLAB_MLA_ROW_DIM, .m = pr->len,
+                                             .heads = H, .workspace = ws, .rows = rows, .idx = conv, .k = k->K,
+                                             .scale = k->scale,
+                                             .out = out + (size_t)pr->tok0 * (size_t)H * CPLAB_MLA_NOPE_DIM,
+                                             .lse = lse + (size_t)pr->tok0 * (size_t)H},
+          s->stream, d);
   }
   /* The real heads of the padded results; the padding heads' are dropped. */
   if (!rc && k->q_pad) rc = copy_heads(s, k->attn_out, k->Hl, k->out_pad, k->Hp, k->Hl, OH, first, k->T - first, d);

@@ -307,8 +307,12 @@ static int nccl_partials(exec_rank *c, const cplab_row *row, int64_t pos, const 
       q = qo;
     }
     if (!rc)
-      rc = cplab_sparse_mla_decode_split(q, 1, H, x->kv, x->num_slots, dconv, K, scale, 0, (float *)pout + (size_t)o * ob,
-                                         (float *)plse + (size_t)o * H, scratch, scratch_bytes, NULL, d);
+      rc = cplab_sparse_mla_decode_split(
+          &(cplab_sparse_mla_decode_params){.q = q, .m = 1, .heads = H, .kv_cache = x->kv, .num_slots = x->num_slots,
+                                            .slot = dconv, .k = K, .scale = scale, .out = (float *)pout + (size_t)o * ob,
+                                            .lse = (float *)plse + (size_t)o * H, .scratch = scratch,
+                                            .scratch_bytes = scratch_bytes},
+          NULL, d);
   }
   if (!rc) {
     ncclResult_t r = ncclGroupStart();

@@ -177,8 +177,11 @@ static int prefill_direct(exec_rank *c, const cplab_row *row, const int32_t *top
   if (!rc) rc = exec_arena_alloc(a, &dws, sizeof(uint16_t) * CPLAB_MLA_ROW_DIM * (size_t)K, d);
   if (!rc) rc = cplab_gather_mla(c->kv_read, c->read_slots, dsel, K, dws, NULL, d);
   if (!rc)
-    rc = cplab_sparse_mla_prefill(dq, 1, c->heads, dws, K, didx, K, (float)cplab_model_softmax_scale(c->in->model),
-                                  dfin, dl, NULL, d);
+    rc = cplab_sparse_mla_prefill(&(cplab_sparse_mla_prefill_params){.q = dq, .m = 1, .heads = c->heads,
+                                                                      .workspace = dws, .rows = K, .idx = didx, .k = K,
+                                                                      .scale = (float)cplab_model_softmax_scale(c->in->model),
+                                                                      .out = dfin, .lse = dl},
+                                  NULL, d);
   free(sel), free(idx);
   return rc;
 }
@@ -231,7 +234,10 @@ static int row_run(exec_rank *c, const cplab_row *row, int64_t pos, int64_t i, e
   if (!rc && !cplab_row_on_local_shard(in->par, row)) {
     if (c->rp->prefill.active) {
       int ch = c->rp->prefill.region_chunk[cplab_prefill_region_of(&c->rp->prefill, row->req)];
-      rc = cplab_sparse_mla_prefill(dq, 1, H, c->ws[ch], c->ws_rows[ch], dconv, K, scale, dfin, dl, NULL, d);
+      rc = cplab_sparse_mla_prefill(&(cplab_sparse_mla_prefill_params){.q = dq, .m = 1, .heads = H, .workspace = c->ws[ch],
+                                                                        .rows = c->ws_rows[ch], .idx = dconv, .k = K,
+                                                                        .scale = scale, .out = dfin, .lse = dl},
+                                    NULL, d);
     } else {
       rc = prefill_direct(c, row, topk, dq, dfin, dl, &a, d);
     }

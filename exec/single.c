@@ -163,9 +163,12 @@ typedef struct slice_decode {
 static int decode_slice(const exec_rank *c, const slice_decode *s, const uint16_t *q, float *out, float *lse,
                         cplab_diag *d) {
   const exec_single *x = c->be;
-  return cplab_sparse_mla_decode_split(q, 1, c->heads, x->kv + (size_t)s->off * CPLAB_MLA_ENTRY_BYTES, x->num_slots,
-                                       s->dconv, c->k, (float)cplab_model_softmax_scale(c->in->model), 0, out, lse,
-                                       s->scratch, s->scratch_bytes, NULL, d);
+  cplab_sparse_mla_decode_params p = {.q = q, .m = 1, .heads = c->heads,
+                                      .kv_cache = x->kv + (size_t)s->off * CPLAB_MLA_ENTRY_BYTES,
+                                      .num_slots = x->num_slots, .slot = s->dconv, .k = c->k,
+                                      .scale = (float)cplab_model_softmax_scale(c->in->model), .out = out, .lse = lse,
+                                      .scratch = s->scratch, .scratch_bytes = s->scratch_bytes};
+  return cplab_sparse_mla_decode_split(&p, NULL, d);
 }
 
 /* What this rank contributes to the combine (rank.h): its own slice with

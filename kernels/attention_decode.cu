@@ -162,21 +162,23 @@ __global__ void __launch_bounds__(MT_THREADS, 1) dc_kernel(dc_args a) {
   int64_t row = blockIdx.x;
   int h0 = blockIdx.y * MT_HEADS, w = threadIdx.x / 32, g = w / 4, q = w % 4;
   int split = blockIdx.z, splits = gridDim.z;
+  // q's copies go out before the compaction's list loads, so the two latencies overlap: a DCP
+  // rank's row has few tiles, and these fixed costs are most of its time.
+  mt_load_q(&s->c, a.q, a.heads, row, h0);
+  cp_async_commit();
   dc_compact(a, a.slot + row * a.k, s);
   int tiles = (s->count + MT_TILE - 1) / MT_TILE;
   int t0 = (int)((int64_t)split * tiles / splits), t1 = (int)((int64_t)(split + 1) * tiles / splits);
   if (t0 >= t1 && splits > 1) { // an empty split (a DCP rank's short row): the combine reads its lse alone
     for (int h = (int)threadIdx.x; h < MT_HEADS && h0 + h < a.heads; h += MT_THREADS)
       a.lse[((int64_t)split * a.m + row) * a.heads + h0 + h] = -INFINITY;
+    cp_async_wait<0>(); // q's copies land before the block's shared memory is given back
     return;
   }
   mt_rows st;
   float o[32][4];
   mt_start(&st, o);
-  if (t0 < t1) {
-    mt_load_q(&s->c, a.q, a.heads, row, h0);
-    dc_stage(a, s, t0);
-  }
+  if (t0 < t1) dc_stage(a, s, t0);
   cp_async_commit();
   for (int t = t0; t < t1; t++) {
     cp_async_wait<0>(); // this tile's entries (and q) have landed
@@ -191,6 +193,7 @@ __global__ void __launch_bounds__(MT_THREADS, 1) dc_kernel(dc_args a) {
     mt_rescale(o, corr);
     mt_accumulate(&s->c, s->kv, g, q, o);
   }
+  cp_async_wait<0>(); // a row with no valid entry ran no tile: q's copies still land before the block ends
   mt_store(a.out + (int64_t)split * a.m * a.heads * MT_DV, a.lse + (int64_t)split * a.m * a.heads, a.heads, row, h0,
            g, q, &st, o);
 }
@@ -264,13 +267,20 @@ static int dc_sms(int *sms, cplab_diag *d) {
 }
 
 // mt_check_args, and the compacted list's limit; *run 0 for empty work.
-static int dc_check(const uint16_t *q, int64_t m, int heads, const uint8_t *kv_cache, int64_t num_slots,
-                    const int32_t *slot, int k, float *out, float *lse, int *run, cplab_diag *d, const char *name) {
-  int rc = mt_check_args(q, m, heads, kv_cache, num_slots, slot, k, out, lse, run, d, name, "kv_cache");
+static int dc_check(const cplab_sparse_mla_decode_params *p, int *run, cplab_diag *d, const char *name) {
+  KCHECK_ARG(d, p, "%s: NULL parameters", name);
+  int rc = mt_check_args(p->q, p->m, p->heads, p->kv_cache, p->num_slots, p->slot, p->k, p->out, p->lse, run, d, name,
+                         "kv_cache");
   if (rc || !*run) return rc;
-  if (k > DC_MAX_K)
-    return cplab_diag_set(d, CPLAB_EUNSUPPORTED, "%s: k %d exceeds the kernel's %d entries a row", name, k, DC_MAX_K);
+  if (p->k > DC_MAX_K)
+    return cplab_diag_set(d, CPLAB_EUNSUPPORTED, "%s: k %d exceeds the kernel's %d entries a row", name, p->k,
+                          DC_MAX_K);
   return 0;
+}
+
+// The kernel's arguments for p, results to out and lse.
+static dc_args dc_args_of(const cplab_sparse_mla_decode_params *p, float *out, float *lse) {
+  return dc_args{p->q, p->heads, p->kv_cache, p->num_slots, p->slot, p->k, p->scale * MT_LOG2E, out, lse, p->m};
 }
 
 static int dc_launch(const dc_args &a, int splits, void *stream, cplab_diag *d, const char *name) {
@@ -282,14 +292,11 @@ static int dc_launch(const dc_args &a, int splits, void *stream, cplab_diag *d, 
   return kcheck_launch(d, name);
 }
 
-extern "C" int cplab_sparse_mla_decode(const uint16_t *q, int64_t m, int heads, const uint8_t *kv_cache,
-                                       int64_t num_slots, const int32_t *slot, int k, float scale, float *out,
-                                       float *lse, void *stream, cplab_diag *d) {
+extern "C" int cplab_sparse_mla_decode(const cplab_sparse_mla_decode_params *p, void *stream, cplab_diag *d) {
   const char *name = "cplab_sparse_mla_decode";
-  int run = 0, rc = dc_check(q, m, heads, kv_cache, num_slots, slot, k, out, lse, &run, d, name);
+  int run = 0, rc = dc_check(p, &run, d, name);
   if (rc || !run) return rc;
-  dc_args a = {q, heads, kv_cache, num_slots, slot, k, scale * MT_LOG2E, out, lse, m};
-  return dc_launch(a, 1, stream, d, name);
+  return dc_launch(dc_args_of(p, p->out, p->lse), 1, stream, d, name);
 }
 
 // The split count a call runs with: `splits` where given (1 .. the row's
@@ -320,30 +327,24 @@ extern "C" int cplab_sparse_mla_decode_scratch(int64_t m, int heads, int k, int 
   return 0;
 }
 
-extern "C" int cplab_sparse_mla_decode_split(const uint16_t *q, int64_t m, int heads, const uint8_t *kv_cache,
-                                             int64_t num_slots, const int32_t *slot, int k, float scale, int splits,
-                                             float *out, float *lse, void *scratch, size_t scratch_bytes,
-                                             void *stream, cplab_diag *d) {
+extern "C" int cplab_sparse_mla_decode_split(const cplab_sparse_mla_decode_params *p, void *stream, cplab_diag *d) {
   const char *name = "cplab_sparse_mla_decode_split";
-  int run = 0, rc = dc_check(q, m, heads, kv_cache, num_slots, slot, k, out, lse, &run, d, name);
+  int run = 0, rc = dc_check(p, &run, d, name);
   if (rc || !run) return rc;
   int z = 1;
-  rc = dc_resolve_splits(m, heads, k, splits, &z, d, name);
+  rc = dc_resolve_splits(p->m, p->heads, p->k, p->splits, &z, d, name);
   if (rc) return rc;
-  size_t part = (size_t)m * (size_t)heads, need = z > 1 ? (size_t)z * part * (MT_DV + 1) * sizeof(float) : 0;
-  KCHECK_ARG(d, scratch_bytes >= need && (need == 0 || (scratch && kaligned(scratch, 16))),
+  size_t part = (size_t)p->m * (size_t)p->heads, need = z > 1 ? (size_t)z * part * (MT_DV + 1) * sizeof(float) : 0;
+  KCHECK_ARG(d, p->scratch_bytes >= need && (need == 0 || (p->scratch && kaligned(p->scratch, 16))),
              "%s: %zu bytes of scratch given (16-byte aligned), %zu needed (cplab_sparse_mla_decode_scratch)", name,
-             scratch_bytes, need);
-  dc_args a = {q, heads, kv_cache, num_slots, slot, k, scale * MT_LOG2E, out, lse, m};
-  if (z == 1) return dc_launch(a, 1, stream, d, name);
-  float *part_out = (float *)scratch, *part_lse = part_out + (size_t)z * part * MT_DV;
-  a.out = part_out;
-  a.lse = part_lse;
-  rc = dc_launch(a, z, stream, d, name);
+             p->scratch_bytes, need);
+  if (z == 1) return dc_launch(dc_args_of(p, p->out, p->lse), 1, stream, d, name);
+  KCHECK_ARG(d, kaligned(p->out, 16), "%s: out must be 16-byte aligned when the entries are split", name);
+  float *part_out = (float *)p->scratch, *part_lse = part_out + (size_t)z * part * MT_DV;
+  rc = dc_launch(dc_args_of(p, part_out, part_lse), z, stream, d, name);
   if (rc) return rc;
   static_assert(MT_DV == 4 * DC_COMBINE_THREADS, "4 columns a thread");
-  KCHECK_ARG(d, kaligned(out, 16), "%s: out must be 16-byte aligned when the entries are split", name);
   dc_combine_kernel<<<(unsigned)part, DC_COMBINE_THREADS, 0, kstream(stream)>>>(part_out, part_lse, z, (int64_t)part,
-                                                                                 out, lse);
+                                                                                 p->out, p->lse);
   return kcheck_launch(d, "dc_combine_kernel");
 }

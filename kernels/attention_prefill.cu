@@ -108,16 +108,19 @@ __global__ void __launch_bounds__(MT_THREADS, 1) pf_kernel(pf_args a) {
   mt_store(a.out, a.lse, a.heads, row, h0, g, q, &st, o);
 }
 
-extern "C" int cplab_sparse_mla_prefill(const uint16_t *q, int64_t m, int heads, const uint16_t *workspace,
-                                        int64_t rows, const int32_t *idx, int k, float scale, float *out, float *lse,
-                                        void *stream, cplab_diag *d) {
+extern "C" int cplab_sparse_mla_prefill(const cplab_sparse_mla_prefill_params *p, void *stream, cplab_diag *d) {
   const char *name = "cplab_sparse_mla_prefill";
-  int run = 0, rc = mt_check_args(q, m, heads, workspace, rows, idx, k, out, lse, &run, d, name, "workspace");
+  KCHECK_ARG(d, p, "%s: NULL parameters", name);
+  const uint16_t *q = p->q;
+  int64_t m = p->m;
+  int heads = p->heads, k = p->k;
+  int run = 0, rc = mt_check_args(q, m, heads, p->workspace, p->rows, p->idx, k, p->out, p->lse, &run, d, name,
+                                  "workspace");
   if (rc || !run) return rc;
   size_t smem = sizeof(pf_smem) + 1008; // room to align the base to 1024 (it is 16-byte aligned)
   rc = kset_smem(d, pf_kernel, smem, name);
   if (rc) return rc;
-  pf_args a = {q, heads, workspace, rows, idx, k, scale * MT_LOG2E, out, lse};
+  pf_args a = {q, heads, p->workspace, p->rows, p->idx, k, p->scale * MT_LOG2E, p->out, p->lse};
   dim3 grid((unsigned)m, (unsigned)((heads + MT_HEADS - 1) / MT_HEADS));
   pf_kernel<<<grid, MT_THREADS, smem, kstream(stream)>>>(a);
   return kcheck_launch(d, name);

@@ -321,9 +321,19 @@ int cplab_convert_decode_topk(const int32_t *topk, int64_t m, int k, const int32
  * A row's results do not depend on the other rows of the call, nor on the
  * head count: the same bits whether it runs alone or in any batch.
  * q and the workspace 16-byte aligned (they are copied in 16-byte chunks). */
-int cplab_sparse_mla_prefill(const uint16_t *q, int64_t m, int heads, const uint16_t *workspace, int64_t rows,
-                             const int32_t *idx, int k, float scale, float *out, float *lse, void *stream,
-                             cplab_diag *d);
+typedef struct cplab_sparse_mla_prefill_params {
+  const uint16_t *q;         /* bf16 [m][heads][576], 16-byte aligned */
+  int64_t m;                 /* query rows */
+  int heads;                 /* query heads of a row */
+  const uint16_t *workspace; /* bf16 [rows][576], 16-byte aligned */
+  int64_t rows;              /* the workspace's rows */
+  const int32_t *idx;        /* int32 [m][k]: workspace rows, -1 = skip */
+  int k;                     /* list entries a row */
+  float scale;               /* the softmax scale */
+  float *out;                /* fp32 [m][heads][512] */
+  float *lse;                /* fp32 [m][heads], natural log */
+} cplab_sparse_mla_prefill_params;
+int cplab_sparse_mla_prefill(const cplab_sparse_mla_prefill_params *p, void *stream, cplab_diag *d);
 
 /* Decode over the local fp8 cache: as cplab_sparse_mla_prefill, with the rows
  * read from kv_cache (656-byte entries) at slot[i][j] (int32 [m][k], -1 =
@@ -335,9 +345,22 @@ int cplab_sparse_mla_prefill(const uint16_t *q, int64_t m, int heads, const uint
  * kv_cache 16-byte aligned; k at most 8064 (CPLAB_EUNSUPPORTED beyond). One
  * block per (row, 64 heads): a small batch leaves most of the GPU idle;
  * _split below spreads it. */
-int cplab_sparse_mla_decode(const uint16_t *q, int64_t m, int heads, const uint8_t *kv_cache, int64_t num_slots,
-                            const int32_t *slot, int k, float scale, float *out, float *lse, void *stream,
-                            cplab_diag *d);
+typedef struct cplab_sparse_mla_decode_params {
+  const uint16_t *q;        /* bf16 [m][heads][576], 16-byte aligned */
+  int64_t m;                /* query rows */
+  int heads;                /* query heads of a row */
+  const uint8_t *kv_cache;  /* num_slots 656-byte entries, 16-byte aligned */
+  int64_t num_slots;
+  const int32_t *slot;      /* int32 [m][k]: cache slots, -1 (or >= num_slots) = skip */
+  int k;                    /* list entries a row, at most 8064 */
+  float scale;              /* the softmax scale */
+  float *out;               /* fp32 [m][heads][512] (16-byte aligned when split) */
+  float *lse;               /* fp32 [m][heads], natural log */
+  int splits;               /* _split only: 0 for the model's choice, else 1 .. the row's 64-entry tiles */
+  void *scratch;            /* _split only: the splits' partials (cplab_sparse_mla_decode_scratch) */
+  size_t scratch_bytes;
+} cplab_sparse_mla_decode_params;
+int cplab_sparse_mla_decode(const cplab_sparse_mla_decode_params *p, void *stream, cplab_diag *d);
 
 /* The same result with each row's entries split over several blocks, the
  * splits' partial (out, lse) merged by a second kernel (weights
@@ -355,9 +378,7 @@ int cplab_sparse_mla_decode(const uint16_t *q, int64_t m, int heads, const uint8
  * 16-byte aligned; out 16-byte aligned when split. */
 int cplab_sparse_mla_decode_splits(int64_t m, int heads, int k, int *splits, cplab_diag *d);
 int cplab_sparse_mla_decode_scratch(int64_t m, int heads, int k, int splits, size_t *bytes, cplab_diag *d);
-int cplab_sparse_mla_decode_split(const uint16_t *q, int64_t m, int heads, const uint8_t *kv_cache,
-                                  int64_t num_slots, const int32_t *slot, int k, float scale, int splits, float *out,
-                                  float *lse, void *scratch, size_t scratch_bytes, void *stream, cplab_diag *d);
+int cplab_sparse_mla_decode_split(const cplab_sparse_mla_decode_params *p, void *stream, cplab_diag *d);
 
 /* ---- restore to global order (kernels/restore.cu) -------------------------- */
 

@@ -189,9 +189,10 @@ typedef struct att_result {
 static void run_prefill(const att_case *c, const kvset *s, float scale, att_result *r) {
   size_t no = (size_t)c->m * c->heads * DV, nl = (size_t)c->m * c->heads;
   float *d_out = kt_dev(no * 4), *d_lse = kt_dev(nl * 4);
-  kt_ok(cplab_sparse_mla_prefill(c->d_q, c->m, c->heads, s->d_ws, s->num_slots, c->d_idx, c->k, scale, d_out, d_lse,
-                                 NULL, kt_diag()),
-        "cplab_sparse_mla_prefill");
+  cplab_sparse_mla_prefill_params p = {.q = c->d_q, .m = c->m, .heads = c->heads, .workspace = s->d_ws,
+                                       .rows = s->num_slots, .idx = c->d_idx, .k = c->k, .scale = scale,
+                                       .out = d_out, .lse = d_lse};
+  kt_ok(cplab_sparse_mla_prefill(&p, NULL, kt_diag()), "cplab_sparse_mla_prefill");
   kt_sync();
   r->out = kt_host(no * 4);
   r->lse = kt_host(nl * 4);
@@ -201,11 +202,20 @@ static void run_prefill(const att_case *c, const kvset *s, float scale, att_resu
   kt_free(d_lse);
 }
 
+/* The decode parameters of rows [r0, r0 + n) of c over the slot lists d_slots, results to out and lse. */
+static cplab_sparse_mla_decode_params decode_params(const att_case *c, const kvset *s, const int32_t *d_slots,
+                                                    float scale, int64_t r0, int64_t n, float *d_out, float *d_lse) {
+  size_t H = (size_t)c->heads, K = (size_t)c->k;
+  return (cplab_sparse_mla_decode_params){.q = c->d_q + r0 * H * DQK, .m = n, .heads = c->heads,
+                                          .kv_cache = s->d_cache, .num_slots = s->num_slots,
+                                          .slot = d_slots + r0 * K, .k = c->k, .scale = scale,
+                                          .out = d_out + r0 * H * DV, .lse = d_lse + r0 * H};
+}
+
 static void run_decode(const att_case *c, const kvset *s, const int32_t *d_slots, float scale, float *d_out,
                        float *d_lse) {
-  kt_ok(cplab_sparse_mla_decode(c->d_q, c->m, c->heads, s->d_cache, s->num_slots, d_slots, c->k, scale, d_out, d_lse,
-                                NULL, kt_diag()),
-        "cplab_sparse_mla_decode");
+  cplab_sparse_mla_decode_params p = decode_params(c, s, d_slots, scale, 0, c->m, d_out, d_lse);
+  kt_ok(cplab_sparse_mla_decode(&p, NULL, kt_diag()), "cplab_sparse_mla_decode");
 }
 
 static void download_result(const att_case *c, const float *d_out, const float *d_lse, att_result *r) {
@@ -418,9 +428,9 @@ static void check_decode_split(uint64_t *rng, const char *name, int64_t m, int h
   void *scratch = bytes ? kt_dev(bytes) : NULL, *scratch1 = bytes1 ? kt_dev(bytes1) : NULL;
   float *d_out = kt_dev(no * 4), *d_lse = kt_dev(nl * 4);
   kt_ok(cplab_poison_bytes(d_out, no * 4, 0x7F, NULL, kt_diag()), "cplab_poison_bytes");
-  kt_ok(cplab_sparse_mla_decode_split(c.d_q, m, heads, s->d_cache, s->num_slots, c.d_idx, k, scale, splits, d_out,
-                                      d_lse, scratch, bytes, NULL, kt_diag()),
-        "cplab_sparse_mla_decode_split");
+  cplab_sparse_mla_decode_params p = decode_params(&c, s, c.d_idx, scale, 0, m, d_out, d_lse);
+  p.splits = splits, p.scratch = scratch, p.scratch_bytes = bytes;
+  kt_ok(cplab_sparse_mla_decode_split(&p, NULL, kt_diag()), "cplab_sparse_mla_decode_split");
   att_result split, whole, alone;
   download_result(&c, d_out, d_lse, &split);
   kt_check(chosen >= 1 && (z > 1) == (bytes > 0),
@@ -430,30 +440,37 @@ static void check_decode_split(uint64_t *rng, const char *name, int64_t m, int h
   download_result(&c, d_out, d_lse, &whole);
   check_kernels_agree(&c, &whole, &split, name, "the split and the unsplit decode");
   kt_ok(cplab_poison_bytes(d_out, no * 4, 0x7F, NULL, kt_diag()), "cplab_poison_bytes");
-  for (int64_t i = 0; i < m; i++)
-    kt_ok(cplab_sparse_mla_decode_split(c.d_q + i * heads * DQK, 1, heads, s->d_cache, s->num_slots,
-                                        c.d_idx + i * k, k, scale, 0, d_out + i * heads * DV, d_lse + i * heads,
-                                        scratch1, bytes1, NULL, kt_diag()),
-          "cplab_sparse_mla_decode_split");
+  for (int64_t i = 0; i < m; i++) {
+    cplab_sparse_mla_decode_params p1 = decode_params(&c, s, c.d_idx, scale, i, 1, d_out, d_lse);
+    p1.scratch = scratch1, p1.scratch_bytes = bytes1;
+    kt_ok(cplab_sparse_mla_decode_split(&p1, NULL, kt_diag()), "cplab_sparse_mla_decode_split");
+  }
   download_result(&c, d_out, d_lse, &alone);
   check_kernels_agree(&c, &split, &alone, name, "the batched split decode and one call a row");
   if (z > 1) {
     cplab_diag d = {0};
-    int rc = cplab_sparse_mla_decode_split(c.d_q, m, heads, s->d_cache, s->num_slots, c.d_idx, k, scale, splits,
-                                           d_out, d_lse, scratch, bytes - 16, NULL, &d);
+    cplab_sparse_mla_decode_params short_scratch = p;
+    short_scratch.scratch_bytes = bytes - 16;
+    int rc = cplab_sparse_mla_decode_split(&short_scratch, NULL, &d);
     kt_check(rc == CPLAB_EINVAL && strstr(d.msg, "scratch"), "%s: %zu bytes of scratch refused (%s)", name,
              bytes - 16, d.msg);
   }
   cplab_diag dz = {0};
   int tiles = (k + 63) / 64;
-  int rc = cplab_sparse_mla_decode_split(c.d_q, m, heads, s->d_cache, s->num_slots, c.d_idx, k, scale, tiles + 1,
-                                         d_out, d_lse, scratch, bytes, NULL, &dz);
+  cplab_sparse_mla_decode_params too_many = p;
+  too_many.splits = tiles + 1;
+  int rc = cplab_sparse_mla_decode_split(&too_many, NULL, &dz);
   kt_check(rc == CPLAB_EINVAL && strstr(dz.msg, "splits"), "%s: %d splits for %d tiles refused (%s)", name, tiles + 1,
            tiles, dz.msg);
   /* The compacted list holds at most 8064 entries a row: beyond, a clear refusal, nothing launched. */
   cplab_diag dk = {0};
-  rc = cplab_sparse_mla_decode(c.d_q, 1, heads, s->d_cache, s->num_slots, c.d_idx, 8065, scale, d_out, d_lse, NULL, &dk);
+  cplab_sparse_mla_decode_params too_long = decode_params(&c, s, c.d_idx, scale, 0, 1, d_out, d_lse);
+  too_long.k = 8065;
+  rc = cplab_sparse_mla_decode(&too_long, NULL, &dk);
   kt_check(rc == CPLAB_EUNSUPPORTED && strstr(dk.msg, "8064"), "%s: k 8065 refused (%s)", name, dk.msg);
+  cplab_diag dn = {0};
+  rc = cplab_sparse_mla_decode_split(NULL, NULL, &dn);
+  kt_check(rc == CPLAB_EINVAL && strstr(dn.msg, "NULL parameters"), "%s: no parameters refused (%s)", name, dn.msg);
   free_result(&split);
   free_result(&whole);
   free_result(&alone);
@@ -532,14 +549,15 @@ typedef struct batch_case {
 static void run_rows(int decode, const att_case *c, const kvset *s, float scale, int64_t r0, int64_t n, float *d_out,
                      float *d_lse) {
   size_t H = (size_t)c->heads, K = (size_t)c->k;
-  if (decode)
-    kt_ok(cplab_sparse_mla_decode(c->d_q + r0 * H * DQK, n, c->heads, s->d_cache, s->num_slots, c->d_idx + r0 * K,
-                                  c->k, scale, d_out + r0 * H * DV, d_lse + r0 * H, NULL, kt_diag()),
-          "cplab_sparse_mla_decode");
-  else
-    kt_ok(cplab_sparse_mla_prefill(c->d_q + r0 * H * DQK, n, c->heads, s->d_ws, s->num_slots, c->d_idx + r0 * K,
-                                   c->k, scale, d_out + r0 * H * DV, d_lse + r0 * H, NULL, kt_diag()),
-          "cplab_sparse_mla_prefill");
+  if (decode) {
+    cplab_sparse_mla_decode_params p = decode_params(c, s, c->d_idx, scale, r0, n, d_out, d_lse);
+    kt_ok(cplab_sparse_mla_decode(&p, NULL, kt_diag()), "cplab_sparse_mla_decode");
+  } else {
+    cplab_sparse_mla_prefill_params p = {.q = c->d_q + r0 * H * DQK, .m = n, .heads = c->heads, .workspace = s->d_ws,
+                                         .rows = s->num_slots, .idx = c->d_idx + r0 * K, .k = c->k, .scale = scale,
+                                         .out = d_out + r0 * H * DV, .lse = d_lse + r0 * H};
+    kt_ok(cplab_sparse_mla_prefill(&p, NULL, kt_diag()), "cplab_sparse_mla_prefill");
+  }
 }
 
 static void check_batch_invariance(uint64_t *rng, const kvset *s, float scale, const batch_case *b, int decode) {
@@ -608,9 +626,9 @@ static void check_head_padding(uint64_t *rng, const kvset *s, float scale, int k
     } else {
       kt_ok(cplab_sparse_mla_decode_scratch(M, x->heads, K, 0, &bytes, kt_diag()), "cplab_sparse_mla_decode_scratch");
       void *scratch = bytes ? kt_dev(bytes) : NULL;
-      kt_ok(cplab_sparse_mla_decode_split(x->d_q, M, x->heads, s->d_cache, s->num_slots, x->d_idx, K, scale, 0, d_out,
-                                          d_lse, scratch, bytes, NULL, kt_diag()),
-            "cplab_sparse_mla_decode_split");
+      cplab_sparse_mla_decode_params p = decode_params(x, s, x->d_idx, scale, 0, M, d_out, d_lse);
+      p.scratch = scratch, p.scratch_bytes = bytes;
+      kt_ok(cplab_sparse_mla_decode_split(&p, NULL, kt_diag()), "cplab_sparse_mla_decode_split");
       kt_sync();
       kt_free(scratch);
     }
