@@ -14,7 +14,8 @@
 // same set and sorts it into the same order.
 //
 // The bin path (its own section below): a pass for a floor under which no
-// key can win and the row's maximum, a histogram of the keys above the floor
+// key can win (a higher one tried first, checked by the histogram's count)
+// and the row's maximum, a histogram of the keys above the floor
 // over 2048 equal slices of [floor, max] (compacted first where the row is
 // staged), a pass dropping the winners into their bins' slots, the order
 // inside a bin by counting. Real logits leave a few dozen candidates in the
@@ -600,7 +601,10 @@ static __device__ bool topk_stageable(const topk_args &a, const topk_item &it) {
 //     threads), has g keys of t's share at or above it, so the smallest of
 //     those over the threads (0 where a thread has fewer than g keys) has at
 //     least g · threads >= take keys at or above it. For a row of 32768
-//     logits the floor is near the 75th percentile.
+//     logits the floor is near the 75th percentile. The bins start from a
+//     higher floor, the largest of the warps' smallest g-th largest, which
+//     the histogram (2.) checks: where fewer than take keys lie above it,
+//     the histogram runs again from the proven floor.
 //  2. The keys at or above the floor, binned over 2048 equal slices of
 //     [floor, max]:
 //       bin(f) = min(round((f - floor) · 2048 / (max - floor)), 2047),
@@ -641,8 +645,18 @@ static __device__ bool topk_stageable(const topk_args &a, const topk_item &it) {
 struct topk_bins {
   uint32_t floor; // keys whose value word is below it take no part
   float lo, scale;
-  bool ok; // the path applies
+  bool ok;            // the path applies
+  uint32_t proven;    // the floor that is sure to leave take keys (== floor: floor is that one)
+  uint32_t hi;        // the row's largest value word
 };
+
+// The bins over [floor value word fl, hi]: lo, scale, ok.
+static __device__ __forceinline__ void topk_bins_span(topk_bins &bn, uint32_t fl, uint32_t hi) {
+  float lo = topk_unord(fl), range = __fsub_rn(topk_unord(hi), lo), s = __fdiv_rn((float)TOPK_BINS, range);
+  bn.floor = fl, bn.lo = lo;
+  bn.ok = isfinite(lo) && isfinite(topk_unord(hi)) && isfinite(range);
+  bn.scale = range > 0.0f && isfinite(s) ? s : 0.0f; // 0: every key in bin 0
+}
 
 // The bin of a value f >= lo (a key at or above the floor).
 static __device__ __forceinline__ unsigned topk_bin(float f, const topk_bins &bn) {
@@ -657,6 +671,15 @@ static __device__ __forceinline__ unsigned topk_bin_key(uint64_t key, const topk
 
 // The bins from every thread's G largest value words (top[0] the largest;
 // 0, below everything, where it has fewer): block-wide, one barrier.
+// The proven floor is the least of the threads' G-th largest (at least
+// G · threads >= take keys at or above it; near the 75th percentile of a
+// row of 32768 logits). The bins start from a higher one, the largest of
+// the warps' least: not proven (a warp's 32 threads vouch for 128 keys
+// only), but a histogram counts the keys above it anyway, and
+// topk_bin_item goes back to the proven floor where fewer than take are
+// (the path stays exact). On rows of 32768 logits it lets through about
+// half the keys the proven floor does, and the histogram, the compaction
+// and the placing pass work on those.
 template <unsigned G> static __device__ __forceinline__ topk_bins topk_bins_make(const uint32_t (&top)[G], topk_ctl *c) {
   unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   uint32_t fl = top[G - 1], hi = top[0];
@@ -668,16 +691,17 @@ template <unsigned G> static __device__ __forceinline__ topk_bins topk_bins_make
   if (lane == 0) c->wfloor[warp] = fl, c->wsum[warp] = hi;
   __syncthreads();
   fl = lane < TOPK_WARPS ? c->wfloor[lane] : 0xFFFFFFFFu, hi = lane < TOPK_WARPS ? c->wsum[lane] : 0u;
+  uint32_t hf = lane < TOPK_WARPS ? c->wfloor[lane] : 0u;
 #pragma unroll
   for (int o = 16; o >= 1; o >>= 1) {
     fl = min(fl, __shfl_xor_sync(TOPK_FULL, fl, o));
+    hf = max(hf, __shfl_xor_sync(TOPK_FULL, hf, o));
     hi = max(hi, __shfl_xor_sync(TOPK_FULL, hi, o));
   }
-  float lo = topk_unord(fl), range = __fsub_rn(topk_unord(hi), lo), s = __fdiv_rn((float)TOPK_BINS, range);
   topk_bins bn;
-  bn.floor = fl, bn.lo = lo;
-  bn.ok = isfinite(lo) && isfinite(topk_unord(hi)) && isfinite(range);
-  bn.scale = range > 0.0f && isfinite(s) ? s : 0.0f; // 0: every key in bin 0
+  bn.proven = fl, bn.hi = hi;
+  topk_bins_span(bn, hf, hi);
+  if (!bn.ok) topk_bins_span(bn, fl, hi); // (the path's decline is the proven floor's to make)
   return bn;
 }
 
@@ -702,7 +726,7 @@ static __device__ topk_cut topk_bin_find(topk_ctl *c, unsigned take) {
     if (excl[i] < take && take <= excl[i] + h[i]) c->bstar = b, c->above = excl[i], c->cnt = h[i];
   }
   __syncthreads();
-  topk_cut cut;
+  topk_cut cut; // (bstar TOPK_BINS, as the caller left it: fewer than take keys above the floor)
   cut.bstar = c->bstar, cut.above = c->above, cut.cnt = c->cnt, cut.need = take - cut.above;
   unsigned m = 0;
 #pragma unroll
@@ -961,6 +985,22 @@ static __device__ bool topk_bin_item(R &row, unsigned take, int64_t w, const top
   row.hist(c);
   __syncthreads();
   topk_cut cut = topk_bin_find(c, take);
+  if (cut.bstar == TOPK_BINS) { // the higher floor left fewer than take keys: the proven one, again
+    __syncthreads();            // every thread has read c->bstar
+    if (t == 0) c->bstar = TOPK_BINS, c->maxb = 0, c->ncand = 0;
+    topk_hist_clear(c);
+    topk_bins_span(row.bn, row.bn.proven, row.bn.hi);
+    __syncthreads();
+    if (!row.bn.ok) return false;
+    row.hist(c);
+    __syncthreads();
+    cut = topk_bin_find(c, take);
+  }
+  if (cut.bstar == TOPK_BINS) { // (the proven floor always leaves take keys: not reached)
+    topk_hist_clear(c);
+    __syncthreads();
+    return false;
+  }
   if (cut.cnt > TOPK_RANK_MAX) {
     topk_hist_clear(c);
     __syncthreads();
@@ -1061,7 +1101,7 @@ template <int MODE> __global__ void __launch_bounds__(TOPK_THREADS, 1) topk_kern
   }
   for (; w < a.items; w += gridDim.x) {
     cp_async_wait<0>();
-    if (threadIdx.x == 0) c->ctr = 0, c->maxb = 0, c->ncand = 0;
+    if (threadIdx.x == 0) c->ctr = 0, c->maxb = 0, c->ncand = 0, c->bstar = TOPK_BINS;
     __syncthreads(); // the staged head and tail are visible; the previous item's reads of win and list are over
     if (bulk) { // (after the barrier: the copy has been issued)
       mbar_wait(&c->stage_bar, bulk_phase & 1u);

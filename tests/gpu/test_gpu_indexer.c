@@ -752,6 +752,39 @@ static void tk_floor_edge(uint64_t *rng) {
            cases, bad);
 }
 
+/* The bin path starts from a floor it has not proven (the largest of its
+ * warps' least keys) and goes back to the proven one where fewer than k keys
+ * lie above it. Rows whose large values all fall in one warp's share of the
+ * row (the first 128 of every 2048 columns) make that happen: one warp's
+ * least keys are large, the rest small. Staged rows, a global one and split
+ * rows, shifted starts: exact either way. */
+static void tk_clustered(uint64_t *rng) {
+  static const struct {
+    int64_t m, n;
+    int k, split;
+  } cs[] = {{3, 32768, 2048, 0}, {3, 32768, 1000, 0}, {2, 65536, 2048, 0}, {2, 131072, 2048, 1}};
+  int bad = 0, n_cases = (int)(sizeof cs / sizeof *cs);
+  for (int c = 0; c < n_cases; c++) {
+    int64_t m = cs[c].m, n = cs[c].n;
+    float *logits = kt_host((size_t)(m * n) * sizeof *logits), *score = kt_host((size_t)m * cs[c].k * sizeof *score);
+    int32_t *ks = kt_host((size_t)m * 4), *ke = kt_host((size_t)m * 4), *idx = kt_host((size_t)m * cs[c].k * 4);
+    for (int64_t r = 0; r < m; r++) {
+      for (int64_t j = 0; j < n; j++)
+        logits[r * n + j] = j % 2048 < 128 ? (float)(100.0 + 100.0 * kt_unit(rng)) : (float)(-100.0 * kt_unit(rng));
+      ks[r] = (int32_t)(r % 2) * 3, ke[r] = (int32_t)n;
+    }
+    tk_run(logits, m, n, ks, ke, cs[c].k, cs[c].split, c % 4, idx, score, NULL);
+    int b = tk_bad_rows(logits, m, n, ks, ke, cs[c].k, idx, score, "topk (clustered)");
+    if (b) printf("# clustered case %d: %d rows differ\n", c, b);
+    bad += b;
+    free(logits), free(score), free(ks), free(ke), free(idx);
+  }
+  kt_check(bad == 0,
+           "topk: %d cases of rows whose large values lie in one warp's share (the bin path's first floor leaves "
+           "too few keys; 32768 .. 131072 columns, k 1000 / 2048, staged, global and split): exact (%d rows differ)",
+           n_cases, bad);
+}
+
 /* More rows than SMs, so that a block takes several rows and stages the
  * next while it sorts this one (on the GPU: cp.async overlap), through both
  * launchers: staged prefill-like rows (causal ranges) and long decode-like
@@ -997,6 +1030,7 @@ int main(void) {
   tk_random(&rng);
   tk_staged(&rng);
   tk_floor_edge(&rng);
+  tk_clustered(&rng);
   tk_many_rows(&rng);
   tk_split(&rng);
   return kt_end();
