@@ -680,7 +680,8 @@ static __device__ __forceinline__ unsigned topk_bin_key(uint64_t key, const topk
 // (the path stays exact). On rows of 32768 logits it lets through about
 // half the keys the proven floor does, and the histogram, the compaction
 // and the placing pass work on those.
-template <unsigned G> static __device__ __forceinline__ topk_bins topk_bins_make(const uint32_t (&top)[G], topk_ctl *c) {
+template <unsigned G>
+static __device__ __forceinline__ topk_bins topk_bins_make(const uint32_t (&top)[G], bool high, topk_ctl *c) {
   unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   uint32_t fl = top[G - 1], hi = top[0];
 #pragma unroll
@@ -700,7 +701,7 @@ template <unsigned G> static __device__ __forceinline__ topk_bins topk_bins_make
   }
   topk_bins bn;
   bn.proven = fl, bn.hi = hi;
-  topk_bins_span(bn, hf, hi);
+  topk_bins_span(bn, high ? hf : fl, hi);
   if (!bn.ok) topk_bins_span(bn, fl, hi); // (the path's decline is the proven floor's to make)
   return bn;
 }
@@ -745,7 +746,8 @@ static __device__ __forceinline__ void topk_hist_clear(topk_ctl *c) {
 // Pass 1 with G keys a thread: visit(f) calls f(o) on every key's value
 // word. G is a template parameter so that a thread's G largest stay in
 // registers (a compare-exchange chain per key).
-template <unsigned G, class V> static __device__ __forceinline__ topk_bins topk_floor_pass(const V &visit, topk_ctl *c) {
+template <unsigned G, class V>
+static __device__ __forceinline__ topk_bins topk_floor_pass(const V &visit, bool high, topk_ctl *c) {
   uint32_t top[G];
 #pragma unroll
   for (unsigned i = 0; i < G; i++) top[i] = 0;
@@ -757,18 +759,26 @@ template <unsigned G, class V> static __device__ __forceinline__ topk_bins topk_
     }
     top[G - 1] = max(top[G - 1], o);
   });
-  return topk_bins_make<G>(top, c);
+  return topk_bins_make<G>(top, high, c);
 }
 
 // Pass 1: G the power of two at or above ceil(take / threads) (a looser
 // floor than the least such g gives, and still one: G · threads >= take).
-template <class V> static __device__ __forceinline__ topk_bins topk_floor(unsigned take, const V &visit, topk_ctl *c) {
+// The higher floor is tried on rows of at least TOPK_HIGH_FLOOR_RATIO · take
+// keys only: on shorter ones (a split's chunks of 16384 keys for 2048, the
+// merge's candidates) it leaves fewer than take keys often enough that the
+// second histogram costs more than it saves (1 x 131072: 37.4 -> 43.0 us
+// when tried everywhere; bench/NOTES.md).
+#define TOPK_HIGH_FLOOR_RATIO 16
+template <class V>
+static __device__ __forceinline__ topk_bins topk_floor(unsigned take, unsigned len, const V &visit, topk_ctl *c) {
   unsigned g = (take + TOPK_THREADS - 1) / TOPK_THREADS;
+  bool high = (uint64_t)len >= (uint64_t)TOPK_HIGH_FLOOR_RATIO * take;
   static_assert(TOPK_FLOOR_G == 8, "the cases below");
-  if (g <= 1) return topk_floor_pass<1>(visit, c);
-  if (g <= 2) return topk_floor_pass<2>(visit, c);
-  if (g <= 4) return topk_floor_pass<4>(visit, c);
-  return topk_floor_pass<8>(visit, c);
+  if (g <= 1) return topk_floor_pass<1>(visit, high, c);
+  if (g <= 2) return topk_floor_pass<2>(visit, high, c);
+  if (g <= 4) return topk_floor_pass<4>(visit, high, c);
+  return topk_floor_pass<8>(visit, high, c);
 }
 
 // Every key of a bin above b* to dst at its bin's cursor, b*'s to list.
@@ -786,7 +796,7 @@ template <class S> struct topk_brow {
   topk_bins bn;
   __device__ topk_brow(const S &s_) : src(s_), bn() {}
   __device__ void set_bins(unsigned take, topk_ctl *c) {
-    bn = topk_floor(take, [&](auto f) {
+    bn = topk_floor(take, src.len, [&](auto f) {
       topk_visit(src, [&](const uint4 &raw, uint32_t j0, unsigned cnt) {
 #pragma unroll
         for (unsigned q = 0; q < W; q++)
@@ -874,7 +884,7 @@ struct topk_srow {
     return ok ? d : TOPK_NOBIN;
   }
   __device__ void set_bins(unsigned take, topk_ctl *c) {
-    bn = topk_floor(take, [&](auto f) {
+    bn = topk_floor(take, len, [&](auto f) {
       each_group([&](const uint4 &x, uint32_t j0) {
 #pragma unroll
         for (unsigned q = 0; q < 4; q++) f(j0 + q < len ? topk_ord_bits(word(x, q)) : 0u); // (0 changes no top)
