@@ -274,7 +274,7 @@ static void report_size(const mpibench_ctx *c, const bufs *b, const cplab_spread
                         b->sets);
   for (int op = 0; op < NOPS; op++) {
     const cplab_spread *s = &st[op];
-    json_t *o = json_pack("{s:o}", "time_us", mpibench_stats_json(s));
+    json_t *o = json_pack("{s:o}", "time_us", cplab_bench_spread_json(s));
     if (op == OP_LOCAL) {
       json_object_set_new(o, "bytes_moved", json_integer((json_int_t)local_bytes));
       json_object_set_new(o, "gbps", json_real(gbps));
@@ -339,7 +339,7 @@ int main(int argc, char **argv) {
   if (c.rank == 0 && !rc) {
     printf("# checked first: every rank's slice of every gathered buffer matched its owner's shard (XXH3)\n");
     json_object_set(doc, "results", results);
-    if (o.out && (rc = mpibench_write_json(doc, o.out, &d)) != 0) cplab_diag_report(stderr, PROG, &d);
+    if (o.out && (rc = cplab_bench_write_json(o.out, doc, &d)) != 0) cplab_diag_report(stderr, PROG, &d);
   }
   json_decref(results);
   json_decref(doc);

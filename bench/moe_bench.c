@@ -299,7 +299,7 @@ static json_t *report_batch(const bufs *b, const moe_verdict *v, const cplab_spr
   for (int mode = 0; mode < NMODES; mode++) {
     const cplab_spread *m = st + mode * NOPS;
     json_t *jm = json_object();
-    for (int op = 0; op < NOPS; op++) json_object_set_new(jm, op_key[op], json_pack("{s:o}", "time_us", mpibench_stats_json(&m[op])));
+    for (int op = 0; op < NOPS; op++) json_object_set_new(jm, op_key[op], json_pack("{s:o}", "time_us", cplab_bench_spread_json(&m[op])));
     json_object_set_new(jm, "fast_over_general", json_real(m[OP_FAST].median / m[OP_GENERAL].median));
     json_object_set_new(r, mode_key[mode], jm);
     printf("%6lld %6s %11.2f %9.2f %9.3f %12.2f %9.2f\n", (long long)b->n, mode_key[mode], 1e6 * m[OP_GENERAL].median,
@@ -372,7 +372,7 @@ int main(int argc, char **argv) {
   for (int i = 0; !rc && i < o.nbatch; i++) rc = bench_batch(&c, &o, moe, gemm, o.batch[i], results);
   if (c.rank == 0 && !rc) {
     json_object_set(doc, "results", results);
-    if (o.out && (rc = mpibench_write_json(doc, o.out, &d)) != 0) cplab_diag_report(stderr, PROG, &d);
+    if (o.out && (rc = cplab_bench_write_json(o.out, doc, &d)) != 0) cplab_diag_report(stderr, PROG, &d);
   }
   json_decref(results);
   json_decref(doc);

@@ -2,7 +2,9 @@
  * (cplab-gather-bench, cplab-moe-bench): one MPI rank per GPU, one NCCL
  * communicator over all ranks, checked calls that end the whole job on
  * failure, option parsing, the statistics of a set of repetitions and the
- * JSON document's context (card, versions, date, commit, command).
+ * JSON document's context (card, versions, date, commit, command). The
+ * output itself (date, command line, card, a spread of times, the JSON file)
+ * is bench/bench_out.c's, shared with cplab-kernel-bench.
  *
  * Every function either succeeds or ends the job with status 2
  * (mpibench_die): a rank that gives up alone would leave the others waiting
@@ -24,6 +26,7 @@
 #include <nccl.h>
 #pragma GCC diagnostic pop
 
+#include "bench_out.h"
 #include "cplab/error.h"
 #include "cplab/stats.h"
 #include "cplab_kernels.h"
@@ -96,12 +99,9 @@ void mpibench_max_over_ranks(double *t, int n);
 /* st[i] = the spread of series i of t (n series of reps values each,
  * series-major; each series sorted in place), in seconds. */
 void mpibench_summarise_series(double *t, int n, int reps, cplab_spread *st);
-/* {"median", "min", "max", "p10", "p90"} of s in microseconds. */
-json_t *mpibench_stats_json(const cplab_spread *s);
 /* The JSON document's context: bench, date (UTC), commit, command line,
- * card, ranks, NCCL / CUDA versions, NCCL_NVLS_ENABLE, reps and warmup. */
+ * card (cplab_bench_card_json), ranks, NCCL / CUDA versions,
+ * NCCL_NVLS_ENABLE, reps and warmup. Written by cplab_bench_write_json. */
 json_t *mpibench_doc_header(const mpibench_ctx *c, const char *bench, int reps, int warmup, int argc, char **argv);
-/* Write doc to path (atomically); 0 or a code with the message in d. */
-int mpibench_write_json(const json_t *doc, const char *path, cplab_diag *d);
 
 #endif /* CPLAB_BENCH_MPIBENCH_H */
