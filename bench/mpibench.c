@@ -150,27 +150,38 @@ int mpibench_after_options(mpibench_ctx *c, int parse_rc, int help, const cplab_
   return -1;
 }
 
-double mpibench_time_op(const mpibench_ctx *c, cudaEvent_t start, cudaEvent_t stop, void (*run)(void *), void *arg) {
-  float ms = 0;
-  CK_CUDA(cudaStreamSynchronize(c->stream));
-  CK_MPI(MPI_Barrier(MPI_COMM_WORLD));
-  CK_CUDA(cudaEventRecord(start, c->stream));
-  run(arg);
-  CK_CUDA(cudaEventRecord(stop, c->stream));
-  CK_CUDA(cudaEventSynchronize(stop));
-  CK_CUDA(cudaEventElapsedTime(&ms, start, stop));
-  return 1e-3 * ms;
+void mpibench_time_ops(const mpibench_ctx *c, int n, int reps, int warmup, void (*run)(void *arg, int op), void *arg,
+                       cplab_spread *st) {
+  double *t = mpibench_host_alloc((size_t)n * (size_t)reps * sizeof *t);
+  cudaEvent_t start, stop;
+  CK_CUDA(cudaEventCreate(&start));
+  CK_CUDA(cudaEventCreate(&stop));
+  for (int i = -warmup; i < reps; i++)
+    for (int op = 0; op < n; op++) {
+      float ms = 0;
+      CK_CUDA(cudaStreamSynchronize(c->stream));
+      CK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+      CK_CUDA(cudaEventRecord(start, c->stream));
+      run(arg, op);
+      CK_CUDA(cudaEventRecord(stop, c->stream));
+      CK_CUDA(cudaEventSynchronize(stop));
+      CK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+      if (i >= 0) t[(size_t)op * (size_t)reps + (size_t)i] = 1e-3 * ms;
+    }
+  CK_MPI(MPI_Allreduce(MPI_IN_PLACE, t, n * reps, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+  for (int op = 0; op < n; op++) st[op] = cplab_stats_spread(t + (size_t)op * (size_t)reps, (size_t)reps);
+  CK_CUDA(cudaEventDestroy(start));
+  CK_CUDA(cudaEventDestroy(stop));
+  free(t);
 }
 
-void mpibench_max_over_ranks(double *t, int n) {
-  CK_MPI(MPI_Allreduce(MPI_IN_PLACE, t, n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+int mpibench_sum_over_ranks(int v) {
+  int total = 0;
+  CK_MPI(MPI_Allreduce(&v, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+  return total;
 }
 
 /* ---- results ----------------------------------------------------------------- */
-
-void mpibench_summarise_series(double *t, int n, int reps, cplab_spread *st) {
-  for (int i = 0; i < n; i++) st[i] = cplab_stats_spread(t + (size_t)i * (size_t)reps, (size_t)reps);
-}
 
 json_t *mpibench_doc_header(const mpibench_ctx *c, const char *bench, int reps, int warmup, int argc, char **argv) {
   const cplab_gpu_info *g = &c->gpu;
@@ -190,4 +201,18 @@ json_t *mpibench_doc_header(const mpibench_ctx *c, const char *bench, int reps, 
   free(cmd);
   if (!doc) mpibench_die_call(CPLAB_ENOMEM, "json_pack", __FILE__, __LINE__, "cannot build the JSON document");
   return doc;
+}
+
+int mpibench_close_doc(const mpibench_ctx *c, json_t *doc, json_t *results, const char *path, int status) {
+  cplab_diag d = {0};
+  if (c->rank == 0 && !status) {
+    json_object_set(doc, "results", results);
+    if (path && cplab_bench_write_json(path, doc, &d) != 0) {
+      cplab_diag_report(stderr, mpibench_prog, &d);
+      status = CPLAB_EXIT_ERROR;
+    }
+  }
+  json_decref(results);
+  json_decref(doc);
+  return status;
 }
