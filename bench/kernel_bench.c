@@ -2,12 +2,16 @@
  * indexer path, alone, over a table of shapes, against the card's ceilings
  * and a PyTorch peer measured in the same run. The driver (this file):
  * the command line, the selection of cases, the ceilings (bench/ceilings.c,
- * shared with cplab-ceilings-bench), then for every selected case: set-up
+ * which also backs the ceiling_* cases of bench/kernel_ceilings.c), then for
+ * every selected case: set-up
  * (input sets generated on the device, enough of them to span 4x the L2),
  * the check against the double-precision reference on poisoned outputs,
  * timing (CUDA events, warm-up, repetitions enqueued back to back over the
  * rotating sets: median, p10, p90), the table line, the kernels.json entry.
  * The kernels and their case tables: kernel_bench.h says how to add one.
+ * The output every benchmark writes alike (date, command, card, JSON file)
+ * is bench/bench_out.c's, shared with the MPI programs (bench/README.md says
+ * why those are not case tables here).
  * Exit 0 ok, 1 a check failed (that case is not timed; the others run),
  * 2 bad usage or an error (an unreadable or malformed peer file, no GPU, a
  * failed call: a case that fails is recorded and the others still run). */
