@@ -1,6 +1,6 @@
 /* bench/ceilings.h: the GPU's ceilings, measured, and the timing and
- * statistics the GPU benchmarks share (cplab-ceilings-bench,
- * cplab-kernel-bench). Operations (bench/ceilings.c):
+ * statistics of cplab-kernel-bench (its ceilings, and its
+ * ceiling_* cases: bench/kernel_ceilings.c). Operations (bench/ceilings.c):
  *   copy   a device-to-device copy of `bytes`, rotating over n buffers
  *          (run t copies buffer t mod n into (t + 1) mod n), n >= 3 and
  *          enough to span the caller's `span` (4x the L2) unless that takes
@@ -16,6 +16,9 @@
  * sampled elements (the corners, then random ones) within 2^-8·|ref| +
  * 2^-10·sum|terms| of a double-precision host reference, relative
  * Frobenius error < 1e-2 (tests/gpu/test_gpu_gemm.c's rule).
+ * The checks count what they find (a cplab_ceil_verdict); the callers
+ * decide: cplab-kernel-bench's ceilings cases record it, its measured
+ * ceilings refuse to time a wrong operation.
  * Everything goes through cplab_kernels.h and cplab_stream.h, so it also
  * links against the CPU emulation of tests/emu (built with
  * -DCPLAB_BENCH_EMU=1: no CUDA runtime there, and no L2 to read). */
@@ -27,6 +30,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "bench_out.h"
 #include "cplab/error.h"
 #include "cplab/stats.h"
 #include "cplab_kernels.h"
@@ -66,9 +70,23 @@ void cplab_ceil_free(cplab_ceil_op *o);
 /* Enqueue one run of o on its next rotation set (a cplab_bench_run_fn). */
 int cplab_ceil_run(void *o, void *stream, cplab_diag *d);
 
-/* Run o once on set 0 and check it: 0 ok (a "# check" line to report when
- * it is not NULL), CPLAB_EMISMATCH naming the element otherwise. */
-int cplab_ceil_check(cplab_ceil_op *o, void *stream, uint64_t *rng, FILE *report, cplab_diag *d);
+/* What a check found. GEMM: `samples` sampled elements, `beyond` of them
+ * outside their allowance, `nan` output elements left NaN (unwritten), the
+ * samples' relative Frobenius error and worst error / allowance. Copy:
+ * `compared` bytes of three probes (start, middle, end), `beyond` of them
+ * not copied. ok: nothing beyond, no NaN, Frobenius error < 1e-2. */
+typedef struct cplab_ceil_verdict {
+  int ok, samples;
+  int64_t compared, beyond, nan;
+  double rel_frob, worst;
+  char detail[256]; /* a line for the report: what was compared, the first wrong element */
+} cplab_ceil_verdict;
+
+#define CPLAB_CEIL_TOL_FROB 1e-2
+
+/* Run o once on set 0 (outputs poisoned first) and check it into *v:
+ * 0 with *v filled (v->ok 0 when wrong), a code on a failed call. */
+int cplab_ceil_check(cplab_ceil_op *o, void *stream, uint64_t *rng, cplab_ceil_verdict *v, cplab_diag *d);
 
 /* Parse opt's argument "MxNxK[,MxNxK...]" into out[0..max) (*n of them):
  * each dimension a multiple of 16 in [16, 65536] (fp8 GEMMs need it);
@@ -97,10 +115,5 @@ int cplab_bench_time(int nops, cplab_bench_run_fn run, void *const *ctx, int rep
 /* The ceilings' JSON object of one operation: time_us {median, min, max,
  * p10, p90}, the rate at the median, p10 and p90 times, what was measured. */
 json_t *cplab_ceil_json(const cplab_ceil_op *o, const cplab_spread *st);
-
-/* "YYYY-MM-DDTHH:MM:SSZ" (UTC, now) into buf (>= 21 bytes). */
-void cplab_bench_date(char *buf, size_t cap);
-/* The command line as one string (malloc'd; NULL when out of memory). */
-char *cplab_bench_command(int argc, char **argv);
 
 #endif

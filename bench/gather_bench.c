@@ -215,33 +215,15 @@ static int check_size(const mpibench_ctx *c, const bufs *b, char *why, size_t wh
   return bad;
 }
 
-typedef struct op_call { /* run_op's arguments, for mpibench_time_op */
+typedef struct op_call { /* run_op's arguments, for mpibench_time_ops */
   const mpibench_ctx *c;
   const bufs *b;
-  int op, set;
+  int turn; /* runs so far, warm-up included: each takes the next rotation set */
 } op_call;
 
-static void run_call(void *arg) {
-  const op_call *x = arg;
-  run_op(x->c, x->b, x->op, x->set);
-}
-
-/* Time the operations: t[op·reps + i] = repetition i of op in seconds, the
- * maximum over ranks. Warm-up repetitions run the same sequence, untimed. */
-static void time_ops(const mpibench_ctx *c, const bufs *b, int reps, int warmup, double *t) {
-  cudaEvent_t start, stop;
-  CK_CUDA(cudaEventCreate(&start));
-  CK_CUDA(cudaEventCreate(&stop));
-  int turn = 0;
-  for (int i = -warmup; i < reps; i++)
-    for (int op = 0; op < NOPS; op++) {
-      op_call x = {c, b, op, turn++ % b->sets};
-      double s = mpibench_time_op(c, start, stop, run_call, &x);
-      if (i >= 0) t[op * reps + i] = s;
-    }
-  mpibench_max_over_ranks(t, NOPS * reps);
-  CK_CUDA(cudaEventDestroy(start));
-  CK_CUDA(cudaEventDestroy(stop));
+static void run_call(void *arg, int op) {
+  op_call *x = arg;
+  run_op(x->c, x->b, op, x->turn++ % x->b->sets);
 }
 
 /* ---- report ---------------------------------------------------------------------- */
@@ -274,7 +256,7 @@ static void report_size(const mpibench_ctx *c, const bufs *b, const cplab_spread
                         b->sets);
   for (int op = 0; op < NOPS; op++) {
     const cplab_spread *s = &st[op];
-    json_t *o = json_pack("{s:o}", "time_us", mpibench_stats_json(s));
+    json_t *o = json_pack("{s:o}", "time_us", cplab_bench_spread_json(s));
     if (op == OP_LOCAL) {
       json_object_set_new(o, "bytes_moved", json_integer((json_int_t)local_bytes));
       json_object_set_new(o, "gbps", json_real(gbps));
@@ -303,18 +285,15 @@ static int bench_size(const mpibench_ctx *c, const opts *o, int64_t rows, json_t
   bufs b;
   char why[256] = "";
   setup_bufs(c, rows, &b);
-  int bad = check_size(c, &b, why, sizeof why), total = 0;
-  CK_MPI(MPI_Allreduce(&bad, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+  int bad = check_size(c, &b, why, sizeof why), total = mpibench_sum_over_ranks(bad);
   if (bad)
     fprintf(stderr, PROG ": error: rank %d, %lld rows: %s (%d mismatches) [CPLAB_EINTERNAL]\n", c->rank,
             (long long)rows, why, bad);
   if (!total) {
-    double *t = mpibench_host_alloc(NOPS * (size_t)o->reps * sizeof *t);
     cplab_spread st[NOPS];
-    time_ops(c, &b, o->reps, o->warmup, t);
-    mpibench_summarise_series(t, NOPS, o->reps, st);
+    op_call x = {c, &b, 0};
+    mpibench_time_ops(c, NOPS, o->reps, o->warmup, run_call, &x, st);
     if (c->rank == 0) report_size(c, &b, st, results);
-    free(t);
   }
   free_bufs(&b);
   return total ? CPLAB_EXIT_ERROR : 0;
@@ -336,12 +315,8 @@ int main(int argc, char **argv) {
     print_header(&c, &o);
   }
   for (int i = 0; !rc && i < o.nsizes; i++) rc = bench_size(&c, &o, o.rows[i], results);
-  if (c.rank == 0 && !rc) {
+  if (c.rank == 0 && !rc)
     printf("# checked first: every rank's slice of every gathered buffer matched its owner's shard (XXH3)\n");
-    json_object_set(doc, "results", results);
-    if (o.out && (rc = mpibench_write_json(doc, o.out, &d)) != 0) cplab_diag_report(stderr, PROG, &d);
-  }
-  json_decref(results);
-  json_decref(doc);
+  rc = mpibench_close_doc(&c, doc, results, o.out, rc);
   return mpibench_finish(&c, rc ? CPLAB_EXIT_ERROR : CPLAB_EXIT_OK);
 }

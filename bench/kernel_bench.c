@@ -2,12 +2,16 @@
  * indexer path, alone, over a table of shapes, against the card's ceilings
  * and a PyTorch peer measured in the same run. The driver (this file):
  * the command line, the selection of cases, the ceilings (bench/ceilings.c,
- * shared with cplab-ceilings-bench), then for every selected case: set-up
+ * which also backs the ceiling_* cases of bench/kernel_ceilings.c), then for
+ * every selected case: set-up
  * (input sets generated on the device, enough of them to span 4x the L2),
  * the check against the double-precision reference on poisoned outputs,
  * timing (CUDA events, warm-up, repetitions enqueued back to back over the
  * rotating sets: median, p10, p90), the table line, the kernels.json entry.
  * The kernels and their case tables: kernel_bench.h says how to add one.
+ * The output every benchmark writes alike (date, command, card, JSON file)
+ * is bench/bench_out.c's, shared with the MPI programs (bench/README.md says
+ * why those are not case tables here).
  * Exit 0 ok, 1 a check failed (that case is not timed; the others run),
  * 2 bad usage or an error (an unreadable or malformed peer file, no GPU, a
  * failed call: a case that fails is recorded and the others still run). */
@@ -32,7 +36,8 @@
 
 /* The kernels, in table order: the attention path (bench/kernel_attention.c), then the indexer path: logits
  * (bench/kernel_indexer.c; decode: bench/kernel_indexer_decode.c), top-k (bench/kernel_topk.c), the conversion of its lists and the row movers
- * (bench/kernel_convert.c), the DCP decode rows' combine (bench/kernel_combine.c). */
+ * (bench/kernel_convert.c), the DCP decode rows' combine (bench/kernel_combine.c); last the card's ceilings as cases
+ * (bench/kernel_ceilings.c, family "ceilings": what cplab-ceilings-bench measured). */
 static const cplab_kb_kernel *const kernels[] = {
     &cplab_kb_sparse_mla_prefill,
     &cplab_kb_sparse_mla_decode_fp8,
@@ -46,6 +51,9 @@ static const cplab_kb_kernel *const kernels[] = {
     &cplab_kb_gather_idx,
     &cplab_kb_restore,
     &cplab_kb_lse_combine,
+    &cplab_kb_ceiling_copy,
+    &cplab_kb_ceiling_gemm_bf16,
+    &cplab_kb_ceiling_gemm_fp8,
 };
 #define NKERNELS ((int)(sizeof kernels / sizeof kernels[0]))
 #define MAX_CASES 1024
@@ -76,7 +84,9 @@ static void usage(FILE *f) {
         "the double-precision reference before it is timed (CUDA events, warm-up, median / p10 / p90), set\n"
         "against the card's ceilings measured in the same run (copy bandwidth, cuBLASLt bf16 and fp8 GEMM)\n"
         "and against a PyTorch peer (bench/kernel_peer.py's file, --peer).\n"
-        "  --kernel LIST     only these kernels (comma-separated names; --list shows them)\n"
+        "  --kernel LIST     only these kernels (comma-separated names; --list shows them), or a family:\n"
+        "                    'ceilings' = ceiling_copy, ceiling_gemm_bf16, ceiling_gemm_fp8 (the card's copy\n"
+        "                    bandwidth and cuBLASLt GEMMs as cases, not in the default set)\n"
         "  --case LIST       exactly these cases (comma-separated names or shell patterns, e.g. 'dcp4-*')\n"
         "  --all             every case of the table (default: the cases marked * in --list)\n"
         "  --list            print the case table (* default, > selected by the other options) and exit\n"
@@ -192,7 +202,7 @@ static int kernel_wanted(const opts *o, const cplab_kb_kernel *k) {
   char item[128];
   if (!o->kernel_list) return 1;
   for (int i = 0; list_item(o->kernel_list, i, item, sizeof item); i++)
-    if (!strcmp(item, k->name)) return 1;
+    if (!strcmp(item, k->name) || (k->family && !strcmp(item, k->family))) return 1;
   return 0;
 }
 
@@ -201,12 +211,13 @@ static int select_cases(const opts *o, selection *s, cplab_diag *d) {
   s->n = 0;
   for (int i = 0; o->kernel_list && list_item(o->kernel_list, i, item, sizeof item); i++) {
     int known = 0;
-    for (int k = 0; k < NKERNELS; k++) known |= !strcmp(item, kernels[k]->name);
+    for (int k = 0; k < NKERNELS; k++)
+      known |= !strcmp(item, kernels[k]->name) || (kernels[k]->family && !strcmp(item, kernels[k]->family));
     if (!known) {
       char names[512] = "";
       for (int k = 0; k < NKERNELS; k++)
         snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? ", " : "", kernels[k]->name);
-      CPLAB_FAIL(d, CPLAB_EUSAGE, "--kernel: unknown kernel '%s' (kernels: %s)", item, names);
+      CPLAB_FAIL(d, CPLAB_EUSAGE, "--kernel: unknown kernel '%s' (kernels: %s; families: ceilings)", item, names);
     }
   }
   for (int i = 0; o->case_list && list_item(o->case_list, i, item, sizeof item); i++) {
@@ -269,21 +280,6 @@ static json_t *case_json(const cplab_kb_kernel *k, const cplab_kb_case *c) {
                    c->note, "shape", shape);
 }
 
-static int write_json(const char *path, json_t *doc, cplab_diag *d) {
-  char *text = json_dumps(doc, JSON_INDENT(2));
-  if (!text) CPLAB_FAIL(d, CPLAB_ENOMEM, "cannot serialise the JSON document");
-  size_t n = strlen(text);
-  char *withnl = realloc(text, n + 2);
-  if (!withnl) {
-    free(text);
-    CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
-  }
-  withnl[n] = '\n', withnl[n + 1] = '\0';
-  int rc = cplab_atomic_write(path, withnl, n + 1, d);
-  free(withnl);
-  return rc;
-}
-
 static int write_case_list(const char *path, const selection *s, int argc, char **argv, cplab_diag *d) {
   json_t *cases = json_array();
   for (int i = 0; i < s->n; i++) json_array_append_new(cases, case_json(s->k[i], s->c[i]));
@@ -291,7 +287,7 @@ static int write_case_list(const char *path, const selection *s, int argc, char 
   json_t *doc = json_pack("{s:s, s:s, s:s, s:o}", "program", PROG, "command", cmd ? cmd : "", "version",
                           PACKAGE_VERSION, "cases", cases);
   free(cmd);
-  int rc = write_json(path, doc, d);
+  int rc = cplab_bench_write_json(path, doc, d);
   json_decref(doc);
   return rc;
 }
@@ -315,7 +311,12 @@ static int measure_ceilings(const opts *o, size_t l2, void *stream, ceilings *ou
   if (!rc) rc = cplab_ceil_setup_copy(&ops[0], o->copy_bytes, 4 * l2, d);
   if (!rc) rc = cplab_ceil_setup_gemm(&ops[1], o->gemm, 0, g, l2, &rng, d);
   if (!rc) rc = cplab_ceil_setup_gemm(&ops[2], o->gemm, 1, g, l2, &rng, d);
-  for (int i = 0; !rc && i < 3; i++) rc = cplab_ceil_check(&ops[i], stream, &rng, stdout, d);
+  for (int i = 0; !rc && i < 3; i++) {
+    cplab_ceil_verdict v;
+    if (!(rc = cplab_ceil_check(&ops[i], stream, &rng, &v, d)) && !v.ok)
+      rc = cplab_diag_set(d, CPLAB_EMISMATCH, "%s", v.detail); /* no ratio against a wrong operation */
+    if (!rc && ops[i].gemm) printf("# check %s\n", v.detail);
+  }
   for (int i = 0; !rc && i < 3; i++)
     if (!(t[i] = malloc((size_t)o->reps * sizeof **t))) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of host memory");
   if (!rc) rc = cplab_bench_time(3, cplab_ceil_run, ctx, o->reps, o->warmup, stream, t, &out->busy, d);
@@ -421,7 +422,7 @@ static json_t *timing_json(const opts *o, const cplab_kb_kernel *k, const cplab_
     json_object_set_new(j, "flop_valid", json_real(w->flop_valid));
     snprintf(cols[1], 16, "%.1f", tfv);
   }
-  if (k->rate != CPLAB_KB_RATE_FP8_FLOPS) {
+  if (k->rate == CPLAB_KB_RATE_ATTENTION || k->rate == CPLAB_KB_RATE_BYTES) {
     json_object_set_new(j, "gbps", json_real(gbps));
     json_object_set_new(j, "bytes", json_real(w->bytes));
     snprintf(cols[2], 16, "%.0f", gbps);
@@ -458,7 +459,7 @@ static void check_cols(const cplab_kb_kernel *k, const cplab_kb_check *c, char c
 static int same_size_copy(const opts *o, const cplab_kb_kernel *k, const cplab_kb_work *w, const cplab_kb_env *env,
                           void *stream, json_t *e, double *gbps, cplab_diag *d) {
   *gbps = 0;
-  if (!o->ceilings || k->rate != CPLAB_KB_RATE_BYTES) return 0;
+  if (!o->ceilings || k->rate != CPLAB_KB_RATE_BYTES || k->no_copy_same_size) return 0;
   size_t bytes = (size_t)(w->bytes / 2) / 16 * 16;
   if (bytes < 16) bytes = 16;
   cplab_ceil_op op;
@@ -571,16 +572,6 @@ static void run_case(const opts *o, int index, int total, const cplab_kb_kernel 
 
 /* ---- main ------------------------------------------------------------------------ */
 
-static json_t *card_json(const cplab_gpu_info *g, size_t l2) {
-  char rt[16], drv[16], cc[16];
-  snprintf(rt, sizeof rt, "%d.%d", g->runtime_version / 1000, g->runtime_version % 1000 / 10);
-  snprintf(drv, sizeof drv, "%d.%d", g->driver_version / 1000, g->driver_version % 1000 / 10);
-  snprintf(cc, sizeof cc, "%d.%d", g->cc_major, g->cc_minor);
-  return json_pack("{s:s, s:i, s:i, s:I, s:I, s:s, s:s, s:s}", "name", g->name, "count", g->device_count, "sm_count",
-                   g->sm_count, "l2_bytes", (json_int_t)l2, "memory_bytes", (json_int_t)g->global_mem_bytes,
-                   "compute_capability", cc, "cuda_runtime_version", rt, "cuda_driver_version", drv);
-}
-
 /* kernels.json: the run's context and the entries so far (complete: 0 while
  * cases remain, so that a run cut short still leaves what it measured). */
 static int write_doc(const opts *o, int argc, char **argv, const cplab_gpu_info *g, size_t l2, const char *date,
@@ -588,7 +579,7 @@ static int write_doc(const opts *o, int argc, char **argv, const cplab_gpu_info 
   char *cmd = cplab_bench_command(argc, argv);
   json_t *doc = json_pack(
       "{s:s, s:s, s:o, s:s, s:s, s:s, s:b, s:i, s:i, s:i, s:I, s:O, s:o, s:{s:s, s:s, s:s}, s:O}", "program", PROG,
-      "version", PACKAGE_VERSION, "card", card_json(g, l2), "date", date, "commit", o->commit, "command",
+      "version", PACKAGE_VERSION, "card", cplab_bench_card_json(g, l2), "date", date, "commit", o->commit, "command",
       cmd ? cmd : "", "complete", complete, "reps", o->reps, "warmup", o->warmup, "check_rows", o->check_rows, "seed",
       (json_int_t)(o->seed & ((UINT64_C(1) << 53) - 1)), "ceilings", ceil->json ? ceil->json : json_null(), "peer",
       o->peer ? json_pack("{s:s, s:s, s:s}", "file", o->peer, "peer", peers->source, "version", peers->version)
@@ -611,7 +602,9 @@ static int write_doc(const opts *o, int argc, char **argv, const cplab_gpu_info 
   for (int k = 0; k < NKERNELS; k++)
     if (kernels[k]->work_note) json_object_set_new(per_kernel, kernels[k]->name, json_string(kernels[k]->work_note));
   json_object_set_new(json_object_get(doc, "conventions"), "per_kernel", per_kernel);
-  int rc = write_json(o->json, doc, d);
+  size_t lt = cplab_gemm_lib_version(); /* the ceilings' and ceiling_gemm_*'s GEMMs: 0 without cuBLASLt (emulation) */
+  json_object_set_new(doc, "cublaslt_version", json_sprintf("%zu.%zu.%zu", lt / 10000, lt % 10000 / 100, lt % 100));
+  int rc = cplab_bench_write_json(o->json, doc, d);
   json_decref(doc);
   return rc;
 }

@@ -62,7 +62,8 @@ typedef enum cplab_kb_check_kind {
 typedef enum cplab_kb_rate {
   CPLAB_KB_RATE_ATTENTION = 0, /* tflops and tflops_valid against the bf16 GEMM, gbps against the copy */
   CPLAB_KB_RATE_FP8_FLOPS,     /* tflops against the fp8 GEMM */
-  CPLAB_KB_RATE_BYTES          /* gbps against the copy */
+  CPLAB_KB_RATE_BYTES,         /* gbps against the copy */
+  CPLAB_KB_RATE_BF16_FLOPS     /* tflops against the bf16 GEMM (and no valid-entry count) */
 } cplab_kb_rate;
 
 /* The check's result (before timing). */
@@ -104,6 +105,8 @@ typedef struct cplab_kb_kernel {
   cplab_kb_check_kind check_kind; /* 0: the attention kernels' */
   cplab_kb_rate rate;             /* 0: the attention kernels' */
   const char *work_note;          /* how flop and bytes are counted (kernels.json's conventions) */
+  const char *family;             /* a name --kernel also takes, for every kernel of the family (NULL: none) */
+  int no_copy_same_size;          /* 1: no same-size copy beside a bytes-rated case (the copy ceiling is one) */
 } cplab_kb_kernel;
 
 /* The kernels: bench/kernel_attention.c, */
@@ -122,7 +125,11 @@ extern const cplab_kb_kernel cplab_kb_convert;
 extern const cplab_kb_kernel cplab_kb_gather_upconvert;
 extern const cplab_kb_kernel cplab_kb_gather_idx;
 extern const cplab_kb_kernel cplab_kb_restore;
-/* bench/kernel_combine.c. */
+/* bench/kernel_combine.c, */
 extern const cplab_kb_kernel cplab_kb_lse_combine;
+/* bench/kernel_ceilings.c: the card's ceilings (family "ceilings"). */
+extern const cplab_kb_kernel cplab_kb_ceiling_copy;
+extern const cplab_kb_kernel cplab_kb_ceiling_gemm_bf16;
+extern const cplab_kb_kernel cplab_kb_ceiling_gemm_fp8;
 
 #endif

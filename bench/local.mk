@@ -10,7 +10,8 @@ bench_cplab_trace_bench_LDADD = libcplab_trace.la $(CPLAB_CORE_LIBS) $(HDF5_LIBS
 bench_cplab_diff_bench_SOURCES = bench/diff_bench.c
 bench_cplab_diff_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/analysis
 bench_cplab_diff_bench_LDADD = libcplab_diff.la $(CPLAB_CORE_LIBS) $(HDF5_LIBS)
-# The MPI + NCCL benchmarks, one MPI rank per GPU, sharing bench/mpibench.c.
+# The MPI + NCCL benchmarks, one MPI rank per GPU, sharing bench/mpibench.c
+# (and bench/bench_out.c, the output code of cplab-kernel-bench).
 # Built by `make check` too (their GPU tests run them; CI compiles them):
 #   cplab-gather-bench  the DCP gather against NCCL's all-gather (bench/run-gpu-gather.sh)
 #   cplab-moe-bench     the MoE block's general and fast PCP paths, checked and timed
@@ -20,10 +21,11 @@ MPI_BENCH_PROGS = bench/cplab-gather-bench$(EXEEXT) bench/cplab-moe-bench$(EXEEX
 check_PROGRAMS += bench/cplab-gather-bench bench/cplab-moe-bench
 MPI_BENCH_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) $(NCCL_CPPFLAGS) -I$(top_srcdir)/kernels
 MPI_BENCH_LIBS = $(CPLAB_KERNEL_LIBS) $(NCCL_LIBS) $(CUDA_LIBS) $(CPLAB_CORE_LIBS) $(MPI_LIBS)
-bench_cplab_gather_bench_SOURCES = bench/gather_bench.c bench/mpibench.c bench/mpibench.h
+bench_cplab_gather_bench_SOURCES = bench/gather_bench.c bench/mpibench.c bench/mpibench.h bench/bench_out.c bench/bench_out.h
 bench_cplab_gather_bench_CPPFLAGS = $(MPI_BENCH_CPPFLAGS)
 bench_cplab_gather_bench_LDADD = $(MPI_BENCH_LIBS)
-bench_cplab_moe_bench_SOURCES = bench/moe_bench.c bench/moe_compare.c bench/moe_compare.h bench/mpibench.c bench/mpibench.h
+bench_cplab_moe_bench_SOURCES = bench/moe_bench.c bench/moe_compare.c bench/moe_compare.h bench/mpibench.c bench/mpibench.h \
+	bench/bench_out.c bench/bench_out.h
 bench_cplab_moe_bench_CPPFLAGS = $(MPI_BENCH_CPPFLAGS)
 bench_cplab_moe_bench_LDADD = $(MPI_BENCH_LIBS)
 endif
@@ -38,18 +40,15 @@ tests_unit_test_moe_compare_LDADD = $(TEST_UNIT_LIBS)
 TESTS += tests/cli/mpibench_cli.sh tests/gpu/gpu_moe_paths.sh
 EXTRA_DIST += tests/cli/mpibench_cli.sh tests/gpu/gpu_moe_paths.sh
 if HAVE_CUDA
-# cplab-ceilings-bench: device copy bandwidth and cuBLASLt bf16/fp8 GEMM
-# throughput of one GPU, measured in one run (bench/run-gpu-ceilings.sh runs it).
-EXTRA_PROGRAMS += bench/cplab-ceilings-bench
-bench_cplab_ceilings_bench_SOURCES = bench/ceilings_bench.c bench/ceilings.c bench/ceilings.h
-bench_cplab_ceilings_bench_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) -I$(top_srcdir)/kernels
-bench_cplab_ceilings_bench_LDADD = $(CPLAB_KERNEL_LIBS) $(CPLAB_CORE_LIBS)
 # cplab-kernel-bench: each kernel alone over its table of shapes (the
 # attention kernels, bench/kernel_attention.c; the indexer path's logits,
 # top-k, conversion and row movers, bench/kernel_indexer.c, kernel_topk.c,
-# kernel_convert.c), checked against sim/'s and common/'s references, timed,
-# against the ceilings (bench/ceilings.c) and the PyTorch peer
-# (bench/kernel_peer.py); bench/run-gpu-kernels.sh runs both.
+# kernel_convert.c, kernel_combine.c) and the card's ceilings as cases
+# (bench/kernel_ceilings.c: copy bandwidth, cuBLASLt bf16 / fp8 GEMM, once
+# cplab-ceilings-bench), checked against sim/'s and common/'s references,
+# timed, against the ceilings (bench/ceilings.c) and the PyTorch peer
+# (bench/kernel_peer.py); bench/run-gpu-kernels.sh runs both,
+# bench/run-gpu-ceilings.sh the ceilings' cases.
 # Built by `make check` too (CI compiles it; its tests run it).
 check_PROGRAMS += bench/cplab-kernel-bench
 KERNEL_BENCH_PROGS = bench/cplab-kernel-bench$(EXEEXT)
@@ -63,7 +62,7 @@ endif
 # -DCPLAB_BENCH_EMU=1), so they are defined whether or not CUDA is found.
 KERNEL_BENCH_SOURCES = bench/kernel_bench.c bench/kernel_bench.h bench/kernel_attention.c bench/kernel_indexer.c \
 	bench/kernel_indexer.h bench/kernel_indexer_decode.c bench/kernel_topk.c bench/kernel_convert.c bench/kernel_combine.c bench/kernel_peer.c bench/kernel_peer.h \
-	bench/ceilings.c bench/ceilings.h
+	bench/kernel_ceilings.c bench/ceilings.c bench/ceilings.h bench/bench_out.c bench/bench_out.h
 EXTRA_DIST += $(KERNEL_BENCH_SOURCES) bench/kernel_peer.py bench/run-gpu-kernels.sh tests/kernel_bench_smoke.sh
 # Its command line, case table and peer-file reader (no GPU needed), and a
 # smoke run of one tiny case per kernel on a GPU.

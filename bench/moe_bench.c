@@ -237,34 +237,25 @@ static moe_verdict check_batch(const mpibench_ctx *c, const cplab_moe_shape *sh,
 
 /* ---- timing ---------------------------------------------------------------------------- */
 
-typedef struct op_call { /* one operation, for mpibench_time_op */
+typedef struct op_call { /* one mode's operations, for mpibench_time_ops */
   const mpibench_ctx *c;
   int64_t dim;
   bufs *b;
-  int mode, op;
+  int mode;
 } op_call;
 
-static void run_call(void *arg) {
+static void run_call(void *arg, int op) {
   const op_call *x = arg;
-  if (x->mode == MODE_GRAPH) CK_CUDA(cudaGraphLaunch(x->b->graph[x->op], x->c->stream));
-  else run_op(x->c, x->dim, x->b, x->op);
+  if (x->mode == MODE_GRAPH) CK_CUDA(cudaGraphLaunch(x->b->graph[op], x->c->stream));
+  else run_op(x->c, x->dim, x->b, op);
 }
 
-/* t[(mode·NOPS + op)·reps + i] = repetition i of op in mode, seconds, the maximum over ranks. */
-static void time_ops(const mpibench_ctx *c, int64_t dim, bufs *b, int reps, int warmup, double *t) {
-  cudaEvent_t start, stop;
-  CK_CUDA(cudaEventCreate(&start));
-  CK_CUDA(cudaEventCreate(&stop));
-  for (int mode = 0; mode < NMODES; mode++)
-    for (int i = -warmup; i < reps; i++)
-      for (int op = 0; op < NOPS; op++) {
-        op_call x = {c, dim, b, mode, op};
-        double s = mpibench_time_op(c, start, stop, run_call, &x);
-        if (i >= 0) t[(mode * NOPS + op) * reps + i] = s;
-      }
-  mpibench_max_over_ranks(t, NMODES * NOPS * reps);
-  CK_CUDA(cudaEventDestroy(start));
-  CK_CUDA(cudaEventDestroy(stop));
+/* st[mode·NOPS + op]: the operations alternate inside a repetition, eager first, then as graph replays. */
+static void time_ops(const mpibench_ctx *c, int64_t dim, bufs *b, int reps, int warmup, cplab_spread *st) {
+  for (int mode = 0; mode < NMODES; mode++) {
+    op_call x = {c, dim, b, mode};
+    mpibench_time_ops(c, NOPS, reps, warmup, run_call, &x, st + mode * NOPS);
+  }
 }
 
 /* ---- report ------------------------------------------------------------------------------ */
@@ -299,7 +290,7 @@ static json_t *report_batch(const bufs *b, const moe_verdict *v, const cplab_spr
   for (int mode = 0; mode < NMODES; mode++) {
     const cplab_spread *m = st + mode * NOPS;
     json_t *jm = json_object();
-    for (int op = 0; op < NOPS; op++) json_object_set_new(jm, op_key[op], json_pack("{s:o}", "time_us", mpibench_stats_json(&m[op])));
+    for (int op = 0; op < NOPS; op++) json_object_set_new(jm, op_key[op], json_pack("{s:o}", "time_us", cplab_bench_spread_json(&m[op])));
     json_object_set_new(jm, "fast_over_general", json_real(m[OP_FAST].median / m[OP_GENERAL].median));
     json_object_set_new(r, mode_key[mode], jm);
     printf("%6lld %6s %11.2f %9.2f %9.3f %12.2f %9.2f\n", (long long)b->n, mode_key[mode], 1e6 * m[OP_GENERAL].median,
@@ -319,8 +310,7 @@ static int bench_batch(const mpibench_ctx *c, const opts *o, cplab_moe *moe, cpl
   bufs b;
   setup_batch(c, moe, gemm, n, &b);
   moe_verdict v = check_batch(c, &o->shape, &b);
-  int bad = !moe_verdict_ok(&v), total = 0;
-  CK_MPI(MPI_Allreduce(&bad, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+  int bad = !moe_verdict_ok(&v), total = mpibench_sum_over_ranks(bad);
   if (bad) {
     fprintf(stderr, PROG ": error: rank %d, %lld rows: the fast path's output differs from the general path's "
             "[CPLAB_EMISMATCH]\n", c->rank, (long long)n);
@@ -329,13 +319,10 @@ static int bench_batch(const mpibench_ctx *c, const opts *o, cplab_moe *moe, cpl
     print_verdict(c, n, &v);
   }
   if (!total) {
-    double *t = mpibench_host_alloc(NMODES * NOPS * (size_t)o->reps * sizeof *t);
     cplab_spread st[NMODES * NOPS];
     capture(c, o->shape.dim, &b);
-    time_ops(c, o->shape.dim, &b, o->reps, o->warmup, t);
-    mpibench_summarise_series(t, NMODES * NOPS, o->reps, st);
+    time_ops(c, o->shape.dim, &b, o->reps, o->warmup, st);
     if (c->rank == 0) json_array_append_new(results, report_batch(&b, &v, st));
-    free(t);
   }
   free_batch(&b);
   return total ? CPLAB_EXIT_ERROR : 0;
@@ -370,12 +357,7 @@ int main(int argc, char **argv) {
     print_header(&c, &o);
   }
   for (int i = 0; !rc && i < o.nbatch; i++) rc = bench_batch(&c, &o, moe, gemm, o.batch[i], results);
-  if (c.rank == 0 && !rc) {
-    json_object_set(doc, "results", results);
-    if (o.out && (rc = mpibench_write_json(doc, o.out, &d)) != 0) cplab_diag_report(stderr, PROG, &d);
-  }
-  json_decref(results);
-  json_decref(doc);
+  rc = mpibench_close_doc(&c, doc, results, o.out, rc);
   mpibench_ck_lab(cplab_gemm_destroy(gemm, &d), &d);
   cplab_moe_destroy(moe);
   return mpibench_finish(&c, rc ? CPLAB_EXIT_ERROR : CPLAB_EXIT_OK);

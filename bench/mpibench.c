@@ -5,10 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "config.h"
-#include "cplab/atomic.h"
 #include "cplab/cli.h"
 
 /* ---- checked calls ------------------------------------------------------ */
@@ -152,62 +150,69 @@ int mpibench_after_options(mpibench_ctx *c, int parse_rc, int help, const cplab_
   return -1;
 }
 
-double mpibench_time_op(const mpibench_ctx *c, cudaEvent_t start, cudaEvent_t stop, void (*run)(void *), void *arg) {
-  float ms = 0;
-  CK_CUDA(cudaStreamSynchronize(c->stream));
-  CK_MPI(MPI_Barrier(MPI_COMM_WORLD));
-  CK_CUDA(cudaEventRecord(start, c->stream));
-  run(arg);
-  CK_CUDA(cudaEventRecord(stop, c->stream));
-  CK_CUDA(cudaEventSynchronize(stop));
-  CK_CUDA(cudaEventElapsedTime(&ms, start, stop));
-  return 1e-3 * ms;
+void mpibench_time_ops(const mpibench_ctx *c, int n, int reps, int warmup, void (*run)(void *arg, int op), void *arg,
+                       cplab_spread *st) {
+  double *t = mpibench_host_alloc((size_t)n * (size_t)reps * sizeof *t);
+  cudaEvent_t start, stop;
+  CK_CUDA(cudaEventCreate(&start));
+  CK_CUDA(cudaEventCreate(&stop));
+  for (int i = -warmup; i < reps; i++)
+    for (int op = 0; op < n; op++) {
+      float ms = 0;
+      CK_CUDA(cudaStreamSynchronize(c->stream));
+      CK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+      CK_CUDA(cudaEventRecord(start, c->stream));
+      run(arg, op);
+      CK_CUDA(cudaEventRecord(stop, c->stream));
+      CK_CUDA(cudaEventSynchronize(stop));
+      CK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+      if (i >= 0) t[(size_t)op * (size_t)reps + (size_t)i] = 1e-3 * ms;
+    }
+  CK_MPI(MPI_Allreduce(MPI_IN_PLACE, t, n * reps, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+  for (int op = 0; op < n; op++) st[op] = cplab_stats_spread(t + (size_t)op * (size_t)reps, (size_t)reps);
+  CK_CUDA(cudaEventDestroy(start));
+  CK_CUDA(cudaEventDestroy(stop));
+  free(t);
 }
 
-void mpibench_max_over_ranks(double *t, int n) {
-  CK_MPI(MPI_Allreduce(MPI_IN_PLACE, t, n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+int mpibench_sum_over_ranks(int v) {
+  int total = 0;
+  CK_MPI(MPI_Allreduce(&v, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+  return total;
 }
 
 /* ---- results ----------------------------------------------------------------- */
-
-void mpibench_summarise_series(double *t, int n, int reps, cplab_spread *st) {
-  for (int i = 0; i < n; i++) st[i] = cplab_stats_spread(t + (size_t)i * (size_t)reps, (size_t)reps);
-}
-
-json_t *mpibench_stats_json(const cplab_spread *s) {
-  return json_pack("{s:f, s:f, s:f, s:f, s:f}", "median", 1e6 * s->median, "min", 1e6 * s->min, "max", 1e6 * s->max,
-                   "p10", 1e6 * s->p10, "p90", 1e6 * s->p90);
-}
 
 json_t *mpibench_doc_header(const mpibench_ctx *c, const char *bench, int reps, int warmup, int argc, char **argv) {
   const cplab_gpu_info *g = &c->gpu;
   int nccl = c->nccl_version;
   char ver[3][40], date[32];
-  time_t now = time(NULL);
-  strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+  cplab_bench_date(date, sizeof date);
   snprintf(ver[0], sizeof ver[0], "%d.%d.%d", nccl / 10000, nccl % 10000 / 100, nccl % 100);
   snprintf(ver[1], sizeof ver[1], "%d.%d", g->runtime_version / 1000, g->runtime_version % 1000 / 10);
   snprintf(ver[2], sizeof ver[2], "%d.%d", g->driver_version / 1000, g->driver_version % 1000 / 10);
-  size_t len = 1; /* the command line: its words joined by spaces */
-  for (int i = 0; i < argc; i++) len += strlen(argv[i]) + 1;
-  char *cmd = mpibench_host_alloc(len), *p = cmd;
-  *cmd = '\0';
-  for (int i = 0; i < argc; i++) p += sprintf(p, i ? " %s" : "%s", argv[i]);
-  json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:{s:s, s:i, s:i, s:I}, s:i, s:s, s:s, s:s, s:s?, s:i, s:i}",
-                          "bench", bench, "date", date, "commit", CPLAB_GIT_COMMIT, "command", cmd, "card", "name",
-                          g->name, "count", g->device_count, "sm_count", g->sm_count, "l2_bytes",
-                          (json_int_t)c->l2_bytes, "ranks", c->world, "nccl_version", ver[0], "cuda_runtime_version",
-                          ver[1], "cuda_driver_version", ver[2], "nccl_nvls_enable", getenv("NCCL_NVLS_ENABLE"),
-                          "reps", reps, "warmup", warmup);
+  char *cmd = cplab_bench_command(argc, argv);
+  if (!cmd) mpibench_die_call(CPLAB_ENOMEM, "malloc", __FILE__, __LINE__, "out of host memory");
+  json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:o, s:i, s:s, s:s, s:s, s:s?, s:i, s:i}", "bench", bench, "date",
+                          date, "commit", CPLAB_GIT_COMMIT, "command", cmd, "card",
+                          cplab_bench_card_json(g, c->l2_bytes), "ranks", c->world, "nccl_version", ver[0],
+                          "cuda_runtime_version", ver[1], "cuda_driver_version", ver[2], "nccl_nvls_enable",
+                          getenv("NCCL_NVLS_ENABLE"), "reps", reps, "warmup", warmup);
   free(cmd);
   if (!doc) mpibench_die_call(CPLAB_ENOMEM, "json_pack", __FILE__, __LINE__, "cannot build the JSON document");
   return doc;
 }
 
-int mpibench_write_json(const json_t *doc, const char *path, cplab_diag *d) {
-  char *text = json_dumps(doc, JSON_INDENT(2));
-  if (!text) return cplab_diag_set(d, CPLAB_ENOMEM, "cannot serialise the JSON document");
-  int rc = cplab_atomic_write(path, text, strlen(text), d);
-  free(text);
-  return rc;
+int mpibench_close_doc(const mpibench_ctx *c, json_t *doc, json_t *results, const char *path, int status) {
+  cplab_diag d = {0};
+  if (c->rank == 0 && !status) {
+    json_object_set(doc, "results", results);
+    if (path && cplab_bench_write_json(path, doc, &d) != 0) {
+      cplab_diag_report(stderr, mpibench_prog, &d);
+      status = CPLAB_EXIT_ERROR;
+    }
+  }
+  json_decref(results);
+  json_decref(doc);
+  return status;
 }

@@ -2,7 +2,9 @@
  * (cplab-gather-bench, cplab-moe-bench): one MPI rank per GPU, one NCCL
  * communicator over all ranks, checked calls that end the whole job on
  * failure, option parsing, the statistics of a set of repetitions and the
- * JSON document's context (card, versions, date, commit, command).
+ * JSON document's context (card, versions, date, commit, command). The
+ * output itself (date, command line, card, a spread of times, the JSON file)
+ * is bench/bench_out.c's, shared with cplab-kernel-bench.
  *
  * Every function either succeeds or ends the job with status 2
  * (mpibench_die): a rank that gives up alone would leave the others waiting
@@ -24,6 +26,7 @@
 #include <nccl.h>
 #pragma GCC diagnostic pop
 
+#include "bench_out.h"
 #include "cplab/error.h"
 #include "cplab/stats.h"
 #include "cplab_kernels.h"
@@ -84,24 +87,27 @@ int mpibench_finish(mpibench_ctx *c, int status);
  * exit status it must return (the job already finished). */
 int mpibench_after_options(mpibench_ctx *c, int parse_rc, int help, const cplab_diag *d, void (*usage)(FILE *));
 
-/* One timed operation in seconds on this rank: the stream drained, all ranks
- * at a barrier, then CUDA events on the stream around run(arg). */
-double mpibench_time_op(const mpibench_ctx *c, cudaEvent_t start, cudaEvent_t stop, void (*run)(void *), void *arg);
+/* The timing of both programs (perf-anchors.md §5): n operations run in
+ * turn inside every repetition, so that drift (clocks, heat) hits them alike;
+ * warmup untimed repetitions, then reps timed ones. Each operation alone: the
+ * stream drained, all ranks at a barrier, then CUDA events on the stream
+ * around run(arg, op). st[op] = the spread of op's repetitions (seconds),
+ * each the slowest rank's time. Collective. */
+void mpibench_time_ops(const mpibench_ctx *c, int n, int reps, int warmup, void (*run)(void *arg, int op), void *arg,
+                       cplab_spread *st);
 
-/* t[i] = the maximum over ranks of t[i], i < n (collective). */
-void mpibench_max_over_ranks(double *t, int n);
+/* The sum over ranks of v (collective): a check's failures, job-wide. */
+int mpibench_sum_over_ranks(int v);
 
 /* ---- results ----------------------------------------------------------------- */
-
-/* st[i] = the spread of series i of t (n series of reps values each,
- * series-major; each series sorted in place), in seconds. */
-void mpibench_summarise_series(double *t, int n, int reps, cplab_spread *st);
-/* {"median", "min", "max", "p10", "p90"} of s in microseconds. */
-json_t *mpibench_stats_json(const cplab_spread *s);
 /* The JSON document's context: bench, date (UTC), commit, command line,
- * card, ranks, NCCL / CUDA versions, NCCL_NVLS_ENABLE, reps and warmup. */
+ * card (cplab_bench_card_json), ranks, NCCL / CUDA versions,
+ * NCCL_NVLS_ENABLE, reps and warmup. Written by cplab_bench_write_json. */
 json_t *mpibench_doc_header(const mpibench_ctx *c, const char *bench, int reps, int warmup, int argc, char **argv);
-/* Write doc to path (atomically); 0 or a code with the message in d. */
-int mpibench_write_json(const json_t *doc, const char *path, cplab_diag *d);
+/* The end of a run: on rank 0, when status is 0, doc gets "results" and is
+ * written to path (when not NULL); doc and results are freed on every rank.
+ * Returns status, or CPLAB_EXIT_ERROR when the file could not be written
+ * (said on stderr). */
+int mpibench_close_doc(const mpibench_ctx *c, json_t *doc, json_t *results, const char *path, int status);
 
 #endif /* CPLAB_BENCH_MPIBENCH_H */

@@ -9,7 +9,9 @@
 # smoke-topk, causal rows, some shorter than k (-1 padding); smoke-topk-decode;
 # smoke-topk-merge, 2 owners at interleave 2; smoke-convert-prefill and
 # -decode; smoke-gather and smoke-gather-idx, a partly used last block;
-# smoke-combine, 2 DCP ranks' partials; smoke-restore, padded chunks) are generated, checked against their references (double precision
+# smoke-combine, 2 DCP ranks' partials; smoke-restore, padded chunks; the
+# ceilings' smoke-ceil-copy, a 4 KiB copy, and smoke-ceil-bf16 / -fp8, 64^3
+# GEMMs, bench/kernel_ceilings.c) are generated, checked against their references (double precision
 # or exact) on poisoned outputs, timed over their rotating sets, and written
 # to kernels.json with their peers (a peer file made here), after small
 # ceilings; kernels.json's entries are checked field by field per kernel.
@@ -55,9 +57,18 @@ expect_grep "$WORK/err" "smoke-convert-decode .*check ok (3 rows x 256 entries (
 expect_grep "$WORK/err" "smoke-gather .*check ok (8 rows x 576 bf16: 0 differ" "gather: 8 rows bit for bit"
 expect_grep "$WORK/err" "smoke-restore .*check ok (8 rows x 576 bf16: 0 differ" "restore: 8 rows bit for bit"
 expect_grep "$WORK/err" "smoke-gather-idx .*check ok (8 rows x 132 bytes: 0 differ" "gather idx: 8 rows byte for byte"
+# The ceilings as cases: the copy's three probes exact, the GEMMs' 256 samples within their allowance.
+for c in smoke-ceil-copy smoke-ceil-bf16 smoke-ceil-fp8; do
+  expect_grep "$WORK/out" "^ $c " "$c has its table line"
+done
+expect_grep "$WORK/err" "smoke-ceil-copy .*check ok (copy 4096 bytes: 12288 bytes of 3 probes" "the copy ceiling: 3 probes exact"
+expect_grep "$WORK/err" "smoke-ceil-bf16 .*check ok (bf16 64x64x64: 256 sampled elements, rel. Frobenius error" \
+  "the bf16 GEMM ceiling: 256 samples checked"
+expect_grep "$WORK/err" "smoke-ceil-fp8 .*check ok (fp8 64x64x64: 256 sampled elements, rel. Frobenius error" \
+  "the fp8 GEMM ceiling: 256 samples checked"
 expect_grep "$WORK/err" "smoke-combine .*check ok (3 rows x 4 heads x 512: worst .* (bound 1e-06), 0 beyond" \
   "combine: every row within 1e-6 of sim_lse_combine"
-if "$PY" - "$WORK/kernels.json" <<'CHECK'; then pass "kernels.json: 13 entries, checked, timed, with their fields"; else fail "kernels.json is not as expected"; fi
+if "$PY" - "$WORK/kernels.json" <<'CHECK'; then pass "kernels.json: 16 entries, checked, timed, with their fields"; else fail "kernels.json is not as expected"; fi
 import json, sys
 doc = json.load(open(sys.argv[1]))
 assert doc["complete"] is True and doc["card"]["name"] and doc["commit"] and doc["command"] and doc["date"]
@@ -76,8 +87,13 @@ shapes = {  # the indexer path's kernels: exactly their shape fields, and their 
     "smoke-combine": ("lse_combine", {"dcp", "batch", "heads"}, "gbps"),
     "smoke-restore": ("restore", {"tokens", "pcp", "row_elems"}, "gbps"),
 }
+ceil = {  # the ceilings' cases: shape fields, rates (no same-size copy: the copy is the ceiling)
+    "smoke-ceil-copy": ("ceiling_copy", {"bytes_per_copy"}, {"gbps", "bytes", "of_copy"}),
+    "smoke-ceil-bf16": ("ceiling_gemm_bf16", {"m", "n", "k"}, {"tflops", "flop", "of_bf16_gemm"}),
+    "smoke-ceil-fp8": ("ceiling_gemm_fp8", {"m", "n", "k"}, {"tflops", "flop", "of_fp8_gemm"}),
+}
 e = {x["case"]: x for x in doc["entries"]}
-assert sorted(e) == sorted(attn + tuple(shapes)), sorted(e)
+assert sorted(e) == sorted(attn + tuple(shapes) + tuple(ceil)), sorted(e)
 common = {"kernel", "case", "median_us", "p10_us", "p90_us", "min_us", "max_us", "reps", "warmup", "sets",
           "rotation_bytes", "gpu_busy_fraction", "launcher", "check", "peer"}
 for name, (kernel, fields, rate) in shapes.items():
@@ -114,8 +130,22 @@ assert e["smoke-restore"]["peer"] is None
 assert e["smoke-logits"]["flop"] == 2 * sum(256 - 16 + i + 1 for i in range(16)) * 32 * 128
 # top-k's bytes are its in-range logits: 16 causal rows over 300 keys
 assert e["smoke-topk"]["bytes"] == 4 * sum(300 - 16 + i + 1 for i in range(16))
+for name, (kernel, fields, rates) in ceil.items():
+    x = e[name]
+    assert x["kernel"] == kernel and set(x) == common | fields | rates, (name, sorted(set(x) ^ (common | fields | rates)))
+    assert x["p10_us"] <= x["median_us"] <= x["p90_us"] and x["sets"] >= 2 and x["peer"] is None, name
+    c = x["check"]
+    assert c["ok"] is True and c["mismatches"] == 0 and c["reference"], (name, c)
+    if kernel == "ceiling_copy":
+        assert set(c) == {"ok", "rows", "compared", "mismatches", "reference"} and c["compared"] == 3 * 4096, c
+        assert x["bytes_per_copy"] == 4096 and x["bytes"] == 2 * 4096 and x["gbps"] > 0 and x["sets"] >= 3, x
+    else:
+        assert c["rows"] == 256 and c["compared"] == 256 and c["tol_rel_err"] == 1e-2 and 0 <= c["max_rel_err"] < 1e-2, c
+        assert (x["m"], x["n"], x["k"]) == (64, 64, 64) and x["flop"] == 2 * 64 ** 3 and x["tflops"] > 0, x
+assert e["smoke-ceil-fp8"]["launcher"] == "cplab_gemm_fp8 (cuBLASLt)"
+assert isinstance(doc["cublaslt_version"], str), doc.get("cublaslt_version")
 per_kernel = doc["conventions"]["per_kernel"]
-assert set(per_kernel) >= {k for k, _, _ in shapes.values()}, sorted(per_kernel)
+assert set(per_kernel) >= {k for k, _, _ in shapes.values()} | {k for k, _, _ in ceil.values()}, sorted(per_kernel)
 for x in (e[n] for n in attn):
     for k in ("kernel", "heads", "s_q", "s_kv", "topk", "batch", "dcp", "median_us", "p10_us", "p90_us", "tflops",
               "tflops_valid", "gbps", "sets", "of_bf16_gemm", "of_copy", "launcher"):

@@ -59,6 +59,15 @@ if grep -q "^# kernel topk_prefill" "$WORK/out"; then fail "--kernel topk_merge 
 else pass "--kernel topk_merge lists only that kernel"; fi
 expect_exit 0 "--list --kernel with two names" "$KB" --list --kernel convert,restore --all
 expect_grep "$WORK/out" "^# 10 of the cases selected" "--kernel convert,restore --all selects their 10 cases"
+# The ceilings (bench/kernel_ceilings.c): a family --kernel takes, none of its cases in the default set.
+expect_exit 0 "--list --kernel ceilings --case 'ceil-*'" "$KB" --list --kernel ceilings --case 'ceil-*'
+expect_grep "$WORK/out" "^# 6 of the cases selected" "the ceilings family's six measuring cases (copy 2 GiB and 1 GiB, two GEMM shapes a dtype)"
+expect_grep "$WORK/out" "^>  ceil-bf16-8192 *M 8192 N 8192 K 8192 " "a GEMM ceiling case and its shape"
+expect_grep "$WORK/out" "^   smoke-ceil-fp8 " "the ceilings' smoke cases are listed, not selected"
+if "$KB" --list | grep -q "^> .*ceil-"; then fail "a ceilings case is in the default set"
+else pass "no ceilings case in the default set"; fi
+expect_exit 2 "--kernel ceilings alone (no default case)" "$KB" --list --kernel ceilings
+expect_grep "$WORK/err" "no case selected" "the refusal says no case was selected"
 expect_exit 0 "--list --case over kernels" "$KB" --list --case 'smoke-topk*,logits-h64-*'
 expect_grep "$WORK/out" "^# 6 of the cases selected" "'smoke-topk*' and 'logits-h64-*' select 6 cases of 4 kernels"
 expect_exit 0 "--list --case with a pattern" "$KB" --list --case 'dcp4-*,fm-prefill-h128'
@@ -85,6 +94,9 @@ want = {
     "convert": {"path", "rows", "k", "context", "dcp", "interleave"},
     "gather_upconvert": {"keys"},
     "restore": {"tokens", "pcp", "row_elems"},
+    "ceiling_copy": {"bytes_per_copy"},
+    "ceiling_gemm_bf16": {"m", "n", "k"},
+    "ceiling_gemm_fp8": {"m", "n", "k"},
 }
 cases = {c["case"]: c for c in json.load(open(sys.argv[1]))["cases"]}
 seen = set()
@@ -115,7 +127,7 @@ refuse() { # refuse DESCRIPTION PATTERN ARGS...
 }
 refuse "an unknown kernel" "\-\-kernel: unknown kernel 'attn' (kernels: sparse_mla_prefill, sparse_mla_decode_fp8, \
 indexer_logits_prefill, indexer_logits_decode, topk_prefill, topk_decode, topk_merge, convert, gather_upconvert, \
-gather_idx, restore, lse_combine)" --kernel attn
+gather_idx, restore, lse_combine, ceiling_copy, ceiling_gemm_bf16, ceiling_gemm_fp8; families: ceilings)" --kernel attn
 refuse "a case of another kernel (indexer path)" "'smoke-topk' matches no case of the kernels --kernel selects" \
   --case smoke-topk --kernel topk_decode
 refuse "an unknown case" "\-\-case: no case matches 'fm-prefill-h256'" --case fm-prefill-h256

@@ -3,8 +3,9 @@
 # tests/kernel_bench_smoke.sh, the unchanged bench sources linked against the
 # emulation (its timings mean nothing): every kernel's smoke case once, the
 # attention kernels' and the indexer path's (logits, top-k prefill / decode /
-# merge, both conversions, gather, restore), each checked on the emulated
-# kernel. The split launcher's model sees the emulation's one SM, where no
+# merge, both conversions, gather, restore) and the ceilings' (a copy, bf16
+# and fp8 GEMMs through the host stand-in of cuBLASLt), each checked on the
+# emulated kernel. The split launcher's model sees the emulation's one SM, where no
 # split pays (test_gpu_attention runs the split and the merge with given
 # split counts). The GPU form: tests/gpu/gpu_kernel_bench.sh.
 . "$top_srcdir/tests/lib.sh"
