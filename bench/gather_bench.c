@@ -142,8 +142,11 @@ static void setup_bufs(const mpibench_ctx *c, int64_t rows, bufs *b) {
   void *dreq = dev_copy(req, n * sizeof *req), *dpos = dev_copy(pos, n * sizeof *pos);
   void *dident = dev_copy(perm, n * sizeof *perm); /* token i -> slot i */
   for (int s = 0; s < b->sets; s++) {
-    mpibench_ck_lab(cplab_gen_cache(SEED, (uint32_t)s, dreq, dpos, dident, rows, b->cache + s * n * ENTRY_BYTES, NULL, rows,
-                           c->stream, &d), &d);
+    mpibench_ck_lab(cplab_gen_cache(&(cplab_gen_cache_params){.seed = SEED, .layer = (uint32_t)s, .req = dreq,
+                                                              .pos = dpos, .slot = dident, .n = rows,
+                                                              .kv_cache = b->cache + s * n * ENTRY_BYTES,
+                                                              .idx_cache = NULL, .num_slots = rows},
+                                    c->stream, &d), &d);
     shuffle(perm, rows, ((uint64_t)c->rank << 40) ^ ((uint64_t)s << 32) ^ (uint64_t)rows);
     if (s == 0) memcpy(b->slot0, perm, n * sizeof *perm);
     mpibench_ck_lab(cplab_dev_upload(b->slot + s * n, perm, n * sizeof *perm, &d), &d);
@@ -171,7 +174,9 @@ static void run_op(const mpibench_ctx *c, const bufs *b, int op, int s) {
   size_t first = (size_t)s * (size_t)b->rows; /* the set's first row and slot */
   uint16_t *shard = b->shard + first * ROW_ELEMS;
   if (op != OP_NCCL)
-    mpibench_ck_lab(cplab_gather_mla(b->cache + first * ENTRY_BYTES, b->rows, b->slot + first, b->rows, shard, c->stream, &d),
+    mpibench_ck_lab(cplab_gather_mla(&(cplab_gather_mla_params){.kv_cache = b->cache + first * ENTRY_BYTES,
+                                                                .num_slots = b->rows, .slot = b->slot + first,
+                                                                .rows = b->rows, .out = shard}, c->stream, &d),
            &d);
   if (op != OP_LOCAL)
     CK_NCCL(ncclAllGather(shard, b->gathered, (size_t)b->rows * ROW_ELEMS, ncclBfloat16, c->comm, c->stream));

@@ -300,10 +300,14 @@ static int make_set(attn_inst *x, int si, const int32_t *idx, uint64_t seed, voi
   if (!rc) rc = upload(&d_req, req, (size_t)n * 4, d);
   if (!rc) rc = upload(&d_pos, pos, (size_t)n * 4, d);
   if (!rc) rc = upload(&d_slot, slot, (size_t)n * 8, d);
-  if (!rc) rc = cplab_gen_cache(seed, LAYER, d_req, d_pos, d_slot, n, st->cache, NULL, x->num_slots, stream, d);
+  if (!rc) rc = cplab_gen_cache(&(cplab_gen_cache_params){.seed = seed, .layer = LAYER, .req = d_req, .pos = d_pos,
+                                                          .slot = d_slot, .n = n, .kv_cache = st->cache,
+                                                          .idx_cache = NULL, .num_slots = x->num_slots}, stream, d);
   if (!rc && !x->decode) {
     rc = cplab_dev_alloc((void **)&st->ws, (size_t)s->s_kv * DQK * 2, d);
-    if (!rc) rc = cplab_gather_mla(st->cache, x->num_slots, d_slot, s->s_kv, st->ws, stream, d);
+    if (!rc) rc = cplab_gather_mla(&(cplab_gather_mla_params){.kv_cache = st->cache, .num_slots = x->num_slots,
+                                                              .slot = d_slot, .rows = s->s_kv, .out = st->ws},
+                                   stream, d);
   }
   if (!rc) rc = cplab_dev_sync(stream, d); /* the request lists are reused below */
   cplab_dev_free(d_req, d), cplab_dev_free(d_pos, d), cplab_dev_free(d_slot, d);
@@ -316,7 +320,10 @@ static int make_set(attn_inst *x, int si, const int32_t *idx, uint64_t seed, voi
   if (!rc) rc = upload(&d_req, req, (size_t)m * 4, d);
   if (!rc) rc = upload(&d_pos, pos, (size_t)m * 4, d);
   if (!rc) rc = cplab_dev_alloc((void **)&st->q, qb, d);
-  if (!rc) rc = cplab_gen_mla_query(seed, LAYER, d_req, d_pos, m, 0, s->heads, st->q, stream, d);
+  if (!rc)
+    rc = cplab_gen_mla_query(&(cplab_gen_mla_query_params){.seed = seed, .layer = LAYER, .req = d_req, .pos = d_pos,
+                                                           .m = m, .head0 = 0, .heads_local = s->heads, .q = st->q},
+                             stream, d);
   if (!rc) rc = upload((void **)&st->idx, idx, (size_t)(m * k) * 4, d);
   if (!rc) rc = cplab_dev_alloc((void **)&st->out, (size_t)m * s->heads * DV * 4, d);
   if (!rc) rc = cplab_dev_alloc((void **)&st->lse, (size_t)m * s->heads * 4, d);
@@ -511,7 +518,9 @@ static int check(void *p, void *stream, cplab_kb_check *res, cplab_diag *d) {
     if (!rows) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of host memory for the check");
     if (!rc) rc = upload(&d_slots, slots, (size_t)total * 8, d);
     if (!rc) rc = cplab_dev_alloc(&d_rows, (size_t)total * DQK * 2, d);
-    if (!rc) rc = cplab_gather_mla(st->cache, x->num_slots, d_slots, total, d_rows, stream, d);
+    if (!rc) rc = cplab_gather_mla(&(cplab_gather_mla_params){.kv_cache = st->cache, .num_slots = x->num_slots,
+                                                              .slot = d_slots, .rows = total, .out = d_rows},
+                                   stream, d);
     if (!rc) rc = cplab_dev_sync(stream, d);
     if (!rc) rc = cplab_dev_download(rows, d_rows, (size_t)total * DQK * 2, d);
   }

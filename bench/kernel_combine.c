@@ -108,7 +108,9 @@ static int comb_setup(const cplab_kb_case *c, const cplab_kb_env *env, void *str
 }
 
 static int comb_run_set(comb_inst *x, int si, void *stream, cplab_diag *d) {
-  return cplab_lse_combine(x->lse[si], x->out[si], x->s->dcp, x->s->batch, x->s->heads, x->fin[si], stream, d);
+  return cplab_lse_combine(&(cplab_lse_combine_params){.lse = x->lse[si], .out = x->out[si], .D = x->s->dcp,
+                                                       .m = x->s->batch, .heads = x->s->heads, .final = x->fin[si]},
+                           stream, d);
 }
 
 static int comb_run(void *p, void *stream, cplab_diag *d) {

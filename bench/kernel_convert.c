@@ -190,10 +190,16 @@ static int convert_setup(const cplab_kb_case *c, const cplab_kb_env *env, void *
 static int convert_run_set(convert_inst *x, int si, void *stream, cplab_diag *d) {
   const convert_shape *s = x->s;
   if (s->decode)
-    return cplab_convert_decode_topk(x->topk[si], s->rows, s->k, x->d_rowmap, x->d_table, (int)s->rows, x->max_blocks,
-                                     s->block_size, s->dcp, 0, s->interleave, x->out[si], stream, d);
-  return cplab_convert_prefill_topk(x->topk[si], s->rows, s->k, x->d_rowmap, x->d_ws_start, x->d_shard_rows, NULL, 1,
-                                    s->dcp, s->interleave, x->out[si], stream, d);
+    return cplab_convert_decode_topk(
+        &(cplab_convert_decode_topk_params){.topk = x->topk[si], .m = s->rows, .k = s->k, .row_req = x->d_rowmap,
+                                            .block_table = x->d_table, .num_req = (int)s->rows,
+                                            .max_blocks = x->max_blocks, .block_size = s->block_size, .dcp = s->dcp,
+                                            .dcp_rank = 0, .interleave = s->interleave, .out = x->out[si]}, stream, d);
+  return cplab_convert_prefill_topk(
+      &(cplab_convert_prefill_topk_params){.topk = x->topk[si], .m = s->rows, .k = s->k, .row_region = x->d_rowmap,
+                                           .ws_start = x->d_ws_start, .shard_rows = x->d_shard_rows, .extent = NULL,
+                                           .num_regions = 1, .dcp = s->dcp, .interleave = s->interleave,
+                                           .out = x->out[si]}, stream, d);
 }
 
 static int convert_run(void *p, void *stream, cplab_diag *d) {
@@ -335,8 +341,11 @@ static int gather_setup_as(int idx, const cplab_kb_case *c, uint64_t salt, const
     if (!rc) rc = cplab_kbi_upload(&d_req, req, (size_t)n * 4, d);
     if (!rc) rc = cplab_kbi_upload(&d_pos, pos, (size_t)n * 4, d);
     if (!rc)
-      rc = cplab_gen_cache(x->seed, CPLAB_KBI_LAYER, d_req, d_pos, x->slot[si], n, idx ? NULL : x->cache[si],
-                           idx ? x->cache[si] : NULL, x->num_slots, stream, d);
+      rc = cplab_gen_cache(&(cplab_gen_cache_params){.seed = x->seed, .layer = CPLAB_KBI_LAYER, .req = d_req,
+                                                     .pos = d_pos, .slot = x->slot[si], .n = n,
+                                                     .kv_cache = idx ? NULL : x->cache[si],
+                                                     .idx_cache = idx ? x->cache[si] : NULL, .num_slots = x->num_slots},
+                           stream, d);
     if (!rc) rc = cplab_dev_alloc(&x->out[si], (size_t)n * rb, d);
     if (!rc) rc = cplab_dev_sync(stream, d);
     cplab_diag scratch = {0};
@@ -357,8 +366,13 @@ static int gidx_setup(const cplab_kb_case *c, const cplab_kb_env *env, void *str
 }
 
 static int gather_run_set(gather_inst *x, int si, void *stream, cplab_diag *d) {
-  if (x->idx) return cplab_gather_idx(x->cache[si], x->num_slots, x->slot[si], x->s->keys, x->out[si], stream, d);
-  return cplab_gather_mla(x->cache[si], x->num_slots, x->slot[si], x->s->keys, x->out[si], stream, d);
+  if (x->idx)
+    return cplab_gather_idx(&(cplab_gather_idx_params){.idx_cache = x->cache[si], .num_slots = x->num_slots,
+                                                       .slot = x->slot[si], .rows = x->s->keys, .out = x->out[si]},
+                            stream, d);
+  return cplab_gather_mla(&(cplab_gather_mla_params){.kv_cache = x->cache[si], .num_slots = x->num_slots,
+                                                     .slot = x->slot[si], .rows = x->s->keys, .out = x->out[si]},
+                          stream, d);
 }
 
 static int gather_run(void *p, void *stream, cplab_diag *d) {
@@ -507,8 +521,9 @@ static int restore_setup(const cplab_kb_case *c, const cplab_kb_env *env, void *
 }
 
 static int restore_run_set(restore_inst *x, int si, void *stream, cplab_diag *d) {
-  return cplab_restore_rows(x->gathered[si], x->gathered_rows, x->d_map, x->s->tokens, x->s->row_elems, x->out[si],
-                            stream, d);
+  return cplab_restore_rows(&(cplab_restore_rows_params){.gathered = x->gathered[si], .gathered_rows = x->gathered_rows,
+                                                         .restore_idx = x->d_map, .n = x->s->tokens,
+                                                         .row_elems = x->s->row_elems, .out = x->out[si]}, stream, d);
 }
 
 static int restore_run(void *p, void *stream, cplab_diag *d) {

@@ -109,7 +109,9 @@ int cplab_kbi_gen_keys(uint64_t seed, uint32_t req, const int64_t *pos, int64_t 
   if (!rc) rc = cplab_kbi_upload(&d_req, hreq, (size_t)n * 4, d);
   if (!rc) rc = cplab_kbi_upload(&d_pos, hpos, (size_t)n * 4, d);
   if (!rc) rc = cplab_kbi_upload(&d_slot, hslot, (size_t)n * 8, d);
-  if (!rc) rc = cplab_gen_cache(seed, CPLAB_KBI_LAYER, d_req, d_pos, d_slot, n, NULL, *keys, n, stream, d);
+  if (!rc) rc = cplab_gen_cache(&(cplab_gen_cache_params){.seed = seed, .layer = CPLAB_KBI_LAYER, .req = d_req,
+                                                          .pos = d_pos, .slot = d_slot, .n = n, .kv_cache = NULL,
+                                                          .idx_cache = *keys, .num_slots = n}, stream, d);
   if (!rc) rc = cplab_dev_sync(stream, d);
   cplab_diag scratch = {0};
   cplab_dev_free(d_req, &scratch), cplab_dev_free(d_pos, &scratch), cplab_dev_free(d_slot, &scratch);
@@ -131,8 +133,10 @@ int cplab_kbi_gen_queries(uint64_t seed, uint32_t req, int64_t pos0, int64_t m, 
   if (!rc) rc = cplab_kbi_upload(&d_req, hreq, (size_t)m * 4, d);
   if (!rc) rc = cplab_kbi_upload(&d_pos, hpos, (size_t)m * 4, d);
   if (!rc)
-    rc = cplab_gen_indexer_query(seed, CPLAB_KBI_LAYER, d_req, d_pos, m, heads, out->q, out->scale, out->weight, stream,
-                                 d);
+    rc = cplab_gen_indexer_query(
+        &(cplab_gen_indexer_query_params){.seed = seed, .layer = CPLAB_KBI_LAYER, .req = d_req, .pos = d_pos, .m = m,
+                                          .heads = heads, .q = out->q, .scale = out->scale, .weight = out->weight},
+        stream, d);
   if (!rc) rc = cplab_dev_sync(stream, d);
   cplab_diag scratch = {0};
   cplab_dev_free(d_req, &scratch), cplab_dev_free(d_pos, &scratch);
@@ -150,7 +154,10 @@ int cplab_kbi_gen_logits(uint64_t seed, uint32_t qreq, int64_t pos0, int64_t m, 
                          const int32_t *ks, const int32_t *ke, float *logits, void *stream, cplab_diag *d) {
   cplab_kbi_queries q;
   int rc = cplab_kbi_gen_queries(seed, qreq, pos0, m, CPLAB_KBI_GEN_HEADS, &q, stream, d);
-  if (!rc) rc = cplab_indexer_logits(q.q, q.weight, m, CPLAB_KBI_GEN_HEADS, keys, n, ks, ke, logits, stream, d);
+  if (!rc)
+    rc = cplab_indexer_logits(&(cplab_indexer_logits_params){.q = q.q, .weight = q.weight, .m = m,
+                                                             .heads = CPLAB_KBI_GEN_HEADS, .keys = keys, .n = n,
+                                                             .ks = ks, .ke = ke, .logits = logits}, stream, d);
   if (!rc) rc = cplab_dev_sync(stream, d);
   cplab_kbi_queries_free(&q);
   return rc;
@@ -282,8 +289,10 @@ static int logits_setup(const cplab_kb_case *c, const cplab_kb_env *env, void *s
 static int logits_run_set(logits_inst *x, int si, void *stream, cplab_diag *d) {
   const logits_shape *s = x->s;
   logits_set *st = &x->set[si];
-  return cplab_indexer_logits(st->q.q, st->q.weight, s->queries, s->heads, st->keys, s->keys, x->d_ks, x->d_ke,
-                              st->logits, stream, d);
+  return cplab_indexer_logits(&(cplab_indexer_logits_params){.q = st->q.q, .weight = st->q.weight, .m = s->queries,
+                                                             .heads = s->heads, .keys = st->keys, .n = s->keys,
+                                                             .ks = x->d_ks, .ke = x->d_ke, .logits = st->logits},
+                              stream, d);
 }
 
 static int logits_run(void *p, void *stream, cplab_diag *d) {

@@ -146,9 +146,12 @@ static int dl_setup(const cplab_kb_case *c, const cplab_kb_env *env, void *strea
 static int dl_run_set(dl_inst *x, int si, void *stream, cplab_diag *d) {
   const dl_shape *s = x->s;
   dl_set *st = &x->set[si];
-  return cplab_indexer_logits_decode(st->q.q, st->q.weight, s->batch, s->heads, st->cache, x->slots, x->d_bt,
-                                     (int)s->batch, x->nb, DL_BLOCK, x->d_req, x->d_cnt, x->keys, st->logits, stream,
-                                     d);
+  return cplab_indexer_logits_decode(
+      &(cplab_indexer_logits_decode_params){.q = st->q.q, .weight = st->q.weight, .m = s->batch, .heads = s->heads,
+                                            .idx_cache = st->cache, .num_slots = x->slots, .block_table = x->d_bt,
+                                            .num_req = (int)s->batch, .max_blocks = x->nb, .block_size = DL_BLOCK,
+                                            .row_req = x->d_req, .row_keys = x->d_cnt, .n = x->keys,
+                                            .logits = st->logits}, stream, d);
 }
 
 static int dl_run(void *p, void *stream, cplab_diag *d) {

@@ -235,10 +235,14 @@ static int setup_merge(topk_inst *x, const cplab_kb_env *env, void *stream, cpla
       for (int64_t i = 0; i < m; i++) lke[i] = (int32_t)L;
       rc = cplab_dev_upload(d_ke, lke, (size_t)m * 4, d);
       if (!rc)
-        rc = cplab_indexer_logits(q.q, q.weight, m, CPLAB_KBI_GEN_HEADS, keys[o], L, d_ks, d_ke, local, stream, d);
+        rc = cplab_indexer_logits(
+            &(cplab_indexer_logits_params){.q = q.q, .weight = q.weight, .m = m, .heads = CPLAB_KBI_GEN_HEADS,
+                                           .keys = keys[o], .n = L, .ks = d_ks, .ke = d_ke, .logits = local},
+            stream, d);
       if (!rc)
-        rc = cplab_topk(local, m, L, d_ks, d_ke, (int)k, st->cand + (size_t)o * m * k,
-                        st->cand_score + (size_t)o * m * k, stream, d);
+        rc = cplab_topk(&(cplab_topk_params){.logits = local, .m = m, .n = L, .ks = d_ks, .ke = d_ke, .k = (int)k,
+                                             .idx = st->cand + (size_t)o * m * k,
+                                             .score = st->cand_score + (size_t)o * m * k}, stream, d);
       if (!rc) rc = cplab_dev_sync(stream, d);
       /* set 0: the checked rows' logits, put back at the keys' positions */
       for (int i = 0; !rc && si == 0 && i < x->check_rows; i++) {
@@ -278,11 +282,13 @@ static int run_set(topk_inst *x, int si, void *stream, cplab_diag *d) {
   const topk_shape *s = x->s;
   topk_set *st = &x->set[si];
   if (x->mode == TOPK_MERGE)
-    return cplab_topk_merge(st->cand, st->cand_score, s->dcp, s->m, s->k, s->interleave, st->idx, st->score, stream, d);
-  if (x->mode == TOPK_DECODE)
-    return cplab_topk_split(st->logits, s->m, s->n, x->d_ks, x->d_ke, s->k, st->idx, st->score, x->scratch,
-                            x->scratch_bytes, stream, d);
-  return cplab_topk(st->logits, s->m, s->n, x->d_ks, x->d_ke, s->k, st->idx, st->score, stream, d);
+    return cplab_topk_merge(&(cplab_topk_merge_params){.cand_idx = st->cand, .cand_score = st->cand_score, .D = s->dcp,
+                                                       .m = s->m, .k = s->k, .interleave = s->interleave,
+                                                       .idx = st->idx, .score = st->score}, stream, d);
+  /* One struct for both launchers: cplab_topk ignores the scratch. */
+  cplab_topk_params p = {.logits = st->logits, .m = s->m, .n = s->n, .ks = x->d_ks, .ke = x->d_ke, .k = s->k,
+                         .idx = st->idx, .score = st->score, .scratch = x->scratch, .scratch_bytes = x->scratch_bytes};
+  return x->mode == TOPK_DECODE ? cplab_topk_split(&p, stream, d) : cplab_topk(&p, stream, d);
 }
 
 static int run(void *p, void *stream, cplab_diag *d) {

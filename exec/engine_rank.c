@@ -366,13 +366,22 @@ static int setup_attention(engine_step *s, engine_rank *k, cplab_diag *d) {
   if (!rc) rc = exec_arena_alloc(mm, &k->attn_out, sizeof(float) * (size_t)(T * k->Hl) * CPLAB_MLA_NOPE_DIM, d);
   if (!rc) rc = exec_arena_alloc(mm, &k->attn_lse, sizeof(float) * (size_t)(T * k->Hl), d);
   /* Generated queries (the inputs the simulator and the executor use). */
-  if (!rc) rc = cplab_gen_indexer_query(k->in->seed, 0, did, dpos, T, (int)IH, k->iq, k->iscale, k->iw, s->stream, d);
   if (!rc)
-    rc = cplab_gen_mla_query(k->in->seed, 0, did, dpos, T, rp->ids.tp * k->Hl, k->Hl, k->mla_q, s->stream, d);
+    rc = cplab_gen_indexer_query(
+        &(cplab_gen_indexer_query_params){.seed = k->in->seed, .layer = 0, .req = did, .pos = dpos, .m = T,
+                                          .heads = (int)IH, .q = k->iq, .scale = k->iscale, .weight = k->iw},
+        s->stream, d);
+  if (!rc)
+    rc = cplab_gen_mla_query(&(cplab_gen_mla_query_params){.seed = k->in->seed, .layer = 0, .req = did, .pos = dpos,
+                                                           .m = T, .head0 = rp->ids.tp * k->Hl, .heads_local = k->Hl,
+                                                           .q = k->mla_q}, s->stream, d);
   if (!rc && k->D > 1 && k->Tdec > 0) { /* decode rows attend with their DCP group's heads */
     size_t gq = (size_t)(k->Tdec * k->Hg);
     rc = exec_arena_alloc(mm, &k->qg, sizeof(uint16_t) * gq * CPLAB_MLA_ROW_DIM, d);
-    if (!rc) rc = cplab_gen_mla_query(k->in->seed, 0, did, dpos, k->Tdec, tmin * k->Hl, k->Hg, k->qg, s->stream, d);
+    if (!rc)
+      rc = cplab_gen_mla_query(&(cplab_gen_mla_query_params){.seed = k->in->seed, .layer = 0, .req = did, .pos = dpos,
+                                                             .m = k->Tdec, .head0 = tmin * k->Hl, .heads_local = k->Hg,
+                                                             .q = k->qg}, s->stream, d);
     if (!rc) rc = exec_arena_alloc(mm, &k->gout, sizeof(float) * (size_t)k->D * gq * CPLAB_MLA_NOPE_DIM, d);
     if (!rc) rc = exec_arena_alloc(mm, &k->glse, sizeof(float) * (size_t)k->D * gq, d);
     if (!rc && (k->Hg != k->Hl || k->head_off != 0))
@@ -432,9 +441,13 @@ static int topk_rows(engine_step *s, const engine_rank *k, const uint8_t *keys, 
   int IH = (int)k->in->model->index_n_heads, rc = 0;
   for (int64_t c = 0; c < len && !rc; c += k->logit_rows) {
     int64_t t = tok0 + c, m = len - c < k->logit_rows ? len - c : k->logit_rows;
-    rc = cplab_indexer_logits(k->iq + (size_t)(t * IH) * CPLAB_IDX_DIM, k->iw + t * IH, m, IH, keys, n, k->ks + t,
-                              k->ke + t, k->logits, s->stream, d);
-    if (!rc) rc = cplab_topk(k->logits, m, n, k->ks + t, k->ke + t, k->K, idx + c * k->K, score + c * k->K, s->stream, d);
+    rc = cplab_indexer_logits(&(cplab_indexer_logits_params){.q = k->iq + (size_t)(t * IH) * CPLAB_IDX_DIM,
+                                                             .weight = k->iw + t * IH, .m = m, .heads = IH,
+                                                             .keys = keys, .n = n, .ks = k->ks + t, .ke = k->ke + t,
+                                                             .logits = k->logits}, s->stream, d);
+    if (!rc) rc = cplab_topk(&(cplab_topk_params){.logits = k->logits, .m = m, .n = n, .ks = k->ks + t, .ke = k->ke + t,
+                                                  .k = k->K, .idx = idx + c * k->K, .score = score + c * k->K},
+                             s->stream, d);
   }
   return rc;
 }
@@ -445,8 +458,11 @@ static int piece_key_shard(engine_step *s, const engine_rank *k, cplab_diag *d) 
   for (int c = 0; c < k->nkb && !rc; c++) {
     const engine_gathered *g = &k->kb[c];
     if (g->buf)
-      rc = cplab_gather_idx(k->idx_own, k->num_slots, g->own_slots, g->block,
-                            (uint8_t *)g->buf + (size_t)k->o * (size_t)g->block * CPLAB_IDX_ENTRY_BYTES, s->stream, d);
+      rc = cplab_gather_idx(&(cplab_gather_idx_params){.idx_cache = k->idx_own, .num_slots = k->num_slots,
+                                                       .slot = g->own_slots, .rows = g->block,
+                                                       .out = (uint8_t *)g->buf +
+                                                              (size_t)k->o * (size_t)g->block * CPLAB_IDX_ENTRY_BYTES},
+                            s->stream, d);
   }
   return rc;
 }
@@ -457,12 +473,18 @@ static int piece_ws_shard(engine_step *s, const engine_rank *k, cplab_diag *d) {
   int rc = 0;
   for (int ch = 0; ch < k->nws && !rc; ch++) {
     const engine_gathered *g = &k->ws[ch];
-    rc = cplab_gather_mla(k->kv_own, k->num_slots, g->own_slots, g->block,
-                          (uint16_t *)(void *)((char *)g->buf + (size_t)k->o * (size_t)g->block * row), s->stream, d);
+    rc = cplab_gather_mla(&(cplab_gather_mla_params){.kv_cache = k->kv_own, .num_slots = k->num_slots,
+                                                     .slot = g->own_slots, .rows = g->block,
+                                                     .out = (uint16_t *)(void *)((char *)g->buf + (size_t)k->o *
+                                                                                      (size_t)g->block * row)},
+                          s->stream, d);
   }
   for (int i = 0; i < k->num_prefill && !rc; i++) {
     const engine_prefill_row *pr = &k->prefill[i];
-    if (pr->ws < 0) rc = cplab_gather_mla(k->kv_own, k->num_slots, pr->key_slots, pr->nkeys, pr->own_ws, s->stream, d);
+    if (pr->ws < 0)
+      rc = cplab_gather_mla(&(cplab_gather_mla_params){.kv_cache = k->kv_own, .num_slots = k->num_slots,
+                                                       .slot = pr->key_slots, .rows = pr->nkeys, .out = pr->own_ws},
+                            s->stream, d);
   }
   return rc;
 }
@@ -500,13 +522,18 @@ static int decode_topk(engine_step *s, const engine_rank *k, int32_t *idx, float
   const cplab_schedule *sc = &k->rp->sched;
   for (int64_t t = 0; t < k->Tdec && !rc; t += k->logit_rows) {
     int64_t m = k->Tdec - t < k->logit_rows ? k->Tdec - t : k->logit_rows;
-    rc = cplab_indexer_logits_decode(k->iq + (size_t)(t * IH) * CPLAB_IDX_DIM, k->iw + t * IH, m, IH, k->idx_own,
-                                     k->num_slots, k->block_table, sc->num_requests, sc->max_blocks,
-                                     k->in->par->block_size, k->dec_req + t, k->dec_n + t, k->dec_max_n, k->logits,
-                                     s->stream, d);
+    rc = cplab_indexer_logits_decode(
+        &(cplab_indexer_logits_decode_params){.q = k->iq + (size_t)(t * IH) * CPLAB_IDX_DIM, .weight = k->iw + t * IH,
+                                              .m = m, .heads = IH, .idx_cache = k->idx_own, .num_slots = k->num_slots,
+                                              .block_table = k->block_table, .num_req = sc->num_requests,
+                                              .max_blocks = sc->max_blocks, .block_size = k->in->par->block_size,
+                                              .row_req = k->dec_req + t, .row_keys = k->dec_n + t, .n = k->dec_max_n,
+                                              .logits = k->logits}, s->stream, d);
     if (!rc)
-      rc = cplab_topk_split(k->logits, m, k->dec_max_n, k->dec_zero + t, k->dec_n + t, k->K, idx + t * k->K,
-                            score + t * k->K, k->topk_scratch, k->topk_scratch_bytes, s->stream, d);
+      rc = cplab_topk_split(&(cplab_topk_params){.logits = k->logits, .m = m, .n = k->dec_max_n, .ks = k->dec_zero + t,
+                                                 .ke = k->dec_n + t, .k = k->K, .idx = idx + t * k->K,
+                                                 .score = score + t * k->K, .scratch = k->topk_scratch,
+                                                 .scratch_bytes = k->topk_scratch_bytes}, s->stream, d);
   }
   return rc;
 }
@@ -522,9 +549,13 @@ static int piece_indexer(engine_step *s, const engine_rank *k, cplab_diag *d) {
     const engine_prefill_row *pr = &k->prefill[i];
     if (pr->key_chunk >= 0) {
       const engine_gathered *g = &k->kb[pr->key_chunk];
-      rc = cplab_gather_idx(g->buf, (int64_t)k->D * g->block, pr->key_rows, pr->nkeys, k->keys, s->stream, d);
+      rc = cplab_gather_idx(&(cplab_gather_idx_params){.idx_cache = g->buf, .num_slots = (int64_t)k->D * g->block,
+                                                       .slot = pr->key_rows, .rows = pr->nkeys, .out = k->keys},
+                            s->stream, d);
     } else {
-      rc = cplab_gather_idx(k->idx_own, k->num_slots, pr->key_slots, pr->nkeys, k->keys, s->stream, d);
+      rc = cplab_gather_idx(&(cplab_gather_idx_params){.idx_cache = k->idx_own, .num_slots = k->num_slots,
+                                                       .slot = pr->key_slots, .rows = pr->nkeys, .out = k->keys},
+                            s->stream, d);
     }
     size_t at = (size_t)pr->tok0 * (size_t)k->K;
     if (!rc) rc = topk_rows(s, k, k->keys, pr->tok0, pr->len, pr->nkeys, k->topk + at, k->score + at, d);
@@ -559,9 +590,12 @@ static int piece_attention(engine_step *s, const engine_rank *k, cplab_diag *d) 
   int rc = k->q_pad ? copy_heads(s, k->q_pad, k->Hp, k->mla_q, k->Hl, k->Hl, QH, first, k->T - first, d) : 0;
   if (!rc && k->qg_pad) rc = copy_heads(s, k->qg_pad, k->Hgp, k->qg, k->Hg, k->Hg, QH, 0, k->Tdec, d);
   if (!rc && k->Tdec > 0) { /* decode rows: this rank's DCP shard */
-    rc = cplab_convert_decode_topk(k->topk, k->Tdec, k->K, k->dec_req, k->block_table, sc->num_requests,
-                                   sc->max_blocks, par->block_size, par->dcp, k->o, par->interleave, k->conv, s->stream,
-                                   d);
+    rc = cplab_convert_decode_topk(
+        &(cplab_convert_decode_topk_params){.topk = k->topk, .m = k->Tdec, .k = k->K, .row_req = k->dec_req,
+                                            .block_table = k->block_table, .num_req = sc->num_requests,
+                                            .max_blocks = sc->max_blocks, .block_size = par->block_size,
+                                            .dcp = par->dcp, .dcp_rank = k->o, .interleave = par->interleave,
+                                            .out = k->conv}, s->stream, d);
     /* Without DCP the rank's own heads; under DCP the group's, into this rank's partials. */
     cplab_sparse_mla_decode_params p = {.q = q, .m = k->Tdec, .heads = H, .kv_cache = k->kv_own,
                                         .num_slots = k->num_slots, .slot = k->conv, .k = k->K, .scale = k->scale,
@@ -579,8 +613,12 @@ static int piece_attention(engine_step *s, const engine_rank *k, cplab_diag *d) 
     int64_t rows = pr->ws >= 0 ? (int64_t)k->D * k->ws[pr->ws].block : pr->nkeys;
     int32_t *conv = k->conv + (size_t)pr->tok0 * K;
     /* One region: region_row 0 for every row, i.e. the zeros of ks. */
-    rc = cplab_convert_prefill_topk(k->topk + (size_t)pr->tok0 * K, pr->len, k->K, k->ks + pr->tok0, pr->ws_start,
-                                    pr->shard_rows, NULL, 1, par->dcp, par->interleave, conv, s->stream, d);
+    rc = cplab_convert_prefill_topk(
+        &(cplab_convert_prefill_topk_params){.topk = k->topk + (size_t)pr->tok0 * K, .m = pr->len, .k = k->K,
+                                             .row_region = k->ks + pr->tok0, .ws_start = pr->ws_start,
+                                             .shard_rows = pr->shard_rows, .extent = NULL, .num_regions = 1,
+                                             .dcp = par->dcp, .interleave = par->interleave, .out = conv},
+        s->stream, d);
     if (!rc)
       rc = cplab_sparse_mla_prefill(
           &(cplab_sparse_mla_prefill_params){.q = q + (size_t)pr->tok0 * (size_t)H * CPLAB_MLA_ROW_DIM, .m = pr->len,
@@ -634,8 +672,9 @@ static int piece_topk_comm(engine_step *s, const engine_rank *k, cplab_diag *d) 
 /* The decode rows' exact top-k from every peer's candidates. */
 static int piece_topk_merge(engine_step *s, const engine_rank *k, cplab_diag *d) {
   if (k->D == 1 || k->Tdec == 0) return 0;
-  return cplab_topk_merge(k->cand, k->cand_score, k->D, k->Tdec, k->K, k->in->par->interleave, k->topk, k->score,
-                          s->stream, d);
+  return cplab_topk_merge(&(cplab_topk_merge_params){.cand_idx = k->cand, .cand_score = k->cand_score, .D = k->D,
+                                                     .m = k->Tdec, .k = k->K, .interleave = k->in->par->interleave,
+                                                     .idx = k->topk, .score = k->score}, s->stream, d);
 }
 
 /* The DCP all-gather of the decode partials. */
@@ -649,8 +688,11 @@ static int piece_part_comm(engine_step *s, const engine_rank *k, cplab_diag *d) 
 
 static int piece_combine(engine_step *s, const engine_rank *k, cplab_diag *d) {
   if (k->D == 1 || k->Tdec == 0) return 0;
-  if (!k->fin) return cplab_lse_combine(k->glse, k->gout, k->D, k->Tdec, k->Hg, k->attn_out, s->stream, d);
-  int rc = cplab_lse_combine(k->glse, k->gout, k->D, k->Tdec, k->Hg, k->fin, s->stream, d);
+  if (!k->fin)
+    return cplab_lse_combine(&(cplab_lse_combine_params){.lse = k->glse, .out = k->gout, .D = k->D, .m = k->Tdec,
+                                                         .heads = k->Hg, .final = k->attn_out}, s->stream, d);
+  int rc = cplab_lse_combine(&(cplab_lse_combine_params){.lse = k->glse, .out = k->gout, .D = k->D, .m = k->Tdec,
+                                                         .heads = k->Hg, .final = k->fin}, s->stream, d);
   size_t row = sizeof(float) * (size_t)k->Hl * CPLAB_MLA_NOPE_DIM;
   size_t group = sizeof(float) * (size_t)k->Hg * CPLAB_MLA_NOPE_DIM;
   /* this rank's heads of the group's result: one strided copy of Tdec rows */

@@ -148,8 +148,12 @@ static int shard_allgather(exec_rank *c, const cplab_maps_sources *src, int mla,
   int rc = exec_arena_put(&a, &dslot, src->slot + me * S, sizeof(int64_t) * (size_t)S, d);
   if (!rc) rc = exec_arena_alloc(&a, &shard, row * (size_t)S, d);
   if (!rc) rc = cplab_dev_alloc(gathered, row * (size_t)(W * S), d);
-  if (!rc && S && mla) rc = cplab_gather_mla(x->kv, x->num_slots, dslot, S, shard, NULL, d);
-  if (!rc && S && !mla) rc = cplab_gather_idx(x->idx, x->num_slots, dslot, S, shard, NULL, d);
+  if (!rc && S && mla)
+    rc = cplab_gather_mla(&(cplab_gather_mla_params){.kv_cache = x->kv, .num_slots = x->num_slots, .slot = dslot,
+                                                     .rows = S, .out = shard}, NULL, d);
+  if (!rc && S && !mla)
+    rc = cplab_gather_idx(&(cplab_gather_idx_params){.idx_cache = x->idx, .num_slots = x->num_slots, .slot = dslot,
+                                                     .rows = S, .out = shard}, NULL, d);
   if (!rc && S) {
     ncclResult_t r = mla ? ncclAllGather(shard, *gathered, (size_t)S * CPLAB_MLA_ROW_DIM, ncclBfloat16, x->dcp, 0)
                          : ncclAllGather(shard, *gathered, (size_t)S * CPLAB_IDX_ENTRY_BYTES, ncclUint8, x->dcp, 0);
@@ -228,7 +232,9 @@ static int local_topk_merge(exec_rank *c, const cplab_row *row, int64_t pos, int
   if (!rc) rc = exec_arena_alloc(a, &dkeys, (size_t)(m ? m : 1) * CPLAB_IDX_ENTRY_BYTES, d);
   if (!rc) rc = exec_arena_alloc(a, &cand, sizeof *cand * (size_t)K * (size_t)D, d);
   if (!rc) rc = exec_arena_alloc(a, &cand_score, sizeof *cand_score * (size_t)K * (size_t)D, d);
-  if (!rc && m) rc = cplab_gather_idx(x->idx, x->num_slots, dslots, m, dkeys, NULL, d);
+  if (!rc && m)
+    rc = cplab_gather_idx(&(cplab_gather_idx_params){.idx_cache = x->idx, .num_slots = x->num_slots, .slot = dslots,
+                                                     .rows = m, .out = dkeys}, NULL, d);
   /* My list at block me of the [D][K] candidates, the peers' gathered around it in place. */
   if (!rc) rc = exec_indexer_topk(c, row, pos, dkeys, m, cand + (size_t)me * K, cand_score + (size_t)me * K, a, d);
   if (!rc && D > 1) {
@@ -240,7 +246,9 @@ static int local_topk_merge(exec_rank *c, const cplab_row *row, int64_t pos, int
     if (r != ncclSuccess)
       rc = cplab_diag_set(d, CPLAB_ENCCL, "ncclAllGather of the local top-k failed: %s", ncclGetErrorString(r));
   }
-  if (!rc) rc = cplab_topk_merge(cand, cand_score, D, 1, K, par->interleave, dtopk, dscore, NULL, d);
+  if (!rc) rc = cplab_topk_merge(&(cplab_topk_merge_params){.cand_idx = cand, .cand_score = cand_score, .D = D, .m = 1,
+                                                            .k = K, .interleave = par->interleave, .idx = dtopk,
+                                                            .score = dscore}, NULL, d);
   if (!rc) rc = cplab_dev_sync(NULL, d);
   free(slots);
   return rc;
@@ -265,7 +273,8 @@ static int nccl_topk(exec_rank *c, const cplab_row *row, int64_t pos, int32_t *d
   }
   if (!rc) rc = exec_arena_put(a, &drows, rows, sizeof *rows * (size_t)n, d);
   if (!rc) rc = exec_arena_alloc(a, &dkeys, (size_t)n * CPLAB_IDX_ENTRY_BYTES, d);
-  if (!rc) rc = cplab_gather_idx(keys->buf[ch], keys->rows[ch], drows, n, dkeys, NULL, d);
+  if (!rc) rc = cplab_gather_idx(&(cplab_gather_idx_params){.idx_cache = keys->buf[ch], .num_slots = keys->rows[ch],
+                                                            .slot = drows, .rows = n, .out = dkeys}, NULL, d);
   if (!rc) rc = exec_indexer_topk(c, row, pos, dkeys, n, dtopk, dscore, a, d);
   free(rows);
   return rc;
@@ -303,7 +312,10 @@ static int nccl_partials(exec_rank *c, const cplab_row *row, int64_t pos, const 
   for (int o = 0; o < blocks && !rc; o++) {
     const uint16_t *q = dq;
     if (!x->shared_heads && o != me) { /* member o's heads */
-      rc = cplab_gen_mla_query(c->in->seed, (uint32_t)c->layer, did, dpos, 1, x->member_tp[o] * H, H, qo, NULL, d);
+      rc = cplab_gen_mla_query(&(cplab_gen_mla_query_params){.seed = c->in->seed, .layer = (uint32_t)c->layer,
+                                                             .req = did, .pos = dpos, .m = 1,
+                                                             .head0 = x->member_tp[o] * H, .heads_local = H, .q = qo},
+                               NULL, d);
       q = qo;
     }
     if (!rc)

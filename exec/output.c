@@ -21,7 +21,9 @@ static int token_rows(const cplab_step_input *in, const int32_t *req, const int3
   while (m < n && req[m] >= 0) m++;
   if (!rc) rc = exec_arena_put(&a, &dreq, req, sizeof *req * (size_t)m, d);
   if (!rc) rc = exec_arena_put(&a, &dpos, pos, sizeof *pos * (size_t)m, d);
-  if (!rc && m) rc = cplab_gen_mla_query(in->seed, 0, dreq, dpos, m, 0, 1, rows, NULL, d);
+  if (!rc && m)
+    rc = cplab_gen_mla_query(&(cplab_gen_mla_query_params){.seed = in->seed, .layer = 0, .req = dreq, .pos = dpos,
+                                                           .m = m, .head0 = 0, .heads_local = 1, .q = rows}, NULL, d);
   if (!rc) rc = cplab_dev_sync(NULL, d);
   exec_arena_free(&a);
   return rc;
@@ -62,7 +64,9 @@ int exec_output_check(const cplab_step_input *in, const cplab_rank_plan *rp, con
   if (!rc) rc = exec_arena_put(&a, &didx, rp->restore_idx, sizeof(int32_t) * (size_t)n, d);
   if (!rc) rc = exec_arena_alloc(&a, &dout, bytes, d);
   if (!rc) rc = exec_arena_alloc(&a, &dwant, bytes, d);
-  if (!rc) rc = cplab_restore_rows(gathered, gathered_rows, didx, n, CPLAB_MLA_ROW_DIM, dout, NULL, d);
+  if (!rc) rc = cplab_restore_rows(&(cplab_restore_rows_params){.gathered = gathered, .gathered_rows = gathered_rows,
+                                                                .restore_idx = didx, .n = n,
+                                                                .row_elems = CPLAB_MLA_ROW_DIM, .out = dout}, NULL, d);
   if (!rc) rc = token_rows(in, req, pos, n, dwant, d);
   if (!rc) rc = cplab_dev_download(got, dout, bytes, d);
   if (!rc) rc = cplab_dev_download(want, dwant, bytes, d);

@@ -81,7 +81,10 @@ int exec_fill_cache(const cplab_step_input *in, const cplab_rank_plan *rp, int l
   if (!rc) rc = exec_arena_put(&a, &dreq, req_id, sizeof *req_id * (size_t)cnt, d);
   if (!rc) rc = exec_arena_put(&a, &dpos, pos32, sizeof *pos32 * (size_t)cnt, d);
   if (!rc) rc = exec_arena_put(&a, &dslot, slots, sizeof *slots * (size_t)cnt, d);
-  if (!rc && cnt) rc = cplab_gen_cache(in->seed, (uint32_t)layer, dreq, dpos, dslot, cnt, kv, idx, num_slots, NULL, d);
+  if (!rc && cnt)
+    rc = cplab_gen_cache(&(cplab_gen_cache_params){.seed = in->seed, .layer = (uint32_t)layer, .req = dreq, .pos = dpos,
+                                                   .slot = dslot, .n = cnt, .kv_cache = kv, .idx_cache = idx,
+                                                   .num_slots = num_slots}, NULL, d);
   if (!rc) rc = cplab_dev_sync(NULL, d);
   exec_arena_free(&a);
   free(slots), free(pos), free(req), free(req_id), free(pos32);
@@ -101,7 +104,10 @@ int exec_indexer_topk(exec_rank *c, const cplab_row *row, int64_t pos, const uin
   if (!rc) rc = exec_arena_alloc(a, &dis, sizeof(float) * (size_t)IH, d);
   if (!rc) rc = exec_arena_alloc(a, &diw, sizeof(float) * (size_t)IH, d);
   if (!rc) rc = exec_arena_alloc(a, &dlogits, sizeof(float) * (size_t)(n ? n : 1), d);
-  if (!rc) rc = cplab_gen_indexer_query(c->in->seed, (uint32_t)c->layer, did, dpos, 1, IH, diq, dis, diw, NULL, d);
+  if (!rc)
+    rc = cplab_gen_indexer_query(
+        &(cplab_gen_indexer_query_params){.seed = c->in->seed, .layer = (uint32_t)c->layer, .req = did, .pos = dpos,
+                                          .m = 1, .heads = IH, .q = diq, .scale = dis, .weight = diw}, NULL, d);
   /* Rows on the local shard (decodes; every row under DCP without PCP)
    * through the decode kernel (over the gathered keys as one block of a
    * one-row table), as cplab-bench reads them from the paged cache: both
@@ -111,10 +117,18 @@ int exec_indexer_topk(exec_rank *c, const cplab_row *row, int64_t pos, const uin
   int shard = cplab_row_on_local_shard(c->in->par, row);
   void *dtab = NULL;
   if (!rc && shard) rc = exec_arena_put(a, &dtab, &zero, sizeof zero, d);
-  if (!rc && n && !shard) rc = cplab_indexer_logits(diq, diw, 1, IH, dkeys, n, dks, dke, dlogits, NULL, d);
+  if (!rc && n && !shard)
+    rc = cplab_indexer_logits(&(cplab_indexer_logits_params){.q = diq, .weight = diw, .m = 1, .heads = IH,
+                                                             .keys = dkeys, .n = n, .ks = dks, .ke = dke,
+                                                             .logits = dlogits}, NULL, d);
   if (!rc && n && shard)
-    rc = cplab_indexer_logits_decode(diq, diw, 1, IH, dkeys, n, dtab, 1, 1, bsize, dtab, dke, n, dlogits, NULL, d);
-  if (!rc) rc = cplab_topk(dlogits, 1, n, dks, dke, c->k, dtopk, dscore, NULL, d);
+    rc = cplab_indexer_logits_decode(
+        &(cplab_indexer_logits_decode_params){.q = diq, .weight = diw, .m = 1, .heads = IH, .idx_cache = dkeys,
+                                              .num_slots = n, .block_table = dtab, .num_req = 1, .max_blocks = 1,
+                                              .block_size = bsize, .row_req = dtab, .row_keys = dke, .n = n,
+                                              .logits = dlogits}, NULL, d);
+  if (!rc) rc = cplab_topk(&(cplab_topk_params){.logits = dlogits, .m = 1, .n = n, .ks = dks, .ke = dke, .k = c->k,
+                                                .idx = dtopk, .score = dscore}, NULL, d);
   return rc;
 }
 
@@ -142,16 +156,21 @@ int exec_row_convert(exec_rank *c, const cplab_row *row, const int32_t *topk, co
     if (!rc) rc = exec_arena_put(a, &dstart, &start, sizeof start, d);
     if (!rc) rc = exec_arena_put(a, &dshard, &shard, sizeof shard, d);
     if (!rc)
-      rc = cplab_convert_prefill_topk(dtopk, 1, c->k, dreg, dstart, dshard, NULL, 1, par->dcp, par->interleave, dconv,
-                                      NULL, d);
+      rc = cplab_convert_prefill_topk(
+          &(cplab_convert_prefill_topk_params){.topk = dtopk, .m = 1, .k = c->k, .row_region = dreg, .ws_start = dstart,
+                                               .shard_rows = dshard, .extent = NULL, .num_regions = 1, .dcp = par->dcp,
+                                               .interleave = par->interleave, .out = dconv}, NULL, d);
   } else {
     int32_t zero = 0;
     void *dreq, *dbt;
     rc = exec_arena_put(a, &dreq, &zero, sizeof zero, d);
     if (!rc) rc = exec_arena_put(a, &dbt, brow, sizeof(int32_t) * (size_t)rp->sched.max_blocks, d);
     if (!rc)
-      rc = cplab_convert_decode_topk(dtopk, 1, c->k, dreq, dbt, 1, rp->sched.max_blocks, par->block_size, par->dcp, o,
-                                     par->interleave, dconv, NULL, d);
+      rc = cplab_convert_decode_topk(
+          &(cplab_convert_decode_topk_params){.topk = dtopk, .m = 1, .k = c->k, .row_req = dreq, .block_table = dbt,
+                                              .num_req = 1, .max_blocks = rp->sched.max_blocks,
+                                              .block_size = par->block_size, .dcp = par->dcp, .dcp_rank = o,
+                                              .interleave = par->interleave, .out = dconv}, NULL, d);
   }
   return rc;
 }
@@ -175,7 +194,8 @@ static int prefill_direct(exec_rank *c, const cplab_row *row, const int32_t *top
   if (!rc) rc = exec_arena_put(a, &dsel, sel, sizeof *sel * (size_t)K, d);
   if (!rc) rc = exec_arena_put(a, &didx, idx, sizeof *idx * (size_t)K, d);
   if (!rc) rc = exec_arena_alloc(a, &dws, sizeof(uint16_t) * CPLAB_MLA_ROW_DIM * (size_t)K, d);
-  if (!rc) rc = cplab_gather_mla(c->kv_read, c->read_slots, dsel, K, dws, NULL, d);
+  if (!rc) rc = cplab_gather_mla(&(cplab_gather_mla_params){.kv_cache = c->kv_read, .num_slots = c->read_slots,
+                                                            .slot = dsel, .rows = K, .out = dws}, NULL, d);
   if (!rc)
     rc = cplab_sparse_mla_prefill(&(cplab_sparse_mla_prefill_params){.q = dq, .m = 1, .heads = c->heads,
                                                                       .workspace = dws, .rows = K, .idx = didx, .k = K,
@@ -230,7 +250,10 @@ static int row_run(exec_rank *c, const cplab_row *row, int64_t pos, int64_t i, e
   /* Conversion by this rank, then attention. */
   if (!rc) rc = exec_row_convert(c, row, topk, dtopk, c->rp->ids.dcp_rank, dconv, &a, d);
   if (!rc) rc = cplab_dev_download(out->converted + i * K, dconv, sizeof(int32_t) * (size_t)K, d);
-  if (!rc) rc = cplab_gen_mla_query(in->seed, (uint32_t)c->layer, did, dpos, 1, c->rp->ids.tp * H, H, dq, NULL, d);
+  if (!rc)
+    rc = cplab_gen_mla_query(&(cplab_gen_mla_query_params){.seed = in->seed, .layer = (uint32_t)c->layer, .req = did,
+                                                           .pos = dpos, .m = 1, .head0 = c->rp->ids.tp * H,
+                                                           .heads_local = H, .q = dq}, NULL, d);
   if (!rc && !cplab_row_on_local_shard(in->par, row)) {
     if (c->rp->prefill.active) {
       int ch = c->rp->prefill.region_chunk[cplab_prefill_region_of(&c->rp->prefill, row->req)];
@@ -249,7 +272,8 @@ static int row_run(exec_rank *c, const cplab_row *row, int64_t pos, int64_t i, e
     if (!rc && keep) rc = cplab_dev_download(out->partial_out + (size_t)i * gh * CPLAB_MLA_NOPE_DIM, dpart,
                                              sizeof(float) * gh * CPLAB_MLA_NOPE_DIM, d);
     if (!rc && keep) rc = cplab_dev_download(out->partial_lse + (size_t)i * gh, dpart_l, sizeof(float) * gh, d);
-    if (!rc) rc = cplab_lse_combine(dl, dout, D, 1, H, dfin, NULL, d);
+    if (!rc) rc = cplab_lse_combine(&(cplab_lse_combine_params){.lse = dl, .out = dout, .D = D, .m = 1, .heads = H,
+                                                                .final = dfin}, NULL, d);
     if (!rc) rc = cplab_dev_download(flse, dl, sizeof(float) * (size_t)D * H, d);
     for (int j = 0; !rc && j < D * H; j++) dlse[j] = flse[j];
     for (int h = 0; !rc && h < H; h++) out->lse[i * H + h] = (float)exec_merged_lse(dlse + h, D, H);

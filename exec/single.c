@@ -79,7 +79,9 @@ static int single_workspace(exec_rank *c, int ch, cplab_diag *d) {
   rc = exec_arena_put(&a, &dslot, src.slot, sizeof(int64_t) * (size_t)src.rows, d);
   if (!rc) rc = cplab_dev_alloc((void **)&c->ws[ch], sizeof(uint16_t) * CPLAB_MLA_ROW_DIM * (size_t)src.rows, d);
   c->ws_rows[ch] = src.rows;
-  if (!rc && src.rows) rc = cplab_gather_mla(c->kv_read, c->read_slots, dslot, src.rows, c->ws[ch], NULL, d);
+  if (!rc && src.rows)
+    rc = cplab_gather_mla(&(cplab_gather_mla_params){.kv_cache = c->kv_read, .num_slots = c->read_slots, .slot = dslot,
+                                                     .rows = src.rows, .out = c->ws[ch]}, NULL, d);
   if (!rc) rc = cplab_dev_sync(NULL, d);
   exec_arena_free(&a);
   cplab_maps_sources_free(&src);
@@ -145,7 +147,8 @@ static int single_topk(exec_rank *c, const cplab_row *row, int64_t pos, int32_t 
                  : cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
   if (!rc) rc = exec_arena_put(a, &dslots, slots, sizeof *slots * (size_t)n, d);
   if (!rc) rc = exec_arena_alloc(a, &dkeys, (size_t)n * CPLAB_IDX_ENTRY_BYTES, d);
-  if (!rc) rc = cplab_gather_idx(c->idx_read, c->read_slots, dslots, n, dkeys, NULL, d);
+  if (!rc) rc = cplab_gather_idx(&(cplab_gather_idx_params){.idx_cache = c->idx_read, .num_slots = c->read_slots,
+                                                            .slot = dslots, .rows = n, .out = dkeys}, NULL, d);
   if (!rc) rc = exec_indexer_topk(c, row, pos, dkeys, n, dtopk, dscore, a, d);
   free(slots);
   return rc;
@@ -193,7 +196,9 @@ static int single_own(exec_rank *c, const cplab_row *row, int64_t pos, const sli
       continue;
     }
     int tp = x->t->ids[members[g]].tp; /* member g's heads */
-    rc = cplab_gen_mla_query(c->in->seed, (uint32_t)c->layer, did, dpos, 1, tp * H, H, qo, NULL, d);
+    rc = cplab_gen_mla_query(&(cplab_gen_mla_query_params){.seed = c->in->seed, .layer = (uint32_t)c->layer, .req = did,
+                                                           .pos = dpos, .m = 1, .head0 = tp * H, .heads_local = H,
+                                                           .q = qo}, NULL, d);
     if (!rc) rc = decode_slice(c, s, qo, own + (size_t)g * ob, own_lse + (size_t)g * H, d);
   }
   return rc;

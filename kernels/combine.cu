@@ -75,17 +75,18 @@ __global__ void __launch_bounds__(COMBINE_THREADS)
   *(float4 *)(final + g * CPLAB_MLA_NOPE_DIM + c) = make_float4((float)acc[0], (float)acc[1], (float)acc[2], (float)acc[3]);
 }
 
-extern "C" int cplab_lse_combine(const float *lse, const float *out, int D, int64_t m, int heads, float *final,
-                                 void *stream, cplab_diag *d) {
-  KCHECK_ARG(d, D >= 1 && m >= 0 && heads >= 0, "cplab_lse_combine: bad size (D %d, m %lld, heads %d)", D,
-             (long long)m, heads);
-  KCHECK_ARG(d, D <= COMBINE_D_MAX, "cplab_lse_combine: D %d above %d", D, COMBINE_D_MAX);
-  int64_t mh = m * heads;
+extern "C" int cplab_lse_combine(const cplab_lse_combine_params *p, void *stream, cplab_diag *d) {
+  KCHECK_ARG(d, p, "cplab_lse_combine: NULL parameters");
+  KCHECK_ARG(d, p->D >= 1 && p->m >= 0 && p->heads >= 0, "cplab_lse_combine: bad size (D %d, m %lld, heads %d)", p->D,
+             (long long)p->m, p->heads);
+  KCHECK_ARG(d, p->D <= COMBINE_D_MAX, "cplab_lse_combine: D %d above %d", p->D, COMBINE_D_MAX);
+  int64_t mh = p->m * p->heads;
   if (mh == 0) return 0;
-  KCHECK_ARG(d, lse && out && final, "cplab_lse_combine: NULL argument");
-  KCHECK_ARG(d, kaligned(out, 16) && kaligned(final, 16), "cplab_lse_combine: out and final must be 16-byte aligned");
+  KCHECK_ARG(d, p->lse && p->out && p->final, "cplab_lse_combine: NULL argument");
+  KCHECK_ARG(d, kaligned(p->out, 16) && kaligned(p->final, 16),
+             "cplab_lse_combine: out and final must be 16-byte aligned");
   KCHECK_ARG(d, mh <= KGRID_MAX_X, "cplab_lse_combine: %lld (row, head) pairs too many", (long long)mh);
-  size_t smem = (size_t)D * sizeof(double); // <= 32 KiB: no opt-in needed
-  combine_kernel<<<(unsigned)mh, COMBINE_THREADS, smem, kstream(stream)>>>(lse, out, D, mh, final);
+  size_t smem = (size_t)p->D * sizeof(double); // <= 32 KiB: no opt-in needed
+  combine_kernel<<<(unsigned)mh, COMBINE_THREADS, smem, kstream(stream)>>>(p->lse, p->out, p->D, mh, p->final);
   return kcheck_launch(d, "combine_kernel");
 }

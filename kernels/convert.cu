@@ -206,28 +206,29 @@ static conv_layout conv_layout_make(int dcp, int interleave) {
   return L;
 }
 
-extern "C" int cplab_convert_prefill_topk(const int32_t *topk, int64_t m, int k, const int32_t *row_region,
-                                          const int64_t *ws_start, const int64_t *shard_rows, const int64_t *extent,
-                                          int num_regions, int dcp, int interleave, int32_t *out, void *stream,
-                                          cplab_diag *d) {
-  KCHECK_ARG(d, m >= 0 && k >= 0 && num_regions >= 0, "cplab_convert_prefill_topk: negative size (m %lld, k %d, regions %d)",
-             (long long)m, k, num_regions);
-  KCHECK_ARG(d, dcp >= 1 && interleave >= 1, "cplab_convert_prefill_topk: dcp %d and interleave %d must be >= 1", dcp,
-             interleave);
-  int64_t total = m * k;
+extern "C" int cplab_convert_prefill_topk(const cplab_convert_prefill_topk_params *p, void *stream, cplab_diag *d) {
+  KCHECK_ARG(d, p, "cplab_convert_prefill_topk: NULL parameters");
+  KCHECK_ARG(d, p->m >= 0 && p->k >= 0 && p->num_regions >= 0,
+             "cplab_convert_prefill_topk: negative size (m %lld, k %d, regions %d)", (long long)p->m, p->k,
+             p->num_regions);
+  KCHECK_ARG(d, p->dcp >= 1 && p->interleave >= 1, "cplab_convert_prefill_topk: dcp %d and interleave %d must be >= 1",
+             p->dcp, p->interleave);
+  int64_t total = p->m * p->k;
   if (total == 0) return 0;
-  KCHECK_ARG(d, topk && row_region && out && (num_regions == 0 || (ws_start && shard_rows)),
+  KCHECK_ARG(d, p->topk && p->row_region && p->out && (p->num_regions == 0 || (p->ws_start && p->shard_rows)),
              "cplab_convert_prefill_topk: NULL argument");
   KCHECK_ARG(d, total / CONVERT_THREADS < KGRID_MAX_X, "cplab_convert_prefill_topk: %lld entries too many",
              (long long)total);
-  conv_layout L = conv_layout_make(dcp, interleave);
-  if (conv_vec4(topk, out, k)) {
+  conv_layout L = conv_layout_make(p->dcp, p->interleave);
+  if (conv_vec4(p->topk, p->out, p->k)) {
     int64_t nvec = total / 4;
     convert_prefill_kernel<4><<<kblocks(nvec, CONVERT_VEC_PER_BLOCK), CONVERT_THREADS, 0, kstream(stream)>>>(
-        topk, nvec, conv_div64_make((uint64_t)(k / 4)), row_region, ws_start, shard_rows, extent, num_regions, L, out);
+        p->topk, nvec, conv_div64_make((uint64_t)(p->k / 4)), p->row_region, p->ws_start, p->shard_rows, p->extent,
+        p->num_regions, L, p->out);
   } else {
     convert_prefill_kernel<1><<<kblocks(total, CONVERT_VEC_PER_BLOCK), CONVERT_THREADS, 0, kstream(stream)>>>(
-        topk, total, conv_div64_make((uint64_t)k), row_region, ws_start, shard_rows, extent, num_regions, L, out);
+        p->topk, total, conv_div64_make((uint64_t)p->k), p->row_region, p->ws_start, p->shard_rows, p->extent,
+        p->num_regions, L, p->out);
   }
   return kcheck_launch(d, "convert_prefill_kernel");
 }
@@ -281,33 +282,31 @@ __global__ void __launch_bounds__(CONVERT_THREADS)
   }
 }
 
-extern "C" int cplab_convert_decode_topk(const int32_t *topk, int64_t m, int k, const int32_t *row_req,
-                                         const int32_t *block_table, int num_req, int max_blocks, int block_size,
-                                         int dcp, int dcp_rank, int interleave, int32_t *out, void *stream,
-                                         cplab_diag *d) {
-  KCHECK_ARG(d, m >= 0 && k >= 0 && num_req >= 0 && max_blocks >= 0,
-             "cplab_convert_decode_topk: negative size (m %lld, k %d, requests %d, blocks %d)", (long long)m, k,
-             num_req, max_blocks);
-  KCHECK_ARG(d, dcp >= 1 && interleave >= 1 && block_size >= 1 && dcp_rank >= 0 && dcp_rank < dcp,
-             "cplab_convert_decode_topk: bad layout (dcp %d, rank %d, interleave %d, block %d)", dcp, dcp_rank,
-             interleave, block_size);
-  int64_t total = m * k;
+extern "C" int cplab_convert_decode_topk(const cplab_convert_decode_topk_params *p, void *stream, cplab_diag *d) {
+  KCHECK_ARG(d, p, "cplab_convert_decode_topk: NULL parameters");
+  KCHECK_ARG(d, p->m >= 0 && p->k >= 0 && p->num_req >= 0 && p->max_blocks >= 0,
+             "cplab_convert_decode_topk: negative size (m %lld, k %d, requests %d, blocks %d)", (long long)p->m, p->k,
+             p->num_req, p->max_blocks);
+  KCHECK_ARG(d, p->dcp >= 1 && p->interleave >= 1 && p->block_size >= 1 && p->dcp_rank >= 0 && p->dcp_rank < p->dcp,
+             "cplab_convert_decode_topk: bad layout (dcp %d, rank %d, interleave %d, block %d)", p->dcp, p->dcp_rank,
+             p->interleave, p->block_size);
+  int64_t total = p->m * p->k;
   if (total == 0) return 0;
-  KCHECK_ARG(d, topk && row_req && out && (block_table || (int64_t)num_req * max_blocks == 0),
+  KCHECK_ARG(d, p->topk && p->row_req && p->out && (p->block_table || (int64_t)p->num_req * p->max_blocks == 0),
              "cplab_convert_decode_topk: NULL argument");
   KCHECK_ARG(d, total / CONVERT_THREADS < KGRID_MAX_X, "cplab_convert_decode_topk: %lld entries too many",
              (long long)total);
-  conv_layout L = conv_layout_make(dcp, interleave);
-  conv_div32 b_div = conv_div32_make((uint32_t)block_size);
-  if (conv_vec4(topk, out, k)) {
+  conv_layout L = conv_layout_make(p->dcp, p->interleave);
+  conv_div32 b_div = conv_div32_make((uint32_t)p->block_size);
+  if (conv_vec4(p->topk, p->out, p->k)) {
     int64_t nvec = total / 4;
     convert_decode_kernel<4><<<kblocks(nvec, CONVERT_VEC_PER_BLOCK), CONVERT_THREADS, 0, kstream(stream)>>>(
-        topk, nvec, conv_div64_make((uint64_t)(k / 4)), row_req, block_table, num_req, max_blocks, block_size, b_div,
-        dcp_rank, L, out);
+        p->topk, nvec, conv_div64_make((uint64_t)(p->k / 4)), p->row_req, p->block_table, p->num_req, p->max_blocks,
+        p->block_size, b_div, p->dcp_rank, L, p->out);
   } else {
     convert_decode_kernel<1><<<kblocks(total, CONVERT_VEC_PER_BLOCK), CONVERT_THREADS, 0, kstream(stream)>>>(
-        topk, total, conv_div64_make((uint64_t)k), row_req, block_table, num_req, max_blocks, block_size, b_div,
-        dcp_rank, L, out);
+        p->topk, total, conv_div64_make((uint64_t)p->k), p->row_req, p->block_table, p->num_req, p->max_blocks,
+        p->block_size, b_div, p->dcp_rank, L, p->out);
   }
   return kcheck_launch(d, "convert_decode_kernel");
 }

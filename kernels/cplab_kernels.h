@@ -19,6 +19,10 @@
  *     outputs and fp32 attention outputs 8-byte, the prefill workspace, the
  *     decode attention's cache, the prefill attention's q and the combine's buffers 16-byte aligned
  *     (cudaMalloc gives 256);
+ *   - launchers of many arguments take them in a `cplab_<name>_params`
+ *     struct declared above them (fields documented there; callers fill it
+ *     with designated initializers), then stream and diag; a NULL struct is
+ *     CPLAB_EINVAL;
  *   - CPLAB_EINVAL for bad sizes, NULL pointers or misaligned tensors,
  *     CPLAB_ECUDA for a failed CUDA call, CPLAB_EUNSUPPORTED for shapes beyond
  *     the kernels' limits (e.g. more shared memory than the device has).
@@ -103,15 +107,33 @@ int cplab_poison_bf16(uint16_t *buf, size_t count, void *stream, cplab_diag *d);
  * idx_cache + slot[i]·132 receives cplab_kvformat_idx_generate(...), byte for
  * byte; slot[i] < 0 (a token another rank owns) writes nothing. Either cache
  * may be NULL (not written). Slots must be distinct where they are written. */
-int cplab_gen_cache(uint64_t seed, uint32_t layer, const int32_t *req, const int32_t *pos, const int64_t *slot,
-                    int64_t n, uint8_t *kv_cache, uint8_t *idx_cache, int64_t num_slots, void *stream,
-                    cplab_diag *d);
+typedef struct cplab_gen_cache_params {
+  uint64_t seed;           /* the generation's seed */
+  uint32_t layer;          /* the layer keyed into every entry */
+  const int32_t *req;      /* [n] token i's request (>= 0) */
+  const int32_t *pos;      /* [n] token i's position (>= 0) */
+  const int64_t *slot;     /* [n] token i's slot; < 0: another rank's token, nothing written */
+  int64_t n;               /* tokens */
+  uint8_t *kv_cache;       /* 656-byte MLA entries, or NULL: not written */
+  uint8_t *idx_cache;      /* 132-byte indexer entries, or NULL: not written */
+  int64_t num_slots;       /* entries of each cache; slots >= num_slots write nothing */
+} cplab_gen_cache_params;
+int cplab_gen_cache(const cplab_gen_cache_params *p, void *stream, cplab_diag *d);
 
 /* Absorbed MLA queries of m tokens: q[i][h][c], bf16 [m][heads_local][576],
  * equals cplab_kvformat_mla_query(seed, layer, req[i], pos[i], head0 + h)[c]
  * (the global head index, so every TP layout sees the same query). */
-int cplab_gen_mla_query(uint64_t seed, uint32_t layer, const int32_t *req, const int32_t *pos, int64_t m, int head0,
-                        int heads_local, uint16_t *q, void *stream, cplab_diag *d);
+typedef struct cplab_gen_mla_query_params {
+  uint64_t seed;       /* the generation's seed */
+  uint32_t layer;      /* the layer keyed into every query */
+  const int32_t *req;  /* [m] token i's request */
+  const int32_t *pos;  /* [m] token i's position */
+  int64_t m;           /* tokens */
+  int head0;           /* global index of the first head generated */
+  int heads_local;     /* heads generated, head0 .. head0 + heads_local - 1 */
+  uint16_t *q;         /* bf16 [m][heads_local][576], 8-byte aligned */
+} cplab_gen_mla_query_params;
+int cplab_gen_mla_query(const cplab_gen_mla_query_params *p, void *stream, cplab_diag *d);
 
 /* Indexer queries of m tokens, sim_indexer_query_make semantics, heads index
  * heads (1..128): q e4m3 [m][heads][128] and scale fp32 [m][heads] (bytes and
@@ -121,8 +143,18 @@ int cplab_gen_mla_query(uint64_t seed, uint32_t layer, const int32_t *req, const
  *   w' = (w · s_q) · c,  c = float(1 / sqrt(128 · heads)) rounded once from
  *        double on the host                              (w · s_q exact)
  * so w' is within about 1.5 ulp of the reference's double value. */
-int cplab_gen_indexer_query(uint64_t seed, uint32_t layer, const int32_t *req, const int32_t *pos, int64_t m,
-                            int heads, uint8_t *q, float *scale, float *weight, void *stream, cplab_diag *d);
+typedef struct cplab_gen_indexer_query_params {
+  uint64_t seed;       /* the generation's seed */
+  uint32_t layer;      /* the layer keyed into every query */
+  const int32_t *req;  /* [m] token i's request */
+  const int32_t *pos;  /* [m] token i's position */
+  int64_t m;           /* tokens */
+  int heads;           /* indexer heads, 1..128 */
+  uint8_t *q;          /* e4m3 [m][heads][128], 4-byte aligned */
+  float *scale;        /* fp32 [m][heads]: q's power-of-two scales */
+  float *weight;       /* fp32 [m][heads]: the folded w' */
+} cplab_gen_indexer_query_params;
+int cplab_gen_indexer_query(const cplab_gen_indexer_query_params *p, void *stream, cplab_diag *d);
 
 /* Generated bf16 values for benchmark weights and hidden states (not a
  * reference format): out[i] = cplab_gen_bf16_host(seed, tensor, i, scale) for
@@ -170,14 +202,26 @@ int cplab_bf16_to_e4m3(const uint16_t *in, int64_t count, float inv_scale, uint8
  * and any whole number of rows or entries into them) it moves 16-byte words,
  * 4 rows a warp; the 4-/8-byte alignments allowed above take a slower path
  * with the same results. */
-int cplab_gather_mla(const uint8_t *kv_cache, int64_t num_slots, const int64_t *slot, int64_t rows, uint16_t *out,
-                     void *stream, cplab_diag *d);
+typedef struct cplab_gather_mla_params {
+  const uint8_t *kv_cache; /* 656-byte entries, one a slot (may be NULL when num_slots == 0) */
+  int64_t num_slots;       /* entries of kv_cache */
+  const int64_t *slot;     /* [rows] the entry of each row; -1: padding */
+  int64_t rows;            /* rows gathered */
+  uint16_t *out;           /* bf16 [rows][576] */
+} cplab_gather_mla_params;
+int cplab_gather_mla(const cplab_gather_mla_params *p, void *stream, cplab_diag *d);
 
 /* Indexer-key gather: out + row·132 receives the 132-byte entry at
  * idx_cache + slot[row]·132; padding rows (slot -1 or outside
  * [0, num_slots)) are all-zero bytes (scale 0, so their logits are 0). */
-int cplab_gather_idx(const uint8_t *idx_cache, int64_t num_slots, const int64_t *slot, int64_t rows, uint8_t *out,
-                     void *stream, cplab_diag *d);
+typedef struct cplab_gather_idx_params {
+  const uint8_t *idx_cache; /* 132-byte entries, one a slot (may be NULL when num_slots == 0) */
+  int64_t num_slots;        /* entries of idx_cache */
+  const int64_t *slot;      /* [rows] the entry of each row; -1: padding */
+  int64_t rows;             /* rows gathered */
+  uint8_t *out;             /* [rows][132] */
+} cplab_gather_idx_params;
+int cplab_gather_idx(const cplab_gather_idx_params *p, void *stream, cplab_diag *d);
 
 /* ---- indexer (kernels/indexer.cu, indexer_decode.cu, topk.cu) -------------- */
 
@@ -194,8 +238,18 @@ int cplab_gather_idx(const uint8_t *idx_cache, int64_t num_slots, const int64_t 
  * goes through the same instructions wherever it sits, so identical key
  * entries give bit-identical logits (exact ties). heads 1..128 (padded to
  * the next power of two >= 8 inside: 48 heads cost what 64 do). */
-int cplab_indexer_logits(const uint8_t *q, const float *weight, int64_t m, int heads, const uint8_t *keys, int64_t n,
-                         const int32_t *ks, const int32_t *ke, float *logits, void *stream, cplab_diag *d);
+typedef struct cplab_indexer_logits_params {
+  const uint8_t *q;      /* e4m3 [m][heads][128], 4-byte aligned */
+  const float *weight;   /* fp32 [m][heads]: the folded w', q scales included */
+  int64_t m;             /* query rows */
+  int heads;             /* 1..128 */
+  const uint8_t *keys;   /* [n] 132-byte key entries, contiguous, 4-byte aligned */
+  int64_t n;             /* keys (below 2^31) */
+  const int32_t *ks;     /* [m] first key of row i's range */
+  const int32_t *ke;     /* [m] end (exclusive) of row i's range */
+  float *logits;         /* fp32 [m][n]; -inf outside [ks[i], ke[i]) */
+} cplab_indexer_logits_params;
+int cplab_indexer_logits(const cplab_indexer_logits_params *p, void *stream, cplab_diag *d);
 
 /* Decode indexer logits straight from the paged indexer cache (132-byte
  * entries, one a slot), as cplab_gather_idx of the row's keys followed by
@@ -211,10 +265,23 @@ int cplab_indexer_logits(const uint8_t *q, const float *weight, int64_t m, int h
  * row whose row_req is outside [0, num_req) is all -inf. The same numerics
  * as cplab_indexer_logits (not bit-identical to it: another instruction
  * order; identical keys give identical logits). heads 1..128. */
-int cplab_indexer_logits_decode(const uint8_t *q, const float *weight, int64_t m, int heads, const uint8_t *idx_cache,
-                                int64_t num_slots, const int32_t *block_table, int num_req, int max_blocks,
-                                int block_size, const int32_t *row_req, const int32_t *row_keys, int64_t n,
-                                float *logits, void *stream, cplab_diag *d);
+typedef struct cplab_indexer_logits_decode_params {
+  const uint8_t *q;           /* e4m3 [m][heads][128], 4-byte aligned */
+  const float *weight;        /* fp32 [m][heads]: the folded w' */
+  int64_t m;                  /* query rows */
+  int heads;                  /* 1..128 */
+  const uint8_t *idx_cache;   /* 132-byte entries, one a slot, 4-byte aligned */
+  int64_t num_slots;          /* entries of idx_cache */
+  const int32_t *block_table; /* int32 [num_req][max_blocks]: the rank's own table under DCP */
+  int num_req;                /* rows of block_table */
+  int max_blocks;             /* columns of block_table */
+  int block_size;             /* slots a block (>= 1) */
+  const int32_t *row_req;     /* [m] row i's block-table row */
+  const int32_t *row_keys;    /* [m] row i's keys (local indices 0 .. row_keys[i] - 1) */
+  int64_t n;                  /* columns of logits */
+  float *logits;              /* fp32 [m][n] */
+} cplab_indexer_logits_decode_params;
+int cplab_indexer_logits_decode(const cplab_indexer_logits_decode_params *p, void *stream, cplab_diag *d);
 
 /* The largest k supported by cplab_topk. */
 #define CPLAB_TOPK_MAX 4096
@@ -227,8 +294,19 @@ int cplab_indexer_logits_decode(const uint8_t *q, const float *weight, int64_t m
  * score -inf. score fp32 [m][k] (may be NULL) receives the logit of each
  * selected entry. 1 <= k <= CPLAB_TOPK_MAX. (NaN logits, which the logits
  * kernel never produces, order by their bit patterns: +NaN first, -NaN last.) */
-int cplab_topk(const float *logits, int64_t m, int64_t n, const int32_t *ks, const int32_t *ke, int k, int32_t *idx,
-               float *score, void *stream, cplab_diag *d);
+typedef struct cplab_topk_params {
+  const float *logits;  /* fp32 [m][n] */
+  int64_t m;            /* rows */
+  int64_t n;            /* columns */
+  const int32_t *ks;    /* [m] first column of row i's range */
+  const int32_t *ke;    /* [m] end (exclusive) of row i's range */
+  int k;                /* 1 .. CPLAB_TOPK_MAX */
+  int32_t *idx;         /* int32 [m][k]: request-relative indices, best first, -1 after the valid ones */
+  float *score;         /* fp32 [m][k]: their logits, or NULL */
+  void *scratch;        /* cplab_topk_split only (cplab_topk ignores it): see there */
+  size_t scratch_bytes; /* cplab_topk_split only: bytes of scratch */
+} cplab_topk_params;
+int cplab_topk(const cplab_topk_params *p, void *stream, cplab_diag *d);
 /* Cost: one persistent 512-thread block per SM takes the rows in turn. A
  * row's range is read from global memory once and staged in shared memory
  * when it fits (up to about 43000 columns at k <= 2048, 39000 at k = 4096,
@@ -249,8 +327,7 @@ int cplab_topk(const float *logits, int64_t m, int64_t n, const int32_t *ks, con
  * splits, else 0. scratch: device memory of at least that, 16-byte aligned
  * (CPLAB_EINVAL otherwise), for the call's duration on its stream. */
 int cplab_topk_scratch(int64_t m, int64_t n, int k, size_t *bytes, cplab_diag *d);
-int cplab_topk_split(const float *logits, int64_t m, int64_t n, const int32_t *ks, const int32_t *ke, int k,
-                     int32_t *idx, float *score, void *scratch, size_t scratch_bytes, void *stream, cplab_diag *d);
+int cplab_topk_split(const cplab_topk_params *p, void *stream, cplab_diag *d);
 
 /* The exact top-k of rows whose keys are split among D owners (DCP):
  * cand_idx int32 [D][m][k] and cand_score fp32 [D][m][k] hold each owner's
@@ -261,8 +338,17 @@ int cplab_topk_split(const float *logits, int64_t m, int64_t n, const int32_t *k
  * ones, and score (may be NULL) their logits: exactly what cplab_topk over
  * every key in position order gives. 1 <= D, interleave >= 1,
  * 1 <= k <= CPLAB_TOPK_MAX; positions below 2^31 (they are written as int32). */
-int cplab_topk_merge(const int32_t *cand_idx, const float *cand_score, int D, int64_t m, int k, int interleave,
-                     int32_t *idx, float *score, void *stream, cplab_diag *d);
+typedef struct cplab_topk_merge_params {
+  const int32_t *cand_idx;  /* int32 [D][m][k]: each owner's cplab_topk over its own keys */
+  const float *cand_score;  /* fp32 [D][m][k]: their logits */
+  int D;                    /* owners (DCP ranks), >= 1 */
+  int64_t m;                /* rows */
+  int k;                    /* 1 .. CPLAB_TOPK_MAX */
+  int interleave;           /* the layout's interleave (>= 1) */
+  int32_t *idx;             /* int32 [m][k]: positions, best first, -1 after the valid ones */
+  float *score;             /* fp32 [m][k]: their logits, or NULL */
+} cplab_topk_merge_params;
+int cplab_topk_merge(const cplab_topk_merge_params *p, void *stream, cplab_diag *d);
 
 /* ---- top-k conversion (kernels/convert.cu) -------------------------------- */
 
@@ -282,9 +368,20 @@ int cplab_topk_merge(const int32_t *cand_idx, const float *cand_score, int D, in
  * Speed (both conversions): with k % 4 == 0 and topk and out 16-byte aligned
  * the lists move as 16-byte words; any other k or alignment (4 bytes, as
  * int32 needs) takes a slower path with the same results. */
-int cplab_convert_prefill_topk(const int32_t *topk, int64_t m, int k, const int32_t *row_region,
-                               const int64_t *ws_start, const int64_t *shard_rows, const int64_t *extent,
-                               int num_regions, int dcp, int interleave, int32_t *out, void *stream, cplab_diag *d);
+typedef struct cplab_convert_prefill_topk_params {
+  const int32_t *topk;       /* int32 [m][k]: request-relative tokens t */
+  int64_t m;                 /* rows */
+  int k;                     /* entries a row */
+  const int32_t *row_region; /* [m] region r of row i */
+  const int64_t *ws_start;   /* [num_regions] workspace_start of region r */
+  const int64_t *shard_rows; /* [num_regions] shard_rows of r's chunk */
+  const int64_t *extent;     /* [num_regions] or NULL: t >= extent[r] gives -1 too */
+  int num_regions;           /* regions of the chunk */
+  int dcp;                   /* D >= 1 */
+  int interleave;            /* I >= 1 */
+  int32_t *out;              /* int32 [m][k]: workspace rows */
+} cplab_convert_prefill_topk_params;
+int cplab_convert_prefill_topk(const cplab_convert_prefill_topk_params *p, void *stream, cplab_diag *d);
 
 /* Decode rows (as cplab_layout_vllm_convert_decode): row i uses block-table
  * row row_req[i] of block_table int32 [num_req][max_blocks] (this DCP rank's
@@ -292,9 +389,21 @@ int cplab_convert_prefill_topk(const int32_t *topk, int64_t m, int k, const int3
  * local_idx(t) / block_size >= max_blocks; else
  *   block_table[row_req[i]][local_idx(t) / B] · B + local_idx(t) mod B.
  * A row whose row_req is outside [0, num_req) is all -1. */
-int cplab_convert_decode_topk(const int32_t *topk, int64_t m, int k, const int32_t *row_req,
-                              const int32_t *block_table, int num_req, int max_blocks, int block_size, int dcp,
-                              int dcp_rank, int interleave, int32_t *out, void *stream, cplab_diag *d);
+typedef struct cplab_convert_decode_topk_params {
+  const int32_t *topk;        /* int32 [m][k]: request-relative tokens t */
+  int64_t m;                  /* rows */
+  int k;                      /* entries a row */
+  const int32_t *row_req;     /* [m] row i's block-table row */
+  const int32_t *block_table; /* int32 [num_req][max_blocks]: this DCP rank's table */
+  int num_req;                /* rows of block_table */
+  int max_blocks;             /* columns of block_table */
+  int block_size;             /* B >= 1 */
+  int dcp;                    /* D >= 1 */
+  int dcp_rank;               /* this rank, 0 .. dcp - 1 */
+  int interleave;             /* I >= 1 */
+  int32_t *out;               /* int32 [m][k]: slots of the local cache */
+} cplab_convert_decode_topk_params;
+int cplab_convert_decode_topk(const cplab_convert_decode_topk_params *p, void *stream, cplab_diag *d);
 
 /* ---- sparse MLA attention (kernels/attention_prefill.cu, attention_decode.cu) -- */
 
@@ -389,8 +498,15 @@ int cplab_sparse_mla_decode_split(const cplab_sparse_mla_decode_params *p, void 
  * row_elems even. Speed: with row_elems % 8 == 0 and both buffers 16-byte
  * aligned the rows move as 16-byte words; otherwise (the 4-byte words the
  * contract's alignment allows) a slower path with the same results. */
-int cplab_restore_rows(const uint16_t *gathered, int64_t gathered_rows, const int32_t *restore_idx, int64_t n,
-                       int row_elems, uint16_t *out, void *stream, cplab_diag *d);
+typedef struct cplab_restore_rows_params {
+  const uint16_t *gathered;   /* bf16 [gathered_rows][row_elems]: the all-gather, rank-major */
+  int64_t gathered_rows;      /* rows of gathered */
+  const int32_t *restore_idx; /* [n] the plan's restore map */
+  int64_t n;                  /* global tokens of the step */
+  int row_elems;              /* bf16 a row, even */
+  uint16_t *out;              /* bf16 [n][row_elems] */
+} cplab_restore_rows_params;
+int cplab_restore_rows(const cplab_restore_rows_params *p, void *stream, cplab_diag *d);
 
 /* ---- DCP combine (kernels/combine.cu) ------------------------------------- */
 
@@ -403,8 +519,15 @@ int cplab_restore_rows(const uint16_t *gathered, int64_t gathered_rows, const in
  * factor is 0 the rank's output is skipped (NaN outputs of empty shards
  * included); final = sum_d f_d · out_d accumulated in double, rounded once.
  * D <= 4096. */
-int cplab_lse_combine(const float *lse, const float *out, int D, int64_t m, int heads, float *final, void *stream,
-                      cplab_diag *d);
+typedef struct cplab_lse_combine_params {
+  const float *lse; /* fp32 [D][m][heads] */
+  const float *out; /* fp32 [D][m][heads][512], 16-byte aligned */
+  int D;            /* partial results, 1..4096 */
+  int64_t m;        /* rows */
+  int heads;        /* heads a row */
+  float *final;     /* fp32 [m][heads][512], 16-byte aligned */
+} cplab_lse_combine_params;
+int cplab_lse_combine(const cplab_lse_combine_params *p, void *stream, cplab_diag *d);
 
 /* ---- GEMM (kernels/gemm.cu, cuBLASLt) ---------------------------------------- */
 

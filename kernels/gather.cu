@@ -126,21 +126,23 @@ __global__ void __launch_bounds__(GATHER_THREADS)
   dst_rope[lane] = ((const uint32_t *)(entry + CPLAB_MLA_ROPE_OFFSET))[lane];
 }
 
-extern "C" int cplab_gather_mla(const uint8_t *kv_cache, int64_t num_slots, const int64_t *slot, int64_t rows,
-                                uint16_t *out, void *stream, cplab_diag *d) {
-  KCHECK_ARG(d, rows >= 0 && num_slots >= 0, "cplab_gather_mla: negative size (rows %lld, slots %lld)",
-             (long long)rows, (long long)num_slots);
-  if (rows == 0) return 0;
-  KCHECK_ARG(d, slot && out && (kv_cache || num_slots == 0), "cplab_gather_mla: NULL argument");
-  KCHECK_ARG(d, kaligned(kv_cache, 4) && kaligned(out, 8), "cplab_gather_mla: kv_cache must be 4-byte and out 8-byte aligned");
-  KCHECK_ARG(d, rows / GATHER_ROWS_PER_BLOCK < KGRID_MAX_X, "cplab_gather_mla: %lld rows too many", (long long)rows);
-  if (kaligned(kv_cache, 16) && kaligned(out, 16)) {
-    gather_mla_fast_kernel<<<kblocks(rows, GATHER_FAST_ROWS_PER_BLOCK), GATHER_THREADS, 0, kstream(stream)>>>(
-        kv_cache, num_slots, slot, rows, out);
+extern "C" int cplab_gather_mla(const cplab_gather_mla_params *p, void *stream, cplab_diag *d) {
+  KCHECK_ARG(d, p, "cplab_gather_mla: NULL parameters");
+  KCHECK_ARG(d, p->rows >= 0 && p->num_slots >= 0, "cplab_gather_mla: negative size (rows %lld, slots %lld)",
+             (long long)p->rows, (long long)p->num_slots);
+  if (p->rows == 0) return 0;
+  KCHECK_ARG(d, p->slot && p->out && (p->kv_cache || p->num_slots == 0), "cplab_gather_mla: NULL argument");
+  KCHECK_ARG(d, kaligned(p->kv_cache, 4) && kaligned(p->out, 8),
+             "cplab_gather_mla: kv_cache must be 4-byte and out 8-byte aligned");
+  KCHECK_ARG(d, p->rows / GATHER_ROWS_PER_BLOCK < KGRID_MAX_X, "cplab_gather_mla: %lld rows too many",
+             (long long)p->rows);
+  if (kaligned(p->kv_cache, 16) && kaligned(p->out, 16)) {
+    gather_mla_fast_kernel<<<kblocks(p->rows, GATHER_FAST_ROWS_PER_BLOCK), GATHER_THREADS, 0, kstream(stream)>>>(
+        p->kv_cache, p->num_slots, p->slot, p->rows, p->out);
     return kcheck_launch(d, "gather_mla_fast_kernel");
   }
-  gather_mla_kernel<<<kblocks(rows, GATHER_ROWS_PER_BLOCK), GATHER_THREADS, 0, kstream(stream)>>>(kv_cache, num_slots,
-                                                                                                   slot, rows, out);
+  gather_mla_kernel<<<kblocks(p->rows, GATHER_ROWS_PER_BLOCK), GATHER_THREADS, 0, kstream(stream)>>>(
+      p->kv_cache, p->num_slots, p->slot, p->rows, p->out);
   return kcheck_launch(d, "gather_mla_kernel");
 }
 
@@ -227,18 +229,21 @@ __global__ void __launch_bounds__(GATHER_THREADS)
     if (narrow >> r0 & ((1u << GIDX_WORDS_ROWS) - 1u)) gidx_words(src, s, narrow, r0, dst, lane);
 }
 
-extern "C" int cplab_gather_idx(const uint8_t *idx_cache, int64_t num_slots, const int64_t *slot, int64_t rows,
-                                uint8_t *out, void *stream, cplab_diag *d) {
-  KCHECK_ARG(d, rows >= 0 && num_slots >= 0, "cplab_gather_idx: negative size (rows %lld, slots %lld)",
-             (long long)rows, (long long)num_slots);
-  if (rows == 0) return 0;
-  KCHECK_ARG(d, slot && out && (idx_cache || num_slots == 0), "cplab_gather_idx: NULL argument");
-  KCHECK_ARG(d, kaligned(idx_cache, 4) && kaligned(out, 4), "cplab_gather_idx: buffers must be 4-byte aligned");
-  KCHECK_ARG(d, rows / GATHER_ROWS_PER_BLOCK < KGRID_MAX_X, "cplab_gather_idx: %lld rows too many", (long long)rows);
-  dim3 grid = kblocks(rows, GIDX_ROWS_PER_BLOCK);
-  if (kaligned(idx_cache, 16) && kaligned(out, 16))
-    gather_idx_kernel<true><<<grid, GATHER_THREADS, 0, kstream(stream)>>>(idx_cache, num_slots, slot, rows, out);
+extern "C" int cplab_gather_idx(const cplab_gather_idx_params *p, void *stream, cplab_diag *d) {
+  KCHECK_ARG(d, p, "cplab_gather_idx: NULL parameters");
+  KCHECK_ARG(d, p->rows >= 0 && p->num_slots >= 0, "cplab_gather_idx: negative size (rows %lld, slots %lld)",
+             (long long)p->rows, (long long)p->num_slots);
+  if (p->rows == 0) return 0;
+  KCHECK_ARG(d, p->slot && p->out && (p->idx_cache || p->num_slots == 0), "cplab_gather_idx: NULL argument");
+  KCHECK_ARG(d, kaligned(p->idx_cache, 4) && kaligned(p->out, 4), "cplab_gather_idx: buffers must be 4-byte aligned");
+  KCHECK_ARG(d, p->rows / GATHER_ROWS_PER_BLOCK < KGRID_MAX_X, "cplab_gather_idx: %lld rows too many",
+             (long long)p->rows);
+  dim3 grid = kblocks(p->rows, GIDX_ROWS_PER_BLOCK);
+  if (kaligned(p->idx_cache, 16) && kaligned(p->out, 16))
+    gather_idx_kernel<true>
+        <<<grid, GATHER_THREADS, 0, kstream(stream)>>>(p->idx_cache, p->num_slots, p->slot, p->rows, p->out);
   else
-    gather_idx_kernel<false><<<grid, GATHER_THREADS, 0, kstream(stream)>>>(idx_cache, num_slots, slot, rows, out);
+    gather_idx_kernel<false>
+        <<<grid, GATHER_THREADS, 0, kstream(stream)>>>(p->idx_cache, p->num_slots, p->slot, p->rows, p->out);
   return kcheck_launch(d, "gather_idx_kernel");
 }

@@ -87,16 +87,16 @@ __global__ void __launch_bounds__(GEN_CACHE_THREADS)
   if (idx_cache && warp == 1) gen_idx_entry(seed, layer, r, p, lane, idx_cache + s * CPLAB_IDX_ENTRY_BYTES);
 }
 
-extern "C" int cplab_gen_cache(uint64_t seed, uint32_t layer, const int32_t *req, const int32_t *pos,
-                               const int64_t *slot, int64_t n, uint8_t *kv_cache, uint8_t *idx_cache,
-                               int64_t num_slots, void *stream, cplab_diag *d) {
-  KCHECK_ARG(d, n >= 0 && n <= KGRID_MAX_X, "cplab_gen_cache: token count %lld out of range", (long long)n);
-  KCHECK_ARG(d, num_slots >= 0, "cplab_gen_cache: negative num_slots %lld", (long long)num_slots);
-  if (n == 0 || (!kv_cache && !idx_cache)) return 0;
-  KCHECK_ARG(d, req && pos && slot, "cplab_gen_cache: NULL token arrays");
-  KCHECK_ARG(d, kaligned(kv_cache, 4) && kaligned(idx_cache, 4), "cplab_gen_cache: caches must be 4-byte aligned");
-  gen_cache_kernel<<<(unsigned)n, GEN_CACHE_THREADS, 0, kstream(stream)>>>(seed, layer, req, pos, slot, kv_cache,
-                                                                          idx_cache, num_slots);
+extern "C" int cplab_gen_cache(const cplab_gen_cache_params *p, void *stream, cplab_diag *d) {
+  KCHECK_ARG(d, p, "cplab_gen_cache: NULL parameters");
+  KCHECK_ARG(d, p->n >= 0 && p->n <= KGRID_MAX_X, "cplab_gen_cache: token count %lld out of range", (long long)p->n);
+  KCHECK_ARG(d, p->num_slots >= 0, "cplab_gen_cache: negative num_slots %lld", (long long)p->num_slots);
+  if (p->n == 0 || (!p->kv_cache && !p->idx_cache)) return 0;
+  KCHECK_ARG(d, p->req && p->pos && p->slot, "cplab_gen_cache: NULL token arrays");
+  KCHECK_ARG(d, kaligned(p->kv_cache, 4) && kaligned(p->idx_cache, 4),
+             "cplab_gen_cache: caches must be 4-byte aligned");
+  gen_cache_kernel<<<(unsigned)p->n, GEN_CACHE_THREADS, 0, kstream(stream)>>>(
+      p->seed, p->layer, p->req, p->pos, p->slot, p->kv_cache, p->idx_cache, p->num_slots);
   return kcheck_launch(d, "gen_cache_kernel");
 }
 
@@ -117,19 +117,20 @@ __global__ void gen_mla_query_kernel(uint64_t seed, uint32_t layer, const int32_
   *(uint2 *)(q + (row * heads_local + h) * CPLAB_MLA_ROW_DIM + 4 * b) = w;
 }
 
-extern "C" int cplab_gen_mla_query(uint64_t seed, uint32_t layer, const int32_t *req, const int32_t *pos, int64_t m,
-                                   int head0, int heads_local, uint16_t *q, void *stream, cplab_diag *d) {
-  KCHECK_ARG(d, m >= 0 && heads_local >= 0 && head0 >= 0, "cplab_gen_mla_query: negative size (m %lld, head0 %d, heads %d)",
-             (long long)m, head0, heads_local);
-  int64_t total = m * heads_local * (CPLAB_MLA_ROW_DIM / 4);
+extern "C" int cplab_gen_mla_query(const cplab_gen_mla_query_params *p, void *stream, cplab_diag *d) {
+  KCHECK_ARG(d, p, "cplab_gen_mla_query: NULL parameters");
+  KCHECK_ARG(d, p->m >= 0 && p->heads_local >= 0 && p->head0 >= 0,
+             "cplab_gen_mla_query: negative size (m %lld, head0 %d, heads %d)", (long long)p->m, p->head0,
+             p->heads_local);
+  int64_t total = p->m * p->heads_local * (CPLAB_MLA_ROW_DIM / 4);
   if (total == 0) return 0;
-  KCHECK_ARG(d, req && pos && q, "cplab_gen_mla_query: NULL argument");
-  KCHECK_ARG(d, kaligned(q, 8), "cplab_gen_mla_query: q must be 8-byte aligned");
-  KCHECK_ARG(d, (int64_t)head0 + heads_local <= (int64_t)(UINT32_MAX / CPLAB_MLA_ROW_DIM),
-             "cplab_gen_mla_query: head index %d + %d out of range", head0, heads_local);
-  KCHECK_ARG(d, total / 256 < KGRID_MAX_X, "cplab_gen_mla_query: %lld rows too many", (long long)m);
-  gen_mla_query_kernel<<<kblocks(total, 256), 256, 0, kstream(stream)>>>(seed, layer, req, pos, total, head0,
-                                                                          heads_local, q);
+  KCHECK_ARG(d, p->req && p->pos && p->q, "cplab_gen_mla_query: NULL argument");
+  KCHECK_ARG(d, kaligned(p->q, 8), "cplab_gen_mla_query: q must be 8-byte aligned");
+  KCHECK_ARG(d, (int64_t)p->head0 + p->heads_local <= (int64_t)(UINT32_MAX / CPLAB_MLA_ROW_DIM),
+             "cplab_gen_mla_query: head index %d + %d out of range", p->head0, p->heads_local);
+  KCHECK_ARG(d, total / 256 < KGRID_MAX_X, "cplab_gen_mla_query: %lld rows too many", (long long)p->m);
+  gen_mla_query_kernel<<<kblocks(total, 256), 256, 0, kstream(stream)>>>(p->seed, p->layer, p->req, p->pos, total,
+                                                                         p->head0, p->heads_local, p->q);
   return kcheck_launch(d, "gen_mla_query_kernel");
 }
 
@@ -159,19 +160,18 @@ __global__ void __launch_bounds__(GEN_Q_THREADS)
   weight[g] = (w * s) * c; // w · s exact (power of two); one rounding by c
 }
 
-extern "C" int cplab_gen_indexer_query(uint64_t seed, uint32_t layer, const int32_t *req, const int32_t *pos,
-                                       int64_t m, int heads, uint8_t *q, float *scale, float *weight, void *stream,
-                                       cplab_diag *d) {
-  KCHECK_ARG(d, m >= 0, "cplab_gen_indexer_query: negative m %lld", (long long)m);
-  KCHECK_ARG(d, heads >= 1 && heads <= 128, "cplab_gen_indexer_query: heads must be 1..128, got %d", heads);
-  if (m == 0) return 0;
-  KCHECK_ARG(d, req && pos && q && scale && weight, "cplab_gen_indexer_query: NULL argument");
-  KCHECK_ARG(d, kaligned(q, 4), "cplab_gen_indexer_query: q must be 4-byte aligned");
-  int64_t threads = m * heads * 32;
-  KCHECK_ARG(d, threads / GEN_Q_THREADS < KGRID_MAX_X, "cplab_gen_indexer_query: %lld rows too many", (long long)m);
-  float c = (float)(1.0 / sqrt((double)CPLAB_IDX_DIM * (double)heads));
+extern "C" int cplab_gen_indexer_query(const cplab_gen_indexer_query_params *p, void *stream, cplab_diag *d) {
+  KCHECK_ARG(d, p, "cplab_gen_indexer_query: NULL parameters");
+  KCHECK_ARG(d, p->m >= 0, "cplab_gen_indexer_query: negative m %lld", (long long)p->m);
+  KCHECK_ARG(d, p->heads >= 1 && p->heads <= 128, "cplab_gen_indexer_query: heads must be 1..128, got %d", p->heads);
+  if (p->m == 0) return 0;
+  KCHECK_ARG(d, p->req && p->pos && p->q && p->scale && p->weight, "cplab_gen_indexer_query: NULL argument");
+  KCHECK_ARG(d, kaligned(p->q, 4), "cplab_gen_indexer_query: q must be 4-byte aligned");
+  int64_t threads = p->m * p->heads * 32;
+  KCHECK_ARG(d, threads / GEN_Q_THREADS < KGRID_MAX_X, "cplab_gen_indexer_query: %lld rows too many", (long long)p->m);
+  float c = (float)(1.0 / sqrt((double)CPLAB_IDX_DIM * (double)p->heads));
   gen_indexer_query_kernel<<<kblocks(threads, GEN_Q_THREADS), GEN_Q_THREADS, 0, kstream(stream)>>>(
-      seed, layer, req, pos, m, heads, c, q, scale, weight);
+      p->seed, p->layer, p->req, p->pos, p->m, p->heads, c, p->q, p->scale, p->weight);
   return kcheck_launch(d, "gen_indexer_query_kernel");
 }
 

@@ -160,21 +160,25 @@ template <int HP> static int logits_launch(const uint8_t *q, const float *weight
   return kcheck_launch(d, "logits_kernel");
 }
 
-extern "C" int cplab_indexer_logits(const uint8_t *q, const float *weight, int64_t m, int heads, const uint8_t *keys,
-                                    int64_t n, const int32_t *ks, const int32_t *ke, float *logits, void *stream,
-                                    cplab_diag *d) {
-  KCHECK_ARG(d, m >= 0 && n >= 0, "cplab_indexer_logits: negative size (m %lld, n %lld)", (long long)m, (long long)n);
-  KCHECK_ARG(d, heads >= 1 && heads <= LG_MAX_HEADS, "cplab_indexer_logits: heads must be 1..%d, got %d",
-             LG_MAX_HEADS, heads);
-  if (m == 0 || n == 0) return 0;
-  KCHECK_ARG(d, q && weight && keys && ks && ke && logits, "cplab_indexer_logits: NULL argument");
-  KCHECK_ARG(d, kaligned(q, 4) && kaligned(keys, 4), "cplab_indexer_logits: q and keys must be 4-byte aligned");
-  KCHECK_ARG(d, n <= INT32_MAX && (n + LG_CHUNK - 1) / LG_CHUNK <= 65535,
-             "cplab_indexer_logits: %lld keys exceed the kernel's limit (2^31 - 1)", (long long)n);
+extern "C" int cplab_indexer_logits(const cplab_indexer_logits_params *p, void *stream, cplab_diag *d) {
+  KCHECK_ARG(d, p, "cplab_indexer_logits: NULL parameters");
+  KCHECK_ARG(d, p->m >= 0 && p->n >= 0, "cplab_indexer_logits: negative size (m %lld, n %lld)", (long long)p->m,
+             (long long)p->n);
+  KCHECK_ARG(d, p->heads >= 1 && p->heads <= LG_MAX_HEADS, "cplab_indexer_logits: heads must be 1..%d, got %d",
+             LG_MAX_HEADS, p->heads);
+  if (p->m == 0 || p->n == 0) return 0;
+  KCHECK_ARG(d, p->q && p->weight && p->keys && p->ks && p->ke && p->logits, "cplab_indexer_logits: NULL argument");
+  KCHECK_ARG(d, kaligned(p->q, 4) && kaligned(p->keys, 4), "cplab_indexer_logits: q and keys must be 4-byte aligned");
+  KCHECK_ARG(d, p->n <= INT32_MAX && (p->n + LG_CHUNK - 1) / LG_CHUNK <= 65535,
+             "cplab_indexer_logits: %lld keys exceed the kernel's limit (2^31 - 1)", (long long)p->n);
   cudaStream_t st = kstream(stream);
-  if (heads <= 8) return logits_launch<8>(q, weight, m, heads, keys, n, ks, ke, logits, st, d);
-  if (heads <= 16) return logits_launch<16>(q, weight, m, heads, keys, n, ks, ke, logits, st, d);
-  if (heads <= 32) return logits_launch<32>(q, weight, m, heads, keys, n, ks, ke, logits, st, d);
-  if (heads <= 64) return logits_launch<64>(q, weight, m, heads, keys, n, ks, ke, logits, st, d);
-  return logits_launch<128>(q, weight, m, heads, keys, n, ks, ke, logits, st, d);
+  if (p->heads <= 8)
+    return logits_launch<8>(p->q, p->weight, p->m, p->heads, p->keys, p->n, p->ks, p->ke, p->logits, st, d);
+  if (p->heads <= 16)
+    return logits_launch<16>(p->q, p->weight, p->m, p->heads, p->keys, p->n, p->ks, p->ke, p->logits, st, d);
+  if (p->heads <= 32)
+    return logits_launch<32>(p->q, p->weight, p->m, p->heads, p->keys, p->n, p->ks, p->ke, p->logits, st, d);
+  if (p->heads <= 64)
+    return logits_launch<64>(p->q, p->weight, p->m, p->heads, p->keys, p->n, p->ks, p->ke, p->logits, st, d);
+  return logits_launch<128>(p->q, p->weight, p->m, p->heads, p->keys, p->n, p->ks, p->ke, p->logits, st, d);
 }

@@ -238,41 +238,40 @@ static int decode_chunk_tiles(int64_t m, int64_t n, cplab_diag *d, int *out) {
   return 0;
 }
 
-extern "C" int cplab_indexer_logits_decode(const uint8_t *q, const float *weight, int64_t m, int heads,
-                                           const uint8_t *idx_cache, int64_t num_slots, const int32_t *block_table,
-                                           int num_req, int max_blocks, int block_size, const int32_t *row_req,
-                                           const int32_t *row_keys, int64_t n, float *logits, void *stream,
-                                           cplab_diag *d) {
-  KCHECK_ARG(d, m >= 0 && n >= 0 && num_slots >= 0,
-             "cplab_indexer_logits_decode: negative size (m %lld, n %lld, slots %lld)", (long long)m, (long long)n,
-             (long long)num_slots);
-  KCHECK_ARG(d, heads >= 1 && heads <= DL_MAX_HEADS, "cplab_indexer_logits_decode: heads must be 1..%d, got %d",
-             DL_MAX_HEADS, heads);
-  KCHECK_ARG(d, block_size >= 1 && max_blocks >= 0 && num_req >= 0,
-             "cplab_indexer_logits_decode: block size %d (>= 1), max blocks %d and requests %d (>= 0)", block_size,
-             max_blocks, num_req);
-  if (m == 0 || n == 0) return 0;
-  KCHECK_ARG(d, q && weight && row_req && row_keys && logits && (idx_cache || num_slots == 0) &&
-                    (block_table || max_blocks == 0 || num_req == 0),
+extern "C" int cplab_indexer_logits_decode(const cplab_indexer_logits_decode_params *p, void *stream, cplab_diag *d) {
+  KCHECK_ARG(d, p, "cplab_indexer_logits_decode: NULL parameters");
+  KCHECK_ARG(d, p->m >= 0 && p->n >= 0 && p->num_slots >= 0,
+             "cplab_indexer_logits_decode: negative size (m %lld, n %lld, slots %lld)", (long long)p->m,
+             (long long)p->n, (long long)p->num_slots);
+  KCHECK_ARG(d, p->heads >= 1 && p->heads <= DL_MAX_HEADS, "cplab_indexer_logits_decode: heads must be 1..%d, got %d",
+             DL_MAX_HEADS, p->heads);
+  KCHECK_ARG(d, p->block_size >= 1 && p->max_blocks >= 0 && p->num_req >= 0,
+             "cplab_indexer_logits_decode: block size %d (>= 1), max blocks %d and requests %d (>= 0)", p->block_size,
+             p->max_blocks, p->num_req);
+  if (p->m == 0 || p->n == 0) return 0;
+  KCHECK_ARG(d,
+             p->q && p->weight && p->row_req && p->row_keys && p->logits && (p->idx_cache || p->num_slots == 0) &&
+                 (p->block_table || p->max_blocks == 0 || p->num_req == 0),
              "cplab_indexer_logits_decode: NULL argument");
-  KCHECK_ARG(d, kaligned(q, 4) && kaligned(idx_cache, 4), "cplab_indexer_logits_decode: q and the cache must be "
+  KCHECK_ARG(d, kaligned(p->q, 4) && kaligned(p->idx_cache, 4),
+             "cplab_indexer_logits_decode: q and the cache must be "
              "4-byte aligned");
-  KCHECK_ARG(d, m <= KGRID_MAX_X && n <= INT32_MAX && num_slots <= INT32_MAX,
+  KCHECK_ARG(d, p->m <= KGRID_MAX_X && p->n <= INT32_MAX && p->num_slots <= INT32_MAX,
              "cplab_indexer_logits_decode: %lld rows x %lld keys over %lld slots exceed the kernel's limits (2^31 - 1)",
-             (long long)m, (long long)n, (long long)num_slots);
-  dl_args a = {q,          weight,     m,          heads,   idx_cache, num_slots,
-               max_blocks && num_req ? block_table : NULL,    num_req, max_blocks,
-               block_size, row_req,    row_keys,   n,       0,         -1,
-               logits};
-  if (kaligned(idx_cache, 16) && block_size >= IT_TILE && (block_size & (block_size - 1)) == 0)
-    for (a.run_shift = 0; (1 << a.run_shift) < block_size;) a.run_shift++;
-  int rc = decode_chunk_tiles(m, n, d, &a.chunk_tiles);
+             (long long)p->m, (long long)p->n, (long long)p->num_slots);
+  dl_args a = {p->q,          p->weight,  p->m,        p->heads, p->idx_cache, p->num_slots,
+               p->max_blocks && p->num_req ? p->block_table : NULL,  p->num_req,   p->max_blocks,
+               p->block_size, p->row_req, p->row_keys, p->n,     0,            -1,
+               p->logits};
+  if (kaligned(p->idx_cache, 16) && p->block_size >= IT_TILE && (p->block_size & (p->block_size - 1)) == 0)
+    for (a.run_shift = 0; (1 << a.run_shift) < p->block_size;) a.run_shift++;
+  int rc = decode_chunk_tiles(p->m, p->n, d, &a.chunk_tiles);
   if (rc) return rc;
-  KCHECK_ARG(d, (n + (int64_t)a.chunk_tiles * IT_TILE - 1) / ((int64_t)a.chunk_tiles * IT_TILE) <= 65535,
-             "cplab_indexer_logits_decode: %lld keys a row exceed the grid", (long long)n);
+  KCHECK_ARG(d, (p->n + (int64_t)a.chunk_tiles * IT_TILE - 1) / ((int64_t)a.chunk_tiles * IT_TILE) <= 65535,
+             "cplab_indexer_logits_decode: %lld keys a row exceed the grid", (long long)p->n);
   cudaStream_t st = kstream(stream);
-  if (heads <= 16) return decode_launch<16>(a, st, d);
-  if (heads <= 32) return decode_launch<32>(a, st, d);
-  if (heads <= 64) return decode_launch<64>(a, st, d);
+  if (p->heads <= 16) return decode_launch<16>(a, st, d);
+  if (p->heads <= 32) return decode_launch<32>(a, st, d);
+  if (p->heads <= 64) return decode_launch<64>(a, st, d);
   return decode_launch<128>(a, st, d);
 }

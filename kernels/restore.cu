@@ -83,21 +83,22 @@ __global__ void __launch_bounds__(RESTORE_THREADS)
   }
 }
 
-extern "C" int cplab_restore_rows(const uint16_t *gathered, int64_t gathered_rows, const int32_t *restore_idx,
-                                  int64_t n, int row_elems, uint16_t *out, void *stream, cplab_diag *d) {
-  KCHECK_ARG(d, n >= 0 && gathered_rows >= 0 && row_elems > 0 && row_elems % 2 == 0,
-             "cplab_restore_rows: bad size (rows %lld, gathered %lld, row of %d bf16)", (long long)n,
-             (long long)gathered_rows, row_elems);
-  if (n == 0) return 0;
-  KCHECK_ARG(d, restore_idx && out && (gathered || gathered_rows == 0), "cplab_restore_rows: NULL argument");
-  KCHECK_ARG(d, kaligned(gathered, 4) && kaligned(out, 4), "cplab_restore_rows: buffers must be 4-byte aligned");
-  KCHECK_ARG(d, n / RESTORE_ROWS_PER_BLOCK < KGRID_MAX_X, "cplab_restore_rows: %lld rows too many", (long long)n);
-  if (row_elems % 8 == 0 && kaligned(gathered, 16) && kaligned(out, 16)) {
-    restore_rows_kernel<uint4><<<kblocks(n, RESTORE_ROWS_PER_BLOCK), RESTORE_THREADS, 0, kstream(stream)>>>(
-        (const uint4 *)gathered, gathered_rows, restore_idx, n, row_elems / 8, (uint4 *)out);
+extern "C" int cplab_restore_rows(const cplab_restore_rows_params *p, void *stream, cplab_diag *d) {
+  KCHECK_ARG(d, p, "cplab_restore_rows: NULL parameters");
+  KCHECK_ARG(d, p->n >= 0 && p->gathered_rows >= 0 && p->row_elems > 0 && p->row_elems % 2 == 0,
+             "cplab_restore_rows: bad size (rows %lld, gathered %lld, row of %d bf16)", (long long)p->n,
+             (long long)p->gathered_rows, p->row_elems);
+  if (p->n == 0) return 0;
+  KCHECK_ARG(d, p->restore_idx && p->out && (p->gathered || p->gathered_rows == 0),
+             "cplab_restore_rows: NULL argument");
+  KCHECK_ARG(d, kaligned(p->gathered, 4) && kaligned(p->out, 4), "cplab_restore_rows: buffers must be 4-byte aligned");
+  KCHECK_ARG(d, p->n / RESTORE_ROWS_PER_BLOCK < KGRID_MAX_X, "cplab_restore_rows: %lld rows too many", (long long)p->n);
+  if (p->row_elems % 8 == 0 && kaligned(p->gathered, 16) && kaligned(p->out, 16)) {
+    restore_rows_kernel<uint4><<<kblocks(p->n, RESTORE_ROWS_PER_BLOCK), RESTORE_THREADS, 0, kstream(stream)>>>(
+        (const uint4 *)p->gathered, p->gathered_rows, p->restore_idx, p->n, p->row_elems / 8, (uint4 *)p->out);
     return kcheck_launch(d, "restore_rows_kernel<uint4>");
   }
-  restore_rows_kernel<uint32_t><<<kblocks(n, RESTORE_ROWS_PER_BLOCK), RESTORE_THREADS, 0, kstream(stream)>>>(
-      (const uint32_t *)gathered, gathered_rows, restore_idx, n, row_elems / 2, (uint32_t *)out);
+  restore_rows_kernel<uint32_t><<<kblocks(p->n, RESTORE_ROWS_PER_BLOCK), RESTORE_THREADS, 0, kstream(stream)>>>(
+      (const uint32_t *)p->gathered, p->gathered_rows, p->restore_idx, p->n, p->row_elems / 2, (uint32_t *)p->out);
   return kcheck_launch(d, "restore_rows_kernel<uint32_t>");
 }

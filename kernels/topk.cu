@@ -1213,44 +1213,43 @@ static int topk_launch(topk_args a, int sms, int optin, void *stream, cplab_diag
   return kcheck_launch(d, "topk_kernel");
 }
 
-static int topk_check(const float *logits, int64_t m, int64_t n, const int32_t *ks, const int32_t *ke, int k,
-                      int32_t *idx, int *run, cplab_diag *d, const char *name) {
+// The checks cplab_topk and cplab_topk_split share; *run = 0 when there is
+// nothing to do.
+static int topk_check(const cplab_topk_params *p, int *run, cplab_diag *d, const char *name) {
   *run = 0;
-  KCHECK_ARG(d, m >= 0 && n >= 0, "%s: negative size (m %lld, n %lld)", name, (long long)m, (long long)n);
-  KCHECK_ARG(d, k >= 1 && k <= CPLAB_TOPK_MAX, "%s: k must be 1..%d, got %d", name, CPLAB_TOPK_MAX, k);
-  KCHECK_ARG(d, n <= INT32_MAX, "%s: %lld columns exceed int32 indices", name, (long long)n);
-  if (m == 0) return 0;
-  KCHECK_ARG(d, (logits || n == 0) && ks && ke && idx, "%s: NULL argument", name);
-  KCHECK_ARG(d, m <= KGRID_MAX_X, "%s: %lld rows too many", name, (long long)m);
+  KCHECK_ARG(d, p, "%s: NULL parameters", name);
+  KCHECK_ARG(d, p->m >= 0 && p->n >= 0, "%s: negative size (m %lld, n %lld)", name, (long long)p->m, (long long)p->n);
+  KCHECK_ARG(d, p->k >= 1 && p->k <= CPLAB_TOPK_MAX, "%s: k must be 1..%d, got %d", name, CPLAB_TOPK_MAX, p->k);
+  KCHECK_ARG(d, p->n <= INT32_MAX, "%s: %lld columns exceed int32 indices", name, (long long)p->n);
+  if (p->m == 0) return 0;
+  KCHECK_ARG(d, (p->logits || p->n == 0) && p->ks && p->ke && p->idx, "%s: NULL argument", name);
+  KCHECK_ARG(d, p->m <= KGRID_MAX_X, "%s: %lld rows too many", name, (long long)p->m);
   *run = 1;
   return 0;
 }
 
-static topk_args topk_args_make(const float *logits, int64_t m, int64_t n, const int32_t *ks, const int32_t *ke,
-                                int k, int32_t *idx, float *score) {
+static topk_args topk_args_make(const cplab_topk_params *p) {
   topk_args a = {};
-  a.logits = logits;
-  a.n = n;
-  a.ks = ks;
-  a.ke = ke;
-  a.k = k;
-  a.idx = idx;
-  a.score = score;
-  a.items = m;
+  a.logits = p->logits;
+  a.n = p->n;
+  a.ks = p->ks;
+  a.ke = p->ke;
+  a.k = p->k;
+  a.idx = p->idx;
+  a.score = p->score;
+  a.items = p->m;
   a.chunk = 1;
   a.chunks = 1;
   return a;
 }
 
-extern "C" int cplab_topk(const float *logits, int64_t m, int64_t n, const int32_t *ks, const int32_t *ke, int k,
-                          int32_t *idx, float *score, void *stream, cplab_diag *d) {
-  int run = 0, rc = topk_check(logits, m, n, ks, ke, k, idx, &run, d, "cplab_topk");
+extern "C" int cplab_topk(const cplab_topk_params *p, void *stream, cplab_diag *d) {
+  int run = 0, rc = topk_check(p, &run, d, "cplab_topk");
   if (rc || !run) return rc;
   int sms = 0, optin = 0;
   rc = topk_device(&sms, &optin, d);
   if (rc) return rc;
-  return topk_launch<TOPK_ROWS>(topk_args_make(logits, m, n, ks, ke, k, idx, score), sms, optin, stream, d,
-                                "cplab_topk");
+  return topk_launch<TOPK_ROWS>(topk_args_make(p), sms, optin, stream, d, "cplab_topk");
 }
 
 extern "C" int cplab_topk_scratch(int64_t m, int64_t n, int k, size_t *bytes, cplab_diag *d) {
@@ -1266,29 +1265,28 @@ extern "C" int cplab_topk_scratch(int64_t m, int64_t n, int k, size_t *bytes, cp
   return 0;
 }
 
-extern "C" int cplab_topk_split(const float *logits, int64_t m, int64_t n, const int32_t *ks, const int32_t *ke,
-                                int k, int32_t *idx, float *score, void *scratch, size_t scratch_bytes, void *stream,
-                                cplab_diag *d) {
+extern "C" int cplab_topk_split(const cplab_topk_params *p, void *stream, cplab_diag *d) {
   const char *name = "cplab_topk_split";
-  int run = 0, rc = topk_check(logits, m, n, ks, ke, k, idx, &run, d, name);
+  int run = 0, rc = topk_check(p, &run, d, name);
   if (rc || !run) return rc;
   int sms = 0, optin = 0;
   rc = topk_device(&sms, &optin, d);
   if (rc) return rc;
-  topk_args a = topk_args_make(logits, m, n, ks, ke, k, idx, score);
+  topk_args a = topk_args_make(p);
   int64_t chunk, chunks;
-  if (!topk_plan(m, n, k, sms, optin, &chunk, &chunks)) return topk_launch<TOPK_ROWS>(a, sms, optin, stream, d, name);
-  size_t need = (size_t)m * (size_t)chunks * (size_t)k * 8;
-  KCHECK_ARG(d, scratch_bytes >= need && scratch && kaligned(scratch, 16),
-             "%s: %zu bytes of scratch given (16-byte aligned), %zu needed (cplab_topk_scratch)", name, scratch_bytes,
-             need);
-  a.scratch = (uint64_t *)scratch;
+  if (!topk_plan(p->m, p->n, p->k, sms, optin, &chunk, &chunks))
+    return topk_launch<TOPK_ROWS>(a, sms, optin, stream, d, name);
+  size_t need = (size_t)p->m * (size_t)chunks * (size_t)p->k * 8;
+  KCHECK_ARG(d, p->scratch_bytes >= need && p->scratch && kaligned(p->scratch, 16),
+             "%s: %zu bytes of scratch given (16-byte aligned), %zu needed (cplab_topk_scratch)", name,
+             p->scratch_bytes, need);
+  a.scratch = (uint64_t *)p->scratch;
   a.chunk = chunk;
   a.chunks = chunks;
-  a.items = m * chunks;
+  a.items = p->m * chunks;
   rc = topk_launch<TOPK_CHUNKS>(a, sms, optin, stream, d, name);
   if (rc) return rc;
-  a.items = m;
+  a.items = p->m;
   return topk_launch<TOPK_MERGE>(a, sms, optin, stream, d, name);
 }
 
@@ -1399,22 +1397,22 @@ template <bool STAGED> __global__ void __launch_bounds__(MERGE_THREADS) topk_mer
   }
 }
 
-extern "C" int cplab_topk_merge(const int32_t *cand_idx, const float *cand_score, int D, int64_t m, int k,
-                                int interleave, int32_t *idx, float *score, void *stream, cplab_diag *d) {
-  KCHECK_ARG(d, m >= 0, "cplab_topk_merge: negative rows (%lld)", (long long)m);
-  KCHECK_ARG(d, D >= 1 && D <= 65535 && interleave >= 1, "cplab_topk_merge: owners %d (1..65535) and interleave %d "
-             "(>= 1)", D, interleave);
-  KCHECK_ARG(d, k >= 1 && k <= CPLAB_TOPK_MAX, "cplab_topk_merge: k must be 1..%d, got %d", CPLAB_TOPK_MAX, k);
-  if (m == 0) return 0;
-  KCHECK_ARG(d, cand_idx && cand_score && idx, "cplab_topk_merge: NULL argument");
-  KCHECK_ARG(d, m <= KGRID_MAX_X, "cplab_topk_merge: %lld rows too many", (long long)m);
-  merge_args a = {cand_idx, cand_score, (uint32_t)D, (uint32_t)interleave, m, k, idx, score};
+extern "C" int cplab_topk_merge(const cplab_topk_merge_params *p, void *stream, cplab_diag *d) {
+  KCHECK_ARG(d, p, "cplab_topk_merge: NULL parameters");
+  KCHECK_ARG(d, p->m >= 0, "cplab_topk_merge: negative rows (%lld)", (long long)p->m);
+  KCHECK_ARG(d, p->D >= 1 && p->D <= 65535 && p->interleave >= 1,
+             "cplab_topk_merge: owners %d (1..65535) and interleave %d (>= 1)", p->D, p->interleave);
+  KCHECK_ARG(d, p->k >= 1 && p->k <= CPLAB_TOPK_MAX, "cplab_topk_merge: k must be 1..%d, got %d", CPLAB_TOPK_MAX, p->k);
+  if (p->m == 0) return 0;
+  KCHECK_ARG(d, p->cand_idx && p->cand_score && p->idx, "cplab_topk_merge: NULL argument");
+  KCHECK_ARG(d, p->m <= KGRID_MAX_X, "cplab_topk_merge: %lld rows too many", (long long)p->m);
+  merge_args a = {p->cand_idx, p->cand_score, (uint32_t)p->D, (uint32_t)p->interleave, p->m, p->k, p->idx, p->score};
   int sms = 0, optin = 0;
   int rc = topk_device(&sms, &optin, d);
   if (rc) return rc;
-  size_t staged = (size_t)D * (size_t)k * sizeof(uint64_t);
-  dim3 grid((unsigned)m, (unsigned)D);
-  if (staged + 1024 <= (size_t)optin && (double)m * D * (double)staged <= MERGE_STAGE_MAX) {
+  size_t staged = (size_t)p->D * (size_t)p->k * sizeof(uint64_t);
+  dim3 grid((unsigned)p->m, (unsigned)p->D);
+  if (staged + 1024 <= (size_t)optin && (double)p->m * p->D * (double)staged <= MERGE_STAGE_MAX) {
     rc = kset_smem(d, topk_merge_kernel<true>, staged, "topk_merge_kernel");
     if (rc) return rc;
     topk_merge_kernel<true><<<grid, MERGE_THREADS, staged, kstream(stream)>>>(a);

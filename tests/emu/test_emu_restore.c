@@ -47,7 +47,9 @@ static void restore_case_at(uint64_t *rng, int64_t gathered_rows, int64_t n, int
   if (gbytes) kt_ok(cplab_dev_upload(d_g, g, gbytes, kt_diag()), "cplab_dev_upload");
   kt_ok(cplab_poison_bytes(d_obuf, obuf, GUARD_FILL, NULL, kt_diag()), "cplab_poison_bytes");
   int32_t *d_idx = kt_dev_from(idx, (size_t)n * 4);
-  kt_ok(cplab_restore_rows(d_g, gathered_rows, d_idx, n, row_elems, d_out, NULL, kt_diag()), "cplab_restore_rows");
+  kt_ok(cplab_restore_rows(&(cplab_restore_rows_params){.gathered = d_g, .gathered_rows = gathered_rows,
+                                                        .restore_idx = d_idx, .n = n, .row_elems = row_elems,
+                                                        .out = d_out}, NULL, kt_diag()), "cplab_restore_rows");
   kt_sync();
   kt_down(out, d_obuf, obuf);
   const uint16_t *rows = (const uint16_t *)(const void *)((const char *)out + GUARD_BYTES) + o_off;
@@ -101,9 +103,15 @@ static void restore_edges(void) {
   uint16_t host[32];
   kt_ok(cplab_poison_bytes(d_out, 64, 0x11, NULL, kt_diag()), "cplab_poison_bytes");
   cplab_diag d = {0};
-  int rc0 = cplab_restore_rows(d_out, 1, d_idx, 0, 32, d_out, NULL, &d);
-  int rc_odd = cplab_restore_rows(d_out, 1, d_idx, 1, 31, d_out, NULL, &d);
-  int rc_null = cplab_restore_rows(d_out, 1, NULL, 1, 32, d_out, NULL, &d);
+  cplab_restore_rows_params p = {.gathered = d_out, .gathered_rows = 1, .restore_idx = d_idx, .n = 0,
+                                 .row_elems = 32, .out = d_out};
+  int rc0 = cplab_restore_rows(&p, NULL, &d);
+  p.n = 1, p.row_elems = 31;
+  int rc_odd = cplab_restore_rows(&p, NULL, &d);
+  p.row_elems = 32, p.restore_idx = NULL;
+  int rc_null = cplab_restore_rows(&p, NULL, &d);
+  cplab_diag dp = {0};
+  int rc_params = cplab_restore_rows(NULL, NULL, &dp);
   kt_sync();
   kt_down(host, d_out, 64);
   int untouched = 1;
@@ -111,6 +119,8 @@ static void restore_edges(void) {
   kt_check(rc0 == 0 && rc_odd == CPLAB_EINVAL && rc_null == CPLAB_EINVAL && untouched,
            "restore_rows edges: n = 0 rc %d, odd row rc %d, NULL map rc %d, output untouched: %s", rc0, rc_odd,
            rc_null, untouched ? "yes" : "no");
+  kt_check(rc_params == CPLAB_EINVAL && strstr(dp.msg, "NULL parameters"),
+           "restore_rows without its parameter struct: rc %d (%s)", rc_params, dp.msg);
   kt_free(d_out), kt_free(d_idx);
 }
 

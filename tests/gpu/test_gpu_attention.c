@@ -90,9 +90,12 @@ static void make_kvset(int64_t num_slots, int64_t filled, kvset *s) {
   s->d_cache = kt_dev((size_t)num_slots * CPLAB_MLA_ENTRY_BYTES);
   s->d_ws = kt_dev((size_t)num_slots * DQK * 2);
   kt_ok(cplab_poison_bytes(s->d_cache, (size_t)num_slots * CPLAB_MLA_ENTRY_BYTES, 0x7F, NULL, d), "cplab_poison_bytes");
-  kt_ok(cplab_gen_cache(SEED, LAYER, d_req, d_pos, d_slot, filled, s->d_cache, NULL, num_slots, NULL, d),
+  kt_ok(cplab_gen_cache(&(cplab_gen_cache_params){.seed = SEED, .layer = LAYER, .req = d_req, .pos = d_pos,
+                                                  .slot = d_slot, .n = filled, .kv_cache = s->d_cache,
+                                                  .idx_cache = NULL, .num_slots = num_slots}, NULL, d),
         "cplab_gen_cache");
-  kt_ok(cplab_gather_mla(s->d_cache, num_slots, d_slot, num_slots, s->d_ws, NULL, d), "cplab_gather_mla");
+  kt_ok(cplab_gather_mla(&(cplab_gather_mla_params){.kv_cache = s->d_cache, .num_slots = num_slots, .slot = d_slot,
+                                                    .rows = num_slots, .out = s->d_ws}, NULL, d), "cplab_gather_mla");
   kt_sync();
   s->ws = kt_host((size_t)num_slots * DQK * 2);
   kt_down(s->ws, s->d_ws, (size_t)num_slots * DQK * 2);
@@ -163,7 +166,9 @@ static void make_case(uint64_t *rng, att_case *c, const int *kinds, int64_t vali
   size_t qn = (size_t)c->m * c->heads * DQK;
   int32_t *d_req = kt_dev_from(req, (size_t)c->m * 4), *d_pos = kt_dev_from(pos, (size_t)c->m * 4);
   c->d_q = kt_dev(qn * 2);
-  kt_ok(cplab_gen_mla_query(SEED, LAYER, d_req, d_pos, c->m, 0, c->heads, c->d_q, NULL, kt_diag()),
+  kt_ok(cplab_gen_mla_query(&(cplab_gen_mla_query_params){.seed = SEED, .layer = LAYER, .req = d_req, .pos = d_pos,
+                                                          .m = c->m, .head0 = 0, .heads_local = c->heads, .q = c->d_q},
+                            NULL, kt_diag()),
         "cplab_gen_mla_query");
   kt_sync();
   c->q = kt_host(qn * 2);
@@ -375,7 +380,8 @@ static void check_combine(uint64_t *rng, int D, int64_t m, int heads) {
     }
   float *d_lse = kt_dev_from(lse, D * mh * 4), *d_out = kt_dev_from(out, D * mh * DV * 4);
   float *d_final = kt_dev(mh * DV * 4);
-  kt_ok(cplab_lse_combine(d_lse, d_out, D, m, heads, d_final, NULL, kt_diag()), "cplab_lse_combine");
+  kt_ok(cplab_lse_combine(&(cplab_lse_combine_params){.lse = d_lse, .out = d_out, .D = D, .m = m, .heads = heads,
+                                                      .final = d_final}, NULL, kt_diag()), "cplab_lse_combine");
   kt_sync();
   kt_down(final, d_final, mh * DV * 4);
   double *dl = kt_host(D * heads * 8), *dout = kt_host(D * heads * DV * 8), *want = kt_host(heads * DV * 8);
@@ -502,7 +508,8 @@ static void check_split_decode(uint64_t *rng, kvset *s, float scale) {
     run_decode(&c, s, d_shard, scale, d_out + r * no, d_lse + r * nl);
     kt_sync(); /* d_shard is reused */
   }
-  kt_ok(cplab_lse_combine(d_lse, d_out, D, m, heads, d_final, NULL, kt_diag()), "cplab_lse_combine");
+  kt_ok(cplab_lse_combine(&(cplab_lse_combine_params){.lse = d_lse, .out = d_out, .D = D, .m = m, .heads = heads,
+                                                      .final = d_final}, NULL, kt_diag()), "cplab_lse_combine");
   att_result whole, split = {kt_host(no * 4), NULL};
   run_decode(&c, s, d_full, scale, d_out, d_lse);
   download_result(&c, d_out, d_lse, &whole);

@@ -113,8 +113,10 @@ static void prefill_trial(uint64_t *rng, tally *plain, tally *guarded) {
   int64_t *d_ext = kt_dev_from(pc.extent, (size_t)K * 8);
   for (int pass = 0; pass < 2; pass++) {
     tally *t = pass ? guarded : plain;
-    kt_ok(cplab_convert_prefill_topk(d_topk, m, k, d_region, d_ws, d_sr, pass ? d_ext : NULL, K, lc.D, lc.I, d_out,
-                                     NULL, kt_diag()),
+    kt_ok(cplab_convert_prefill_topk(
+        &(cplab_convert_prefill_topk_params){.topk = d_topk, .m = m, .k = k, .row_region = d_region, .ws_start = d_ws,
+                                             .shard_rows = d_sr, .extent = pass ? d_ext : NULL, .num_regions = K,
+                                             .dcp = lc.D, .interleave = lc.I, .out = d_out}, NULL, kt_diag()),
           "cplab_convert_prefill_topk");
     kt_sync();
     kt_down(out, d_out, (size_t)m * k * sizeof *out);
@@ -159,8 +161,10 @@ static void decode_trial(uint64_t *rng, tally *t) {
   int32_t *d_table = kt_dev_from(table, (size_t)R * max_blocks * sizeof *table);
   int32_t *d_req = kt_dev_from(row_req, (size_t)m * sizeof *row_req);
   int32_t *d_topk = kt_dev_from(topk, (size_t)m * k * sizeof *topk), *d_out = kt_dev((size_t)m * k * sizeof *out);
-  kt_ok(cplab_convert_decode_topk(d_topk, m, k, d_req, d_table, R, max_blocks, lc.B, lc.D, rank, lc.I, d_out, NULL,
-                                  kt_diag()),
+  kt_ok(cplab_convert_decode_topk(
+      &(cplab_convert_decode_topk_params){.topk = d_topk, .m = m, .k = k, .row_req = d_req, .block_table = d_table,
+                                          .num_req = R, .max_blocks = max_blocks, .block_size = lc.B, .dcp = lc.D,
+                                          .dcp_rank = rank, .interleave = lc.I, .out = d_out}, NULL, kt_diag()),
         "cplab_convert_decode_topk");
   kt_sync();
   kt_down(out, d_out, (size_t)m * k * sizeof *out);
@@ -306,8 +310,11 @@ static void vec_prefill(uint64_t *rng, const vec_case *c, vec_tally *t) {
   int64_t *d_ext = kt_dev_from(extent, sizeof extent);
   for (int pass = 0; pass < 2; pass++) {
     vec_lists_poison(c, &v);
-    kt_ok(cplab_convert_prefill_topk(v.d_topk, c->m, c->k, d_region, d_ws, d_sr, pass ? d_ext : NULL, K, c->D, c->I,
-                                     v.d_out, NULL, kt_diag()),
+    kt_ok(cplab_convert_prefill_topk(
+        &(cplab_convert_prefill_topk_params){.topk = v.d_topk, .m = c->m, .k = c->k, .row_region = d_region,
+                                             .ws_start = d_ws, .shard_rows = d_sr, .extent = pass ? d_ext : NULL,
+                                             .num_regions = K, .dcp = c->D, .interleave = c->I, .out = v.d_out},
+        NULL, kt_diag()),
           "cplab_convert_prefill_topk");
     t->guard += vec_lists_fetch(c, &v);
     const int32_t *got = v.got + GUARD_WORDS + c->out_off;
@@ -360,8 +367,11 @@ static void vec_decode(uint64_t *rng, const vec_case *c, vec_tally *t) {
   int32_t *d_table = max_blocks ? kt_dev_from(table, (size_t)R * max_blocks * 4) : NULL; /* NULL: an empty table */
   int32_t *d_req = kt_dev_from(row_req, (size_t)c->m * 4);
   vec_lists_poison(c, &v);
-  kt_ok(cplab_convert_decode_topk(v.d_topk, c->m, c->k, d_req, d_table, R, max_blocks, B, c->D, rank, c->I, v.d_out,
-                                  NULL, kt_diag()),
+  kt_ok(cplab_convert_decode_topk(
+      &(cplab_convert_decode_topk_params){.topk = v.d_topk, .m = c->m, .k = c->k, .row_req = d_req,
+                                          .block_table = d_table, .num_req = R, .max_blocks = max_blocks,
+                                          .block_size = B, .dcp = c->D, .dcp_rank = rank, .interleave = c->I,
+                                          .out = v.d_out}, NULL, kt_diag()),
         "cplab_convert_decode_topk");
   t->guard += vec_lists_fetch(c, &v);
   const int32_t *got = v.got + GUARD_WORDS + c->out_off;

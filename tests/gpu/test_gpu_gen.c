@@ -91,7 +91,9 @@ static void check_gen_cache(uint64_t seed, uint32_t layer, const tokens *t, cach
   int32_t *d_req = kt_dev_from(t->req, (size_t)t->n * sizeof *t->req);
   int32_t *d_pos = kt_dev_from(t->pos, (size_t)t->n * sizeof *t->pos);
   int64_t *d_slot = kt_dev_from(t->slot, (size_t)t->n * sizeof *t->slot);
-  kt_ok(cplab_gen_cache(seed, layer, d_req, d_pos, d_slot, t->n, c->d_kv, c->d_idx, c->num_slots, NULL, d),
+  kt_ok(cplab_gen_cache(&(cplab_gen_cache_params){.seed = seed, .layer = layer, .req = d_req, .pos = d_pos,
+                                                  .slot = d_slot, .n = t->n, .kv_cache = c->d_kv, .idx_cache = c->d_idx,
+                                                  .num_slots = c->num_slots}, NULL, d),
         "cplab_gen_cache");
   kt_sync();
   kt_down(c->kv, c->d_kv, kv_bytes);
@@ -149,8 +151,10 @@ static void check_gathers(uint64_t *rng, const tokens *t, const caches *c) {
   int64_t *d_slot = kt_dev_from(slot, (size_t)rows * sizeof *slot);
   uint16_t *d_out = kt_dev((size_t)rows * CPLAB_MLA_ROW_DIM * 2);
   uint8_t *d_keys = kt_dev((size_t)rows * CPLAB_IDX_ENTRY_BYTES);
-  kt_ok(cplab_gather_mla(c->d_kv, c->num_slots, d_slot, rows, d_out, NULL, d), "cplab_gather_mla");
-  kt_ok(cplab_gather_idx(c->d_idx, c->num_slots, d_slot, rows, d_keys, NULL, d), "cplab_gather_idx");
+  kt_ok(cplab_gather_mla(&(cplab_gather_mla_params){.kv_cache = c->d_kv, .num_slots = c->num_slots, .slot = d_slot,
+                                                    .rows = rows, .out = d_out}, NULL, d), "cplab_gather_mla");
+  kt_ok(cplab_gather_idx(&(cplab_gather_idx_params){.idx_cache = c->d_idx, .num_slots = c->num_slots, .slot = d_slot,
+                                                    .rows = rows, .out = d_keys}, NULL, d), "cplab_gather_idx");
   kt_sync();
   uint16_t *out = kt_host((size_t)rows * CPLAB_MLA_ROW_DIM * 2);
   uint8_t *keys = kt_host((size_t)rows * CPLAB_IDX_ENTRY_BYTES);
@@ -196,7 +200,9 @@ static void check_mla_query(uint64_t *rng, uint64_t seed, uint32_t layer, int m,
   size_t count = (size_t)m * heads * CPLAB_MLA_ROW_DIM;
   int32_t *d_req = kt_dev_from(req, (size_t)m * sizeof *req), *d_pos = kt_dev_from(pos, (size_t)m * sizeof *pos);
   uint16_t *d_q = kt_dev(count * 2), *q = kt_host(count * 2);
-  kt_ok(cplab_gen_mla_query(seed, layer, d_req, d_pos, m, head0, heads, d_q, NULL, kt_diag()), "cplab_gen_mla_query");
+  kt_ok(cplab_gen_mla_query(&(cplab_gen_mla_query_params){.seed = seed, .layer = layer, .req = d_req, .pos = d_pos,
+                                                          .m = m, .head0 = head0, .heads_local = heads, .q = d_q},
+                            NULL, kt_diag()), "cplab_gen_mla_query");
   kt_sync();
   kt_down(q, d_q, count * 2);
   size_t bad = 0;
@@ -224,7 +230,9 @@ static void check_indexer_query(uint64_t *rng, uint64_t seed, uint32_t layer, in
   int32_t *d_req = kt_dev_from(req, (size_t)m * sizeof *req), *d_pos = kt_dev_from(pos, (size_t)m * sizeof *pos);
   uint8_t *d_q = kt_dev(nq), *q = kt_host(nq);
   float *d_s = kt_dev(nh * 4), *d_w = kt_dev(nh * 4), *s = kt_host(nh * 4), *w = kt_host(nh * 4);
-  kt_ok(cplab_gen_indexer_query(seed, layer, d_req, d_pos, m, heads, d_q, d_s, d_w, NULL, kt_diag()),
+  kt_ok(cplab_gen_indexer_query(
+      &(cplab_gen_indexer_query_params){.seed = seed, .layer = layer, .req = d_req, .pos = d_pos, .m = m,
+                                        .heads = heads, .q = d_q, .scale = d_s, .weight = d_w}, NULL, kt_diag()),
         "cplab_gen_indexer_query");
   kt_sync();
   kt_down(q, d_q, nq);
@@ -342,9 +350,12 @@ static void gather_paths_call(uint64_t *rng, const uint8_t *cache, const uint8_t
   kt_ok(cplab_poison_bytes(d_buf, buf_bytes, POISON_BYTE, NULL, kt_diag()), "cplab_poison_bytes");
   uint8_t *d_out = d_buf + GP_GUARD + out_off;
   if (idx)
-    kt_ok(cplab_gather_idx(d_cache, GP_SLOTS, d_slot, rows, d_out, NULL, kt_diag()), "cplab_gather_idx");
+    kt_ok(cplab_gather_idx(&(cplab_gather_idx_params){.idx_cache = d_cache, .num_slots = GP_SLOTS, .slot = d_slot,
+                                                      .rows = rows, .out = d_out},
+                           NULL, kt_diag()), "cplab_gather_idx");
   else
-    kt_ok(cplab_gather_mla(d_cache, GP_SLOTS, d_slot, rows, (uint16_t *)(void *)d_out, NULL, kt_diag()),
+    kt_ok(cplab_gather_mla(&(cplab_gather_mla_params){.kv_cache = d_cache, .num_slots = GP_SLOTS, .slot = d_slot,
+                                                      .rows = rows, .out = (uint16_t *)(void *)d_out}, NULL, kt_diag()),
           "cplab_gather_mla");
   kt_sync();
   kt_down(buf, d_buf, buf_bytes);
@@ -383,7 +394,9 @@ static void check_gather_paths_of(uint64_t *rng, int idx, const int64_t *token_s
                                   int64_t *d_tslot) {
   const size_t entry = idx ? CPLAB_IDX_ENTRY_BYTES : CPLAB_MLA_ENTRY_BYTES, bytes = (size_t)GP_SLOTS * entry;
   uint8_t *d_cache = kt_dev(bytes + 16), *cache = kt_host(bytes);
-  kt_ok(cplab_gen_cache(5, 3, d_req, d_pos, d_tslot, GP_SLOTS, idx ? NULL : d_cache, idx ? d_cache : NULL, GP_SLOTS,
+  kt_ok(cplab_gen_cache(&(cplab_gen_cache_params){.seed = 5, .layer = 3, .req = d_req, .pos = d_pos, .slot = d_tslot,
+                                                  .n = GP_SLOTS, .kv_cache = idx ? NULL : d_cache,
+                                                  .idx_cache = idx ? d_cache : NULL, .num_slots = GP_SLOTS},
                         NULL, kt_diag()),
         "cplab_gen_cache");
   kt_sync();
@@ -471,7 +484,9 @@ static void check_gather_every_byte(void) {
   int64_t *d_slot = kt_dev_from(slot, (size_t)entries * sizeof *slot);
   const size_t row_bytes = CPLAB_MLA_ROW_DIM * 2;
   uint16_t *d_out = kt_dev((size_t)entries * row_bytes), *out = kt_host((size_t)entries * row_bytes);
-  kt_ok(cplab_gather_mla(d_kv, entries, d_slot, entries, d_out, NULL, kt_diag()), "cplab_gather_mla");
+  kt_ok(cplab_gather_mla(&(cplab_gather_mla_params){.kv_cache = d_kv, .num_slots = entries, .slot = d_slot,
+                                                    .rows = entries, .out = d_out},
+                         NULL, kt_diag()), "cplab_gather_mla");
   kt_sync();
   kt_down(out, d_out, (size_t)entries * row_bytes);
   long bad = 0;

@@ -146,9 +146,13 @@ static uint8_t *make_keys(uint64_t *rng, uint8_t *host) {
   int32_t *d_req = kt_dev_from(req, NKEYS * sizeof *req), *d_pos = kt_dev_from(pos, NKEYS * sizeof *pos);
   int64_t *d_slot = kt_dev_from(slot, NKEYS * sizeof *slot);
   uint8_t *d_cache = kt_dev((size_t)num_slots * CPLAB_IDX_ENTRY_BYTES), *d_keys = kt_dev(NKEYS * CPLAB_IDX_ENTRY_BYTES);
-  kt_ok(cplab_gen_cache(SEED, LAYER, d_req, d_pos, d_slot, NKEYS, NULL, d_cache, num_slots, NULL, kt_diag()),
+  kt_ok(cplab_gen_cache(&(cplab_gen_cache_params){.seed = SEED, .layer = LAYER, .req = d_req, .pos = d_pos,
+                                                  .slot = d_slot, .n = NKEYS, .kv_cache = NULL, .idx_cache = d_cache,
+                                                  .num_slots = num_slots}, NULL, kt_diag()),
         "cplab_gen_cache");
-  kt_ok(cplab_gather_idx(d_cache, num_slots, d_slot, NKEYS, d_keys, NULL, kt_diag()), "cplab_gather_idx");
+  kt_ok(cplab_gather_idx(&(cplab_gather_idx_params){.idx_cache = d_cache, .num_slots = num_slots, .slot = d_slot,
+                                                    .rows = NKEYS, .out = d_keys},
+                         NULL, kt_diag()), "cplab_gather_idx");
   kt_sync();
   uint8_t *got = kt_host(NKEYS * CPLAB_IDX_ENTRY_BYTES);
   kt_down(got, d_keys, NKEYS * CPLAB_IDX_ENTRY_BYTES);
@@ -258,7 +262,8 @@ static void run_topk(const float *d_logits, int64_t m, int64_t n, const int32_t 
   int32_t *d_ks = kt_dev_from(ks, (size_t)m * 4), *d_ke = kt_dev_from(ke, (size_t)m * 4);
   int32_t *d_idx = kt_dev((size_t)m * k * 4);
   float *d_score = kt_dev((size_t)m * k * 4);
-  kt_ok(cplab_topk(d_logits, m, n, d_ks, d_ke, k, d_idx, d_score, NULL, kt_diag()), "cplab_topk");
+  kt_ok(cplab_topk(&(cplab_topk_params){.logits = d_logits, .m = m, .n = n, .ks = d_ks, .ke = d_ke, .k = k,
+                                        .idx = d_idx, .score = d_score}, NULL, kt_diag()), "cplab_topk");
   kt_sync();
   kt_down(idx, d_idx, (size_t)m * k * 4);
   kt_down(score, d_score, (size_t)m * k * 4);
@@ -278,9 +283,13 @@ static void pipeline(uint64_t *rng) {
   uint8_t *d_q = kt_dev((size_t)q.m * HEADS * CPLAB_IDX_DIM);
   float *d_scale = kt_dev((size_t)q.m * HEADS * 4), *d_w = kt_dev((size_t)q.m * HEADS * 4);
   float *d_logits = kt_dev((size_t)q.m * NKEYS * 4);
-  kt_ok(cplab_gen_indexer_query(SEED, LAYER, d_req, d_pos, q.m, HEADS, d_q, d_scale, d_w, NULL, kt_diag()),
+  kt_ok(cplab_gen_indexer_query(
+      &(cplab_gen_indexer_query_params){.seed = SEED, .layer = LAYER, .req = d_req, .pos = d_pos, .m = q.m,
+                                        .heads = HEADS, .q = d_q, .scale = d_scale, .weight = d_w}, NULL, kt_diag()),
         "cplab_gen_indexer_query");
-  kt_ok(cplab_indexer_logits(d_q, d_w, q.m, HEADS, d_keys, NKEYS, d_ks, d_ke, d_logits, NULL, kt_diag()),
+  kt_ok(cplab_indexer_logits(&(cplab_indexer_logits_params){.q = d_q, .weight = d_w, .m = q.m, .heads = HEADS,
+                                                            .keys = d_keys, .n = NKEYS, .ks = d_ks, .ke = d_ke,
+                                                            .logits = d_logits}, NULL, kt_diag()),
         "cplab_indexer_logits");
   kt_sync();
   float *logits = kt_host((size_t)q.m * NKEYS * 4);
@@ -392,7 +401,9 @@ static int merge_case(uint64_t *rng, int D, int I, int k, int64_t N, int dist) {
   }
   int32_t *d_cand = kt_dev_from(cand, (size_t)D * MERGE_M * k * 4), *d_idx = kt_dev((size_t)MERGE_M * k * 4);
   float *d_cand_s = kt_dev_from(cand_s, (size_t)D * MERGE_M * k * 4), *d_score = kt_dev((size_t)MERGE_M * k * 4);
-  kt_ok(cplab_topk_merge(d_cand, d_cand_s, D, MERGE_M, k, I, d_idx, d_score, NULL, kt_diag()), "cplab_topk_merge");
+  kt_ok(cplab_topk_merge(&(cplab_topk_merge_params){.cand_idx = d_cand, .cand_score = d_cand_s, .D = D, .m = MERGE_M,
+                                                    .k = k, .interleave = I, .idx = d_idx, .score = d_score},
+                         NULL, kt_diag()), "cplab_topk_merge");
   kt_sync();
   int32_t *got = kt_host((size_t)MERGE_M * k * 4);
   float *got_s = kt_host((size_t)MERGE_M * k * 4);
@@ -426,10 +437,12 @@ static void merge_cases(uint64_t *rng) {
            cases, cases - good);
   int32_t one = 0;
   float s = 0;
-  kt_check(cplab_topk_merge(&one, &s, 0, 1, 1, 1, &one, &s, NULL, kt_diag()) == CPLAB_EINVAL,
-           "topk_merge refuses 0 owners");
-  kt_check(cplab_topk_merge(&one, &s, 1, 1, CPLAB_TOPK_MAX + 1, 1, &one, &s, NULL, kt_diag()) == CPLAB_EINVAL,
-           "topk_merge refuses k above CPLAB_TOPK_MAX");
+  cplab_topk_merge_params p = {.cand_idx = &one, .cand_score = &s, .D = 0, .m = 1, .k = 1, .interleave = 1,
+                               .idx = &one, .score = &s};
+  kt_check(cplab_topk_merge(&p, NULL, kt_diag()) == CPLAB_EINVAL, "topk_merge refuses 0 owners");
+  p.D = 1, p.k = CPLAB_TOPK_MAX + 1;
+  kt_check(cplab_topk_merge(&p, NULL, kt_diag()) == CPLAB_EINVAL, "topk_merge refuses k above CPLAB_TOPK_MAX");
+  kt_check(cplab_topk_merge(NULL, NULL, kt_diag()) == CPLAB_EINVAL, "topk_merge refuses a NULL parameter struct");
 }
 
 /* ---- logits: seeded random shapes against a host double reference ---- */
@@ -491,7 +504,9 @@ static long logits_case(uint64_t *rng, int heads, int64_t m, int64_t n, double *
   float *dw = kt_dev_from(w, (size_t)m * (size_t)heads * sizeof *w), *dl = kt_dev((size_t)(m * n) * sizeof *got);
   int32_t *dks = kt_dev_from(ks, (size_t)m * sizeof *ks), *dke = kt_dev_from(ke, (size_t)m * sizeof *ke);
   kt_ok(cplab_poison_bytes(dl, (size_t)(m * n) * sizeof *got, 0x7F, NULL, kt_diag()), "cplab_poison_bytes");
-  kt_ok(cplab_indexer_logits(dq, dw, m, heads, dk, n, dks, dke, dl, NULL, kt_diag()), "cplab_indexer_logits");
+  kt_ok(cplab_indexer_logits(&(cplab_indexer_logits_params){.q = dq, .weight = dw, .m = m, .heads = heads, .keys = dk,
+                                                            .n = n, .ks = dks, .ke = dke, .logits = dl},
+                             NULL, kt_diag()), "cplab_indexer_logits");
   kt_sync();
   kt_down(got, dl, (size_t)(m * n) * sizeof *got);
   long bad = 0;
@@ -610,21 +625,20 @@ static void tk_run(const float *logits, int64_t m, int64_t n, const int32_t *ks,
   int32_t *d_ks = kt_dev_from(ks, (size_t)m * 4), *d_ke = kt_dev_from(ke, (size_t)m * 4);
   int32_t *d_idx = kt_dev((size_t)m * k * 4);
   float *d_score = kt_dev((size_t)m * k * 4);
-  size_t bytes = 0;
-  void *scratch = NULL;
+  cplab_topk_params p = {.logits = d_buf + shift, .m = m, .n = n, .ks = d_ks, .ke = d_ke, .k = k, .idx = d_idx,
+                         .score = d_score};
   if (split) {
-    kt_ok(cplab_topk_scratch(m, n, k, &bytes, kt_diag()), "cplab_topk_scratch");
-    if (bytes) scratch = kt_dev(bytes);
-    kt_ok(cplab_topk_split(d_buf + shift, m, n, d_ks, d_ke, k, d_idx, d_score, scratch, bytes, NULL, kt_diag()),
-          "cplab_topk_split");
+    kt_ok(cplab_topk_scratch(m, n, k, &p.scratch_bytes, kt_diag()), "cplab_topk_scratch");
+    if (p.scratch_bytes) p.scratch = kt_dev(p.scratch_bytes);
+    kt_ok(cplab_topk_split(&p, NULL, kt_diag()), "cplab_topk_split");
   } else {
-    kt_ok(cplab_topk(d_buf + shift, m, n, d_ks, d_ke, k, d_idx, d_score, NULL, kt_diag()), "cplab_topk");
+    kt_ok(cplab_topk(&p, NULL, kt_diag()), "cplab_topk");
   }
   kt_sync();
   kt_down(idx, d_idx, (size_t)m * k * 4);
   kt_down(score, d_score, (size_t)m * k * 4);
-  if (scratch_bytes) *scratch_bytes = bytes;
-  if (scratch) kt_free(scratch);
+  if (scratch_bytes) *scratch_bytes = p.scratch_bytes;
+  if (p.scratch) kt_free(p.scratch);
   kt_free(d_buf), kt_free(d_ks), kt_free(d_ke), kt_free(d_idx), kt_free(d_score);
 }
 
@@ -877,12 +891,16 @@ static void tk_split(uint64_t *rng) {
   uint8_t *scratch = kt_dev(need + 16);
   cplab_diag d;
   cplab_diag_clear(&d);
-  int short_rc = cplab_topk_split(d_l, m, n, d_ks, d_ke, k, d_idx, NULL, scratch, need - 8, NULL, &d);
+  cplab_topk_params p = {.logits = d_l, .m = m, .n = n, .ks = d_ks, .ke = d_ke, .k = k, .idx = d_idx,
+                         .scratch = scratch, .scratch_bytes = need - 8};
+  int short_rc = cplab_topk_split(&p, NULL, &d);
   int named = strstr(d.msg, "cplab_topk_scratch") != NULL;
   cplab_diag_clear(&d);
-  int null_rc = cplab_topk_split(d_l, m, n, d_ks, d_ke, k, d_idx, NULL, NULL, need, NULL, &d);
+  p.scratch = NULL, p.scratch_bytes = need;
+  int null_rc = cplab_topk_split(&p, NULL, &d);
   cplab_diag_clear(&d);
-  int align_rc = cplab_topk_split(d_l, m, n, d_ks, d_ke, k, d_idx, NULL, scratch + 8, need, NULL, &d);
+  p.scratch = scratch + 8;
+  int align_rc = cplab_topk_split(&p, NULL, &d);
   cplab_diag_clear(&d);
   int args_rc = cplab_topk_scratch(m, n, 0, &need, &d);
   cplab_diag_clear(&d);
@@ -938,8 +956,11 @@ static long decode_case(uint64_t *rng, int heads, double *worst, long *ties) {
   int32_t *dbt = kt_dev_from(bt, (size_t)num_req * (size_t)max_blocks * sizeof *bt);
   int32_t *dreq = kt_dev_from(req, (size_t)m * sizeof *req), *dcnt = kt_dev_from(cnt, (size_t)m * sizeof *cnt);
   kt_ok(cplab_poison_bytes(dl, (size_t)(m * n) * sizeof(float), 0x7F, NULL, kt_diag()), "cplab_poison_bytes");
-  kt_ok(cplab_indexer_logits_decode(dq, dw, m, heads, dc, num_slots, dbt, num_req, max_blocks, B, dreq, dcnt, n, dl,
-                                    NULL, kt_diag()),
+  kt_ok(cplab_indexer_logits_decode(
+      &(cplab_indexer_logits_decode_params){.q = dq, .weight = dw, .m = m, .heads = heads, .idx_cache = dc,
+                                            .num_slots = num_slots, .block_table = dbt, .num_req = num_req,
+                                            .max_blocks = max_blocks, .block_size = B, .row_req = dreq,
+                                            .row_keys = dcnt, .n = n, .logits = dl}, NULL, kt_diag()),
         "cplab_indexer_logits_decode");
   kt_sync();
   float *got = kt_host((size_t)(m * n) * sizeof *got);
@@ -1011,11 +1032,12 @@ static void logits_decode_random(uint64_t *rng) {
   uint8_t one = 0;
   float f = 0;
   int32_t z = 0;
-  kt_check(cplab_indexer_logits_decode(&one, &f, 1, 129, &one, 1, &z, 1, 1, 1, &z, &z, 1, &f, NULL, kt_diag()) ==
-               CPLAB_EINVAL,
-           "indexer_logits_decode refuses 129 heads");
-  kt_check(cplab_indexer_logits_decode(&one, &f, 1, 8, &one, 1, &z, 1, 1, 0, &z, &z, 1, &f, NULL, kt_diag()) ==
-               CPLAB_EINVAL,
+  cplab_indexer_logits_decode_params p = {.q = &one, .weight = &f, .m = 1, .heads = 129, .idx_cache = &one,
+                                         .num_slots = 1, .block_table = &z, .num_req = 1, .max_blocks = 1,
+                                         .block_size = 1, .row_req = &z, .row_keys = &z, .n = 1, .logits = &f};
+  kt_check(cplab_indexer_logits_decode(&p, NULL, kt_diag()) == CPLAB_EINVAL, "indexer_logits_decode refuses 129 heads");
+  p.heads = 8, p.block_size = 0;
+  kt_check(cplab_indexer_logits_decode(&p, NULL, kt_diag()) == CPLAB_EINVAL,
            "indexer_logits_decode refuses block size 0");
 }
 
