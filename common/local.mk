@@ -10,7 +10,7 @@ libcplab_core_la_SOURCES = \
 	%reldir%/model.c %reldir%/parallel.c \
 	%reldir%/json_locate.c %reldir%/json_locate.h \
 	%reldir%/json_reader.c %reldir%/json_reader.h \
-	%reldir%/scenario_parse.c %reldir%/scenario_json.c %reldir%/workload.c \
+	%reldir%/scenario_parse.c %reldir%/scenario_check.c %reldir%/scenario_check.h %reldir%/scenario_json.c %reldir%/workload.c \
 	%reldir%/scenario_builtin.c %reldir%/scenario_builtin.h
 nodist_libcplab_core_la_SOURCES = %reldir%/scenario_table.c
 # The scenario parser and the CLI name layouts (cplab_layout_find), and the plan
