@@ -88,17 +88,6 @@ int cplab_bench_parse_layouts(cplab_bench_matrix *m, const char *text, cplab_dia
   return cplab_bench_parse_parallel(m, text, d);
 }
 
-int cplab_bench_parse_head_pad(const char *text, int *pad, cplab_diag *d) {
-  int64_t n = 0;
-  cplab_diag number = {0}; /* its own message is replaced by one naming every choice */
-  if (strcmp(text, "auto") == 0) *pad = CPLAB_BENCH_HEAD_PAD_AUTO;
-  else if (strcmp(text, "none") == 0) *pad = CPLAB_BENCH_HEAD_PAD_NONE;
-  else if (cplab_cli_parse_int("--head-pad", text, 2, 1024, &n, &number) != 0)
-    CPLAB_FAIL(d, CPLAB_EUSAGE, "--head-pad %s: expected auto, none or a multiple in [2, 1024]", text);
-  else *pad = (int)n;
-  return 0;
-}
-
 static int add_graph(void *ctx, const char *item, cplab_diag *d) {
   cplab_bench_matrix *m = ctx;
   cplab_graph_mode g;
