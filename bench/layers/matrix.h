@@ -1,7 +1,7 @@
 /* bench/layers/matrix.h: the configurations cplab-bench measures (layout ×
- * workload × graph mode) and the scenario each one runs, built as scenario
- * JSON and read by the one scenario parser, so a benchmark obeys every rule
- * a scenario file does.
+ * workload × graph mode) and the scenario each one runs, built in memory and
+ * checked by cplab_scenario_finish(), the scenario parser's own rules, so a
+ * benchmark obeys every rule a scenario file does.
  *
  * The layout is a registered plan/layouts/ plugin by name ("vllm",
  * "block-aligned", the mutants), the same for every configuration of a
@@ -87,7 +87,8 @@ int cplab_bench_parse_parallel(cplab_bench_matrix *m, const char *text, cplab_di
 int cplab_bench_parse_layouts(cplab_bench_matrix *m, const char *text, cplab_diag *d);
 int cplab_bench_parse_graphs(cplab_bench_matrix *m, const char *text, cplab_diag *d);
 /* Model fields over the preset, "hidden_size=1024,n_routed_experts=16": the
- * syntax is checked here, names and ranges by the scenario parser. */
+ * syntax is checked here, names when the scenarios are built, ranges by the
+ * scenario rules (cplab_scenario_finish). */
 int cplab_bench_parse_model_set(cplab_bench_matrix *m, const char *text, cplab_diag *d);
 int cplab_bench_add_workloads(cplab_bench_matrix *m, cplab_bench_kind kind, const char *text, int64_t batch,
                               int64_t out_tokens, cplab_diag *d);
