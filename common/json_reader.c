@@ -90,9 +90,25 @@ int cplab_json_expect_object(cplab_json_reader *r, const json_t *v, const char *
 int cplab_json_expect_array(cplab_json_reader *r, const json_t *v, const char *path, size_t min, size_t max) {
   if (!json_is_array(v))
     return cplab_json_fail(r, path, 0, CPLAB_ESCHEMA, "expected an array, got %s", cplab_json_type_name(v));
-  size_t n = json_array_size(v);
+  return cplab_json_check_count(r, path, json_array_size(v), min, max);
+}
+
+int cplab_json_check_count(cplab_json_reader *r, const char *path, size_t n, size_t min, size_t max) {
   if (n < min || n > max)
     return cplab_json_fail(r, path, 0, CPLAB_ERANGE, "must have between %zu and %zu entries, got %zu", min, max, n);
+  return 0;
+}
+
+int cplab_json_check_int(cplab_json_reader *r, const char *path, int64_t v, int64_t min, int64_t max) {
+  if (v < min || v > max)
+    return cplab_json_fail(r, path, 0, CPLAB_ERANGE, "must be in [%lld, %lld], got %lld", (long long)min,
+                           (long long)max, (long long)v);
+  return 0;
+}
+
+int cplab_json_check_real(cplab_json_reader *r, const char *path, double v, double min, double max) {
+  if (!(v >= min && v <= max))
+    return cplab_json_fail(r, path, 0, CPLAB_ERANGE, "must be in [%g, %g], got %g", min, max, v);
   return 0;
 }
 
@@ -155,9 +171,7 @@ int cplab_json_get_int(cplab_json_reader *r, const json_t *obj, const char *path
     return rc;
   }
   json_int_t x = json_integer_value(v);
-  if (x < min || x > max)
-    return cplab_json_fail(r, child, 0, CPLAB_ERANGE, "must be in [%lld, %lld], got %lld", (long long)min,
-                           (long long)max, (long long)x);
+  if ((rc = cplab_json_check_int(r, child, (int64_t)x, min, max))) return rc;
   *out = (int64_t)x;
   return 0;
 }
@@ -172,8 +186,7 @@ int cplab_json_get_real(cplab_json_reader *r, const json_t *obj, const char *pat
     return rc;
   }
   double x = json_number_value(v);
-  if (!(x >= min && x <= max))
-    return cplab_json_fail(r, child, 0, CPLAB_ERANGE, "must be in [%g, %g], got %g", min, max, x);
+  if ((rc = cplab_json_check_real(r, child, x, min, max))) return rc;
   *out = x;
   return 0;
 }

@@ -45,6 +45,13 @@ const char *cplab_json_type_name(const json_t *v);
 int cplab_json_expect_object(cplab_json_reader *r, const json_t *v, const char *path);
 int cplab_json_expect_array(cplab_json_reader *r, const json_t *v, const char *path, size_t min, size_t max);
 
+/* The range rules of the accessors, for values that were not read from the
+ * text (a scenario built in memory: the reader then has no text, and its
+ * messages name the path alone). */
+int cplab_json_check_count(cplab_json_reader *r, const char *path, size_t n, size_t min, size_t max);
+int cplab_json_check_int(cplab_json_reader *r, const char *path, int64_t v, int64_t min, int64_t max);
+int cplab_json_check_real(cplab_json_reader *r, const char *path, double v, double min, double max);
+
 /* Reject keys not in allowed (NULL-terminated); "comment" is always allowed
  * and must be a string. */
 int cplab_json_check_keys(cplab_json_reader *r, const json_t *obj, const char *path, const char *const *allowed);

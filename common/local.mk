@@ -7,10 +7,10 @@
 noinst_LTLIBRARIES += libcplab_core.la
 libcplab_core_la_SOURCES = \
 	%reldir%/error.c %reldir%/log.c %reldir%/cli.c %reldir%/atomic.c %reldir%/stats.c \
-	%reldir%/model.c %reldir%/parallel.c \
+	%reldir%/model.c %reldir%/parallel.c %reldir%/heads.c \
 	%reldir%/json_locate.c %reldir%/json_locate.h \
 	%reldir%/json_reader.c %reldir%/json_reader.h \
-	%reldir%/scenario_parse.c %reldir%/scenario_json.c %reldir%/workload.c \
+	%reldir%/scenario_parse.c %reldir%/scenario_check.c %reldir%/scenario_check.h %reldir%/scenario_json.c %reldir%/workload.c \
 	%reldir%/scenario_builtin.c %reldir%/scenario_builtin.h
 nodist_libcplab_core_la_SOURCES = %reldir%/scenario_table.c
 # The scenario parser and the CLI name layouts (cplab_layout_find), and the plan
@@ -38,6 +38,6 @@ libcplab_la_LDFLAGS = -version-info 0:0:0
 cplabincludedir = $(includedir)/cplab
 cplabinclude_HEADERS = \
 	include/cplab/error.h include/cplab/log.h include/cplab/cli.h include/cplab/atomic.h include/cplab/stats.h \
-	include/cplab/model.h include/cplab/parallel.h include/cplab/ranks.h \
+	include/cplab/model.h include/cplab/parallel.h include/cplab/heads.h include/cplab/ranks.h \
 	include/cplab/scenario.h include/cplab/seed.h include/cplab/kv.h \
 	include/cplab/layout.h include/cplab/plan.h include/cplab/maps.h

@@ -1,36 +1,24 @@
 /* Scenario JSON -> cplab_scenario, with every rule checked and located.
- * Format: docs/scenarios.md. Rules on the parallel layout: parallel.c; on the
- * model: model.c; workload continuity: check_continuity() below. */
+ * Format: docs/scenarios.md. This file reads the text (keys, types, the JSON
+ * forms); the rules any scenario obeys are scenario_check.c's, called here as
+ * soon as their fields are read, so that the first error is the first in the
+ * text. */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cplab/layout.h"
 #include "cplab/scenario.h"
 #include "json_reader.h"
+#include "scenario_check.h"
 
 #define MAX_SCENARIO_BYTES ((size_t)256 << 20)
-
-int cplab_name_valid(const char *name) {
-  size_t n = strlen(name);
-  if (n == 0 || n >= CPLAB_NAME_MAX) return 0;
-  for (size_t i = 0; i < n; i++) {
-    char c = name[i];
-    int ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (i > 0 && (c == '-' || c == '_' || c == '.'));
-    if (!ok) return 0;
-  }
-  return 1;
-}
 
 static int get_name(cplab_json_reader *r, const json_t *obj, const char *key, int required, const char *def,
                     char *buf) {
   int rc = cplab_json_get_string(r, obj, "", key, required, def, buf, CPLAB_NAME_MAX);
-  if (rc) return rc;
-  if (!cplab_name_valid(buf))
-    return cplab_json_fail(r, key, 0, CPLAB_ESCHEMA,
-                           "'%s' is not a valid name (lower-case letters and digits, then also '-', '_', '.')", buf);
-  return 0;
+  return rc ? rc : cplab_scenario_check_name(r, key, buf);
 }
 
 /* ---- model ----------------------------------------------------------------- */
@@ -75,9 +63,7 @@ static int parse_model(cplab_json_reader *r, const json_t *root, cplab_model *m)
     }
     if (rc) return rc;
   }
-  cplab_diag local = {0};
-  if (cplab_model_check(m, &local)) return cplab_json_fail_field(r, "model", &local);
-  return 0;
+  return cplab_scenario_check_model(r, m);
 }
 
 /* ---- parallel ----------------------------------------------------------------- */
@@ -119,118 +105,26 @@ static int parse_parallel(cplab_json_reader *r, const json_t *root, const cplab_
                            "unknown CUDA graph mode '%s' (modes: NONE, PIECEWISE, FULL_DECODE_ONLY, "
                            "FULL_AND_PIECEWISE, FULL)",
                            mode);
-  cplab_diag local = {0};
-  if (cplab_parallel_check(p, m->num_heads, &local)) return cplab_json_fail_field(r, "parallel", &local);
-  if (p->max_model_len > m->max_position_embeddings)
-    return cplab_json_fail(r, "parallel.max_model_len", 0, CPLAB_ERANGE,
-                           "%lld exceeds the model's max_position_embeddings (%lld)", (long long)p->max_model_len,
-                           (long long)m->max_position_embeddings);
-  return 0;
+  return cplab_scenario_check_parallel(r, p, m);
 }
 
 /* ---- workload: explicit steps ------------------------------------------------- */
 
-/* Last state of each request id, to check that steps continue one another. */
-typedef struct req_state {
-  int64_t id, extent;
-  size_t last_step; /* step index + 1; 0 = empty slot */
-  cplab_phase phase;
-} req_state;
-
-typedef struct req_table {
-  req_state *slots;
-  size_t cap, used;
-} req_table;
-
-static req_state *req_lookup(req_table *t, int64_t id) {
-  if (t->used * 2 >= t->cap) {
-    size_t cap = t->cap ? 2 * t->cap : 256;
-    req_state *n = calloc(cap, sizeof *n);
-    if (!n) return NULL;
-    for (size_t i = 0; i < t->cap; i++) {
-      if (!t->slots[i].last_step) continue;
-      size_t h = (size_t)((uint64_t)t->slots[i].id * UINT64_C(0x9E3779B97F4A7C15) >> 16) & (cap - 1);
-      while (n[h].last_step) h = (h + 1) & (cap - 1);
-      n[h] = t->slots[i];
-    }
-    free(t->slots);
-    t->slots = n;
-    t->cap = cap;
-  }
-  size_t h = (size_t)((uint64_t)id * UINT64_C(0x9E3779B97F4A7C15) >> 16) & (t->cap - 1);
-  while (t->slots[h].last_step && t->slots[h].id != id) h = (h + 1) & (t->cap - 1);
-  if (!t->slots[h].last_step) {
-    t->slots[h].id = id;
-    t->used++;
-  }
-  return &t->slots[h];
-}
-
-static int check_continuity(cplab_json_reader *r, req_table *t, size_t step, const cplab_request *q,
-                            const char *path) {
-  req_state *st = req_lookup(t, q->id);
-  if (!st) return cplab_diag_set(r->d, CPLAB_ENOMEM, "out of memory checking request continuity");
-  char child[CPLAB_PATH_MAX];
-  if (st->last_step == step + 1) {
-    cplab_json_child(child, path, "id");
-    return cplab_json_fail(r, child, 0, CPLAB_ESCHEMA, "request id %lld appears twice in step %zu",
-                           (long long)q->id, step);
-  }
-  if (st->last_step) {
-    /* A request continues where it stopped; num_computed 0 restarts a prefill
-     * (recompute after preemption). */
-    int restart = q->phase == CPLAB_PHASE_PREFILL && q->num_computed == 0;
-    cplab_json_child(child, path, "num_computed");
-    if (!restart && q->num_computed != st->extent)
-      return cplab_json_fail(r, child, 0, CPLAB_ESCHEMA,
-                             "request %lld reached %lld tokens of context in step %zu, so it must continue with "
-                             "num_computed %lld (or 0 to restart its prefill), got %lld",
-                             (long long)q->id, (long long)st->extent, st->last_step - 1, (long long)st->extent,
-                             (long long)q->num_computed);
-    cplab_json_child(child, path, "phase");
-    if (!restart && st->phase == CPLAB_PHASE_DECODE && q->phase == CPLAB_PHASE_PREFILL)
-      return cplab_json_fail(r, child, 0, CPLAB_ESCHEMA,
-                             "request %lld was decoding in step %zu and cannot prefill again without restarting "
-                             "at num_computed 0",
-                             (long long)q->id, st->last_step - 1);
-  }
-  st->last_step = step + 1;
-  st->extent = q->num_computed + q->new_tokens;
-  st->phase = q->phase;
-  return 0;
-}
-
-static int parse_request(cplab_json_reader *r, const json_t *v, const char *path, const cplab_parallel *p,
-                         cplab_request *q) {
+/* The request's fields; their ranges and rules are cplab_scenario_check_request's. */
+static int parse_request(cplab_json_reader *r, const json_t *v, const char *path, cplab_request *q) {
   static const char *const keys[] = {"id", "num_computed", "new_tokens", "phase", NULL};
-  int64_t mml = p->max_model_len;
   int rc;
   char phase[16], child[CPLAB_PATH_MAX];
   if ((rc = cplab_json_expect_object(r, v, path)) || (rc = cplab_json_check_keys(r, v, path, keys)) ||
-      (rc = cplab_json_get_int(r, v, path, "id", 1, 0, 0, CPLAB_MAX_REQUEST_ID, &q->id)) ||
-      (rc = cplab_json_get_int(r, v, path, "num_computed", 0, 0, 0, mml, &q->num_computed)) ||
-      (rc = cplab_json_get_int(r, v, path, "new_tokens", 1, 0, 1, mml, &q->new_tokens)) ||
+      (rc = cplab_json_get_int(r, v, path, "id", 1, 0, INT64_MIN, INT64_MAX, &q->id)) ||
+      (rc = cplab_json_get_int(r, v, path, "num_computed", 0, 0, INT64_MIN, INT64_MAX, &q->num_computed)) ||
+      (rc = cplab_json_get_int(r, v, path, "new_tokens", 1, 0, INT64_MIN, INT64_MAX, &q->new_tokens)) ||
       (rc = cplab_json_get_string(r, v, path, "phase", 1, NULL, phase, sizeof phase)))
     return rc;
   cplab_json_child(child, path, "phase");
   if (strcmp(phase, "prefill") == 0) q->phase = CPLAB_PHASE_PREFILL;
   else if (strcmp(phase, "decode") == 0) q->phase = CPLAB_PHASE_DECODE;
   else return cplab_json_fail(r, child, 0, CPLAB_ESCHEMA, "must be \"prefill\" or \"decode\", got \"%s\"", phase);
-  cplab_json_child(child, path, "new_tokens");
-  if (q->num_computed + q->new_tokens > mml)
-    return cplab_json_fail(r, child, 0, CPLAB_ERANGE,
-                           "num_computed + new_tokens = %lld exceeds parallel.max_model_len (%lld)",
-                           (long long)(q->num_computed + q->new_tokens), (long long)mml);
-  /* A speculative decode row holds the sampled token and up to num_spec_tokens
-   * drafts: vLLM's scheduler schedules fewer drafts where they would not fit
-   * (near max_model_len, or the draft proposed fewer), never more. */
-  if (q->phase == CPLAB_PHASE_DECODE && q->new_tokens > 1 + p->num_spec_tokens)
-    return cplab_json_fail(r, child, 0, CPLAB_EUNSUPPORTED,
-                           "a decode row schedules at most 1 + speculative.num_spec_tokens = %d new tokens, got %lld",
-                           1 + p->num_spec_tokens, (long long)q->new_tokens);
-  cplab_json_child(child, path, "num_computed");
-  if (q->phase == CPLAB_PHASE_DECODE && q->num_computed < 1)
-    return cplab_json_fail(r, child, 0, CPLAB_ERANGE, "a decode row needs a computed context (num_computed >= 1)");
   return 0;
 }
 
@@ -242,7 +136,7 @@ static int parse_steps(cplab_json_reader *r, const json_t *arr, const cplab_para
   s->steps = calloc(n, sizeof *s->steps);
   if (!s->steps) return cplab_diag_set(r->d, CPLAB_ENOMEM, "out of memory for %zu steps", n);
   s->num_steps = n;
-  req_table seen = {0};
+  cplab_request_table seen = {0};
   for (size_t i = 0; i < n && !rc; i++) {
     char path[CPLAB_PATH_MAX], rpath[CPLAB_PATH_MAX];
     const json_t *step = json_array_get(arr, i);
@@ -255,7 +149,9 @@ static int parse_steps(cplab_json_reader *r, const json_t *arr, const cplab_para
       rc = cplab_json_fail(r, path, 0, CPLAB_ESCHEMA, "missing required key 'requests'");
       break;
     }
-    if ((rc = cplab_json_expect_array(r, reqs, rpath, 1, CPLAB_MAX_REQUESTS_PER_STEP))) break;
+    if ((rc = cplab_json_expect_array(r, reqs, rpath, 0, SIZE_MAX)) ||
+        (rc = cplab_scenario_check_step_size(r, rpath, json_array_size(reqs))))
+      break;
     size_t m = json_array_size(reqs);
     s->steps[i].requests = calloc(m, sizeof(cplab_request));
     if (!s->steps[i].requests) {
@@ -267,16 +163,18 @@ static int parse_steps(cplab_json_reader *r, const json_t *arr, const cplab_para
       char qpath[CPLAB_PATH_MAX];
       cplab_json_index(qpath, rpath, j);
       cplab_request *q = &s->steps[i].requests[j];
-      rc = parse_request(r, json_array_get(reqs, j), qpath, p, q);
-      if (!rc) rc = check_continuity(r, &seen, i, q, qpath);
+      rc = parse_request(r, json_array_get(reqs, j), qpath, q);
+      if (!rc) rc = cplab_scenario_check_request(r, &seen, i, qpath, p, q);
     }
   }
-  free(seen.slots);
+  cplab_request_table_fini(&seen);
   return rc;
 }
 
 /* ---- workload: generator -------------------------------------------------------- */
 
+/* A distribution's fields: lo and hi are the bounds of its draws, min's and
+ * max's defaults; the ranges are cplab_scenario_check_generator's. */
 static int parse_dist(cplab_json_reader *r, const json_t *g, const char *key, int64_t lo, int64_t hi,
                       cplab_dist *out) {
   char path[CPLAB_PATH_MAX];
@@ -284,7 +182,7 @@ static int parse_dist(cplab_json_reader *r, const json_t *g, const char *key, in
   const json_t *v = json_object_get(g, key);
   *out = (cplab_dist){.kind = CPLAB_DIST_CONST, .min = lo, .max = hi};
   if (!v) return cplab_json_fail(r, "workload.generator", 0, CPLAB_ESCHEMA, "missing required key '%s'", key);
-  if (json_is_integer(v)) { /* shorthand for {"dist": "const", "value": N} */
+  if (json_is_integer(v)) { /* shorthand for {"dist": "const", "value": N}, checked at its own path */
     return cplab_json_get_int(r, g, "workload.generator", key, 1, 0, lo, hi, &out->value);
   }
   static const char *const keys[] = {"dist", "value", "min", "max", "mu", "sigma", "mean", NULL};
@@ -294,17 +192,12 @@ static int parse_dist(cplab_json_reader *r, const json_t *g, const char *key, in
       (rc = cplab_json_get_string(r, v, path, "dist", 1, NULL, kind, sizeof kind)))
     return rc;
   int uniform = strcmp(kind, "uniform") == 0;
-  if ((rc = cplab_json_get_int(r, v, path, "min", uniform, lo, lo, hi, &out->min)) ||
-      (rc = cplab_json_get_int(r, v, path, "max", uniform, hi, lo, hi, &out->max)))
+  if ((rc = cplab_json_get_int(r, v, path, "min", uniform, lo, INT64_MIN, INT64_MAX, &out->min)) ||
+      (rc = cplab_json_get_int(r, v, path, "max", uniform, hi, INT64_MIN, INT64_MAX, &out->max)))
     return rc;
-  char child[CPLAB_PATH_MAX];
-  cplab_json_child(child, path, "max");
-  if (out->min > out->max)
-    return cplab_json_fail(r, child, 0, CPLAB_ERANGE, "max (%lld) is below min (%lld)", (long long)out->max,
-                           (long long)out->min);
   if (strcmp(kind, "const") == 0) {
     out->kind = CPLAB_DIST_CONST;
-    return cplab_json_get_int(r, v, path, "value", 1, 0, out->min, out->max, &out->value);
+    return cplab_json_get_int(r, v, path, "value", 1, 0, INT64_MIN, INT64_MAX, &out->value);
   }
   if (uniform) {
     out->kind = CPLAB_DIST_UNIFORM;
@@ -312,13 +205,14 @@ static int parse_dist(cplab_json_reader *r, const json_t *g, const char *key, in
   }
   if (strcmp(kind, "lognormal") == 0) {
     out->kind = CPLAB_DIST_LOGNORMAL;
-    if ((rc = cplab_json_get_real(r, v, path, "mu", 1, 0, -50, 50, &out->mu))) return rc;
-    return cplab_json_get_real(r, v, path, "sigma", 1, 0, 0, 20, &out->sigma);
+    if ((rc = cplab_json_get_real(r, v, path, "mu", 1, 0, -HUGE_VAL, HUGE_VAL, &out->mu))) return rc;
+    return cplab_json_get_real(r, v, path, "sigma", 1, 0, -HUGE_VAL, HUGE_VAL, &out->sigma);
   }
   if (strcmp(kind, "exponential") == 0) {
     out->kind = CPLAB_DIST_EXPONENTIAL;
-    return cplab_json_get_real(r, v, path, "mean", 1, 0, 1e-9, 1e12, &out->mean);
+    return cplab_json_get_real(r, v, path, "mean", 1, 0, -HUGE_VAL, HUGE_VAL, &out->mean);
   }
+  char child[CPLAB_PATH_MAX];
   cplab_json_child(child, path, "dist");
   return cplab_json_fail(r, child, 0, CPLAB_ENOTFOUND,
                          "unknown distribution '%s' (const, uniform, lognormal, exponential)", kind);
@@ -331,16 +225,16 @@ static int parse_generator(cplab_json_reader *r, const json_t *g, const cplab_pa
   int rc;
   if ((rc = cplab_json_expect_object(r, g, "workload.generator")) ||
       (rc = cplab_json_check_keys(r, g, "workload.generator", keys)) ||
-      (rc = cplab_json_get_int(r, g, "workload.generator", "steps", 1, 0, 1, CPLAB_MAX_STEPS, &gen->steps)) ||
+      (rc = cplab_json_get_int(r, g, "workload.generator", "steps", 1, 0, INT64_MIN, INT64_MAX, &gen->steps)) ||
       (rc = parse_dist(r, g, "requests", 1, CPLAB_MAX_REQUESTS_PER_STEP, &gen->requests)) ||
-      (rc = cplab_json_get_real(r, g, "workload.generator", "decode_fraction", 0, 0.5, 0, 1,
+      (rc = cplab_json_get_real(r, g, "workload.generator", "decode_fraction", 0, 0.5, -HUGE_VAL, HUGE_VAL,
                                 &gen->decode_fraction)) ||
       (rc = parse_dist(r, g, "context", 0, mml, &gen->context)) ||
       (rc = parse_dist(r, g, "prefill_tokens", 1, mml, &gen->prefill_tokens)) ||
-      (rc = cplab_json_get_real(r, g, "workload.generator", "chunked_fraction", 0, 0, 0, 1,
+      (rc = cplab_json_get_real(r, g, "workload.generator", "chunked_fraction", 0, 0, -HUGE_VAL, HUGE_VAL,
                                 &gen->chunked_fraction)))
     return rc;
-  return 0;
+  return cplab_scenario_check_generator(r, gen, p);
 }
 
 static int parse_workload(cplab_json_reader *r, const json_t *root, cplab_scenario *s) {
@@ -369,8 +263,9 @@ static int parse_speculative(cplab_json_reader *r, const json_t *root, cplab_par
   int rc = 0;
   if (v && ((rc = cplab_json_expect_object(r, v, "speculative")) ||
             (rc = cplab_json_check_keys(r, v, "speculative", keys)) ||
-            (rc = cplab_json_get_int(r, v, "speculative", "num_spec_tokens", 0, 0, 0, CPLAB_MAX_SPEC_TOKENS, &n))))
+            (rc = cplab_json_get_int(r, v, "speculative", "num_spec_tokens", 0, 0, INT64_MIN, INT64_MAX, &n))))
     return rc;
+  if ((rc = cplab_scenario_check_speculative(r, n))) return rc;
   p->num_spec_tokens = (int)n;
   return 0;
 }
@@ -395,35 +290,22 @@ static int parse_root(cplab_json_reader *r, const json_t *root, const cplab_scen
       (rc = cplab_json_get_string(r, root, "", "description", 0, "", desc, sizeof desc)) ||
       (rc = parse_model(r, root, &s->model)) || (rc = parse_parallel(r, root, &s->model, &s->par)) ||
       (rc = parse_speculative(r, root, &s->par)) || (rc = get_name(r, root, "layout", 0, "vllm", s->layout)) ||
+      /* The text's seed may be negative, which the unsigned field cannot say: its range is read here. */
       (rc = cplab_json_get_int(r, root, "", "seed", 0, 0, 0, (int64_t)CPLAB_MAX_SEED, &seed)))
     return rc;
   s->seed = (uint64_t)seed;
-  if (!cplab_layout_find(s->layout))
-    return cplab_json_fail(r, "layout", 0, CPLAB_ENOTFOUND, "unknown layout '%s' (see --list-layouts)", s->layout);
+  if ((rc = cplab_scenario_check_layout(r, s->layout))) return rc;
   s->sampled_rows = 16;
   const json_t *check = json_object_get(root, "check");
   if (check && ((rc = cplab_json_expect_object(r, check, "check")) ||
                 (rc = cplab_json_check_keys(r, check, "check", check_keys)) ||
-                (rc = cplab_json_get_int(r, check, "check", "sampled_rows", 0, 16, 0, CPLAB_MAX_SAMPLED_ROWS,
-                                         &s->sampled_rows))))
+                (rc = cplab_json_get_int(r, check, "check", "sampled_rows", 0, 16, INT64_MIN, INT64_MAX,
+                                         &s->sampled_rows)) ||
+                (rc = cplab_scenario_check_sampled_rows(r, s->sampled_rows))))
     return rc;
   if (!(s->description = strdup(desc))) return cplab_diag_set(r->d, CPLAB_ENOMEM, "out of memory");
   if ((rc = parse_workload(r, root, s))) return rc;
-  /* Overrides replace what the file said, with the same rules. */
-  if (ov && ov->layout) {
-    if (!cplab_layout_find(ov->layout))
-      CPLAB_FAIL(r->d, CPLAB_EUSAGE, "--layout: unknown layout '%s' (see --list-layouts)", ov->layout);
-    snprintf(s->layout, sizeof s->layout, "%s", ov->layout);
-  }
-  if (ov && ov->has_seed) {
-    if (ov->seed > CPLAB_MAX_SEED)
-      CPLAB_FAIL(r->d, CPLAB_EUSAGE, "--seed: must be in [0, %llu], got %llu", (unsigned long long)CPLAB_MAX_SEED,
-                 (unsigned long long)ov->seed);
-    s->seed = ov->seed;
-  }
-  if (s->has_generator)
-    return cplab_workload_generate(&s->gen, &s->par, s->seed, &s->steps, &s->num_steps, r->d);
-  return 0;
+  return cplab_scenario_expand(r, s, ov);
 }
 
 int cplab_scenario_parse(const char *text, size_t len, const char *origin, const cplab_scenario_overrides *ov,

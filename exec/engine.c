@@ -74,7 +74,7 @@ int exec_engine_card(char *card, size_t len, cplab_diag *d) {
 int exec_engine_head_pad_auto(int *pad, cplab_diag *d) {
   cplab_gpu_info info;
   int rc = cplab_gpu_query(&info, d);
-  *pad = !rc && info.cc_major >= 10 ? 128 : 64;
+  *pad = !rc && info.cc_major >= 10 ? CPLAB_HEAD_PAD_SM100 : CPLAB_HEAD_PAD_SM90;
   return rc;
 }
 

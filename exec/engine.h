@@ -37,6 +37,7 @@
 #include <stdint.h>
 
 #include "cplab/error.h"
+#include "cplab/heads.h"
 #include "cplab/scenario.h"
 
 /* Phases a launch unit's time counts to, and segments of a layer. */
@@ -67,7 +68,7 @@ typedef struct exec_engine_opts {
   /* Query heads of the attention kernels (FlashMLA pads them, and vLLM runs
    * it so): 0 or 1, the real heads; N > 1, each attention call's heads (a
    * rank's, or under DCP its group's for the decode rows) rounded up to a
-   * multiple of N, the padding heads zero-filled and their outputs
+   * multiple of N (cplab_heads_run, cplab/heads.h), the padding heads zero-filled and their outputs
    * discarded: the real heads are copied into the padded queries and out of
    * the padded results inside the attention piece, so what runs after
    * attention (the DCP combine, W_UV, o_proj) sees the real heads only, as
@@ -109,9 +110,6 @@ int exec_engine_card(char *card, size_t len, cplab_diag *d);
 /* Production's head padding on this process's device (FlashMLA's: 64 on
  * sm90 and before, 128 on sm100 and later); CPLAB_ENODEV without a GPU. */
 int exec_engine_head_pad_auto(int *pad, cplab_diag *d);
-/* Heads an attention call over `heads` real heads runs with padding pad
- * (0 or 1: none). */
-int exec_engine_heads_run(int heads, int pad);
 /* 0 when the engine can run layout `name` (registered, and every conversion
  * map the executor's kernels express: exec_layout_supported), else the
  * error naming it. Needs no GPU. */

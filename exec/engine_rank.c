@@ -303,8 +303,6 @@ static int setup_decode_indexer(engine_rank *k, const int32_t *ks, const int32_t
   return rc;
 }
 
-int exec_engine_heads_run(int heads, int pad) { return pad > 1 ? (heads + pad - 1) / pad * pad : heads; }
-
 /* Queries of `rows` tokens with `run` heads (the padding heads zero: the
  * real heads are copied in at each launch) and the kernels' results. */
 static int pad_alloc(engine_step *s, engine_rank *k, int64_t rows, int run, uint16_t **q, float **out, float **lse,
@@ -328,7 +326,7 @@ static int setup_attention(engine_step *s, engine_rank *k, cplab_diag *d) {
   exec_arena *mm = &k->mem;
   int rc = id && pos && ks && ke && dec_req ? 0 : cplab_diag_set(d, CPLAB_ENOMEM, "out of memory"), tmin = 0;
   if (!rc) rc = group_heads(s, k, &tmin, d);
-  k->Hp = exec_engine_heads_run(k->Hl, s->head_pad), k->Hgp = exec_engine_heads_run(k->Hg, s->head_pad);
+  k->Hp = cplab_heads_run(k->Hl, s->head_pad), k->Hgp = cplab_heads_run(k->Hg, s->head_pad);
   if (!rc) rc = token_lists(k, id, pos, ks, ke, dec_req);
   if (!rc && k->Tdec > 0) rc = setup_decode_indexer(k, ks, ke, d);
   if (!rc) rc = setup_gathered(k, d);
@@ -389,9 +387,9 @@ static int setup_attention(engine_step *s, engine_rank *k, cplab_diag *d) {
   }
   /* Padded copies where the padding goes past the kernels' own head blocks
    * (a 64-head block runs 16 heads as 64 already: the same work). */
-  if (!rc && k->Hp > exec_engine_heads_run(k->Hl, CPLAB_MLA_HEAD_BLOCK))
+  if (!rc && k->Hp > cplab_heads_run(k->Hl, CPLAB_MLA_HEAD_BLOCK))
     rc = pad_alloc(s, k, T, k->Hp, &k->q_pad, &k->out_pad, &k->lse_pad, d);
-  if (!rc && k->D > 1 && k->Tdec > 0 && k->Hgp > exec_engine_heads_run(k->Hg, CPLAB_MLA_HEAD_BLOCK))
+  if (!rc && k->D > 1 && k->Tdec > 0 && k->Hgp > cplab_heads_run(k->Hg, CPLAB_MLA_HEAD_BLOCK))
     rc = pad_alloc(s, k, k->Tdec, k->Hgp, &k->qg_pad, &k->gout_pad, &k->glse_pad, d);
   /* The split decode's scratch, for the heads the decode rows attend with. */
   if (!rc && k->Tdec > 0)

@@ -73,7 +73,7 @@ int model_calibrate(model_doc *man, const char *dir, double copy_gbps, model_cal
     for (int k = 0; k < 2; k++)
       if (!(sav[g][k] = calloc(4096, sizeof(double)))) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
   cplab_model_params zero = {0};
-  cplab_model_inputs in = {NULL, NULL, copy_gbps, &zero, 1, 1, 1, 1, 0, 0, 1, CPLAB_MODEL_HEAD_PAD_SM90};
+  cplab_model_inputs in = {NULL, NULL, copy_gbps, &zero, 1, 1, 1, 1, 0, 0, 1, CPLAB_HEAD_PAD_SM90};
   for (int f = 0; f < nf && !rc; f++) {
     model_doc x;
     model_meta m;

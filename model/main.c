@@ -78,10 +78,10 @@ enum {
 typedef struct card {
   const char *name;
   double compute, memory, gb;
-  int head_pad; /* --head-pad auto: FlashMLA's sparse blocks on the card's SM (step.h) */
+  int head_pad; /* --head-pad auto: FlashMLA's sparse blocks on the card's SM (cplab/heads.h) */
 } card;
-static const card cards[] = {{"h200", 1.0, 1.0, 141.0, CPLAB_MODEL_HEAD_PAD_SM90},
-                             {"gb200", 2500.0 / 989.0, 8.0 / 4.8, 186.0, CPLAB_MODEL_HEAD_PAD_SM100}};
+static const card cards[] = {{"h200", 1.0, 1.0, 141.0, CPLAB_HEAD_PAD_SM90},
+                             {"gb200", 2500.0 / 989.0, 8.0 / 4.8, 186.0, CPLAB_HEAD_PAD_SM100}};
 
 typedef struct args {
   const char *preset, *layouts, *prefill, *decode, *graphs, *params, *backend, *link, *link_cal, *validate, *check;
@@ -91,7 +91,7 @@ typedef struct args {
   double weight_bytes;
   int num_tables, extrapolate;
   int64_t batch, out_tokens, layers;
-  int64_t head_pad; /* -1: auto (the card's); 1: none */
+  int64_t head_pad; /* CPLAB_HEAD_PAD_AUTO (the card's); 1: none */
 } args;
 
 static int option(void *ctx, int opt, const char *arg, cplab_diag *d) {
@@ -113,12 +113,12 @@ static int option(void *ctx, int opt, const char *arg, cplab_diag *d) {
     for (size_t i = 0; i < sizeof cards / sizeof *cards; i++)
       if (strcmp(arg, cards[i].name) == 0) return a->card = &cards[i], 0;
     CPLAB_FAIL(d, CPLAB_EUSAGE, "--card %s: expected h200 or gb200", arg);
-  case OPT_HEAD_PAD:
-    if (strcmp(arg, "auto") == 0) return a->head_pad = -1, 0;
-    if (strcmp(arg, "none") == 0) return a->head_pad = 1, 0;
-    if (cplab_cli_parse_int("--head-pad", arg, 1, 1024, &a->head_pad, d) == 0) return 0;
-    cplab_diag_clear(d);
-    CPLAB_FAIL(d, CPLAB_EUSAGE, "--head-pad %s: expected auto, none or a multiple N of heads (1 to 1024)", arg);
+  case OPT_HEAD_PAD: {
+    int pad, rc = cplab_head_pad_parse(arg, 1, &pad, d);
+    /* The outputs write none as a multiple of 1 (model/README.md). */
+    if (!rc) a->head_pad = pad == CPLAB_HEAD_PAD_NONE ? 1 : pad;
+    return rc;
+  }
   case OPT_WEIGHT_BYTES:
     if (strcmp(arg, "0.5") && strcmp(arg, "1") && strcmp(arg, "2"))
       CPLAB_FAIL(d, CPLAB_EUSAGE, "--weight-bytes %s: expected 0.5 (fp4), 1 (fp8) or 2 (bf16)", arg);
@@ -317,7 +317,7 @@ int main(int argc, char **argv) {
   cplab_cli cli;
   cplab_diag d = {0};
   args a = {.preset = "glm-5", .layouts = "tp4,pcp4,tp4dcp4,pcp4dcp4", .graphs = "eager,full", .batch = 1,
-            .out_tokens = 16, .card = &cards[0], .weight_bytes = 1, .head_pad = -1};
+            .out_tokens = 16, .card = &cards[0], .weight_bytes = 1, .head_pad = CPLAB_HEAD_PAD_AUTO};
   cplab_cli_init(&cli, NULL);
   if (parse(argc, argv, &cli, &a, &d)) {
     cplab_cli_usage_error(PROG, &d);

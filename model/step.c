@@ -21,10 +21,6 @@ const char *cplab_model_phase_name(int p) {
   return p >= 0 && p < CPLAB_MODEL_PHASES ? n[p] : "?";
 }
 
-double cplab_model_pad_heads(double heads, int pad) {
-  return pad > 1 ? ceil(heads / pad) * pad : heads;
-}
-
 /* The segment each collective of the plan is issued in (engine_internal.h). */
 static int segment_of(cplab_coll_what w) {
   switch (w) {
@@ -215,7 +211,7 @@ static int rank_layer(rank_ctx *c, const cplab_step_input *si, const cplab_rank_
   t = 0;
   if (!rc && w.prefill_tokens > 0) rc = kernel_ms(c, CPLAB_MK_CONVERT, 0, (double)w.prefill_tokens * K, &t, d);
   if (!rc && w.decode_tokens > 0) rc = kernel_ms(c, CPLAB_MK_CONVERT, 1, (double)w.decode_tokens * K, &t, d);
-  double run = cplab_model_pad_heads(heads, c->in->head_pad), run_dcp = cplab_model_pad_heads(heads_dcp, c->in->head_pad);
+  double run = cplab_heads_run((int)heads, c->in->head_pad), run_dcp = cplab_heads_run((int)heads_dcp, c->in->head_pad);
   if (!rc && w.attn_prefill_rows > 0) rc = kernel_ms(c, CPLAB_MK_ATTN_PREFILL, run, w.attn_prefill_rows, &t, d);
   if (!rc && w.attn_decode_rows > 0) rc = kernel_ms(c, CPLAB_MK_ATTN_DECODE, run_dcp, w.attn_decode_rows, &t, d);
   ADD(SEG_TOPK, PH_ATTN, t);

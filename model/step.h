@@ -35,6 +35,7 @@
 #define CPLAB_MODEL_STEP_H
 
 #include "cplab/error.h"
+#include "cplab/heads.h"
 #include "cplab/scenario.h"
 #include "link.h"
 #include "table.h"
@@ -66,18 +67,12 @@ typedef struct cplab_model_inputs {
    * engine may use (vLLM's gpu_memory_utilization), bytes per weight. */
   double card_gb, mem_util, weight_bytes;
   /* Sparse MLA's query heads a rank runs, rounded up to a multiple of
-   * head_pad (0 or 1: the real heads): FlashMLA's sparse kernels run 64 or
+   * head_pad (0 or 1: the real heads; cplab/heads.h): FlashMLA's sparse kernels run 64 or
    * 128 heads a block, and vLLM pads a rank's heads up to them (64 on sm90,
    * 128 on sm100). The attention kernels are looked up at the padded heads;
    * the LSE combine runs the real ones. */
   int head_pad;
 } cplab_model_inputs;
-
-/* The head padding of a card: 64 for h200 (sm90), 128 for gb200 (sm100). */
-enum { CPLAB_MODEL_HEAD_PAD_SM90 = 64, CPLAB_MODEL_HEAD_PAD_SM100 = 128 };
-
-/* heads rounded up to a multiple of pad (pad <= 1: heads). */
-double cplab_model_pad_heads(double heads, int pad);
 
 /* What calibration fits against, per step averaged: the slowest rank's. */
 typedef struct cplab_model_features {

@@ -94,7 +94,7 @@ static int predict_entry(model_doc *man, const char *dir, size_t idx, const cpla
   model_meta m;
   if (!rc) rc = model_doc_open(&x, dir, res_file, d);
   if (!rc) rc = model_read_meta(&x, &m);
-  cplab_model_inputs in = {t, NULL, t ? t->copy_gbps : 0, pa, (int)m.layers, 1, 1, 1, 0, 0, 1, CPLAB_MODEL_HEAD_PAD_SM90};
+  cplab_model_inputs in = {t, NULL, t ? t->copy_gbps : 0, pa, (int)m.layers, 1, 1, 1, 0, 0, 1, CPLAB_HEAD_PAD_SM90};
   for (size_t i = 0; !rc && i < model_num_points(&x); i++) {
     model_point p;
     const char *why = NULL;
@@ -159,7 +159,7 @@ static int nccl_entry(model_doc *man, const char *dir, size_t idx, const cplab_m
   model_point *sp = calloc(ns + 1, sizeof *sp);
   if (!sp) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
   for (size_t i = 0; i < ns && !rc; i++) rc = model_read_point(&xs, i, &sp[i], d);
-  cplab_model_inputs in = {NULL, link, 0, pa, (int)mn.layers, 1, 1, 1, 0, 0, 1, CPLAB_MODEL_HEAD_PAD_SM90};
+  cplab_model_inputs in = {NULL, link, 0, pa, (int)mn.layers, 1, 1, 1, 0, 0, 1, CPLAB_HEAD_PAD_SM90};
   for (size_t i = 0; !rc && i < model_num_points(&xn); i++) {
     model_point p;
     rc = model_read_point(&xn, i, &p, d);
@@ -208,7 +208,7 @@ static int graph_entry(model_doc *man, const char *dir, size_t idx, double copy_
   model_point *pts = calloc(n + 1, sizeof *pts);
   if (!pts) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
   for (size_t i = 0; i < n && !rc; i++) rc = model_read_point(&x, i, &pts[i], d);
-  cplab_model_inputs in = {NULL, NULL, copy_gbps, pa, (int)m.layers, 1, 1, 1, 0, 0, 1, CPLAB_MODEL_HEAD_PAD_SM90};
+  cplab_model_inputs in = {NULL, NULL, copy_gbps, pa, (int)m.layers, 1, 1, 1, 0, 0, 1, CPLAB_HEAD_PAD_SM90};
   for (size_t i = 0; i < n && !rc; i++) {
     const model_point *p = &pts[i], *e = NULL;
     const char *why = NULL;
@@ -330,7 +330,7 @@ int cplab_model_validate(const char *manifest, json_t **out, cplab_diag *d) {
   if (!rc) {
     json_t *all = summary(&s, NULL);
     *out = json_pack("{s:s, s:s, s:i, s:O, s:O, s:O, s:{s:o, s:i, s:O, s:{s:s, s:f, s:f}}, s:{s:o, s:o, s:o}, s:o, s:O, s:O}",
-                     "cplab_model_validation", "1.0.0", "manifest", "manifest.json", "head_pad", CPLAB_MODEL_HEAD_PAD_SM90,
+                     "cplab_model_validation", "1.0.0", "manifest", "manifest.json", "head_pad", CPLAB_HEAD_PAD_SM90,
                      "predictions", json_object_get(all, "predictions"), "median_abs_error",
                      json_object_get(all, "median_abs_error"), "max_abs_error", json_object_get(all, "max_abs_error"),
                      "calibration", "params", model_params_json(&co), "points", co.points, "sources", sources, "link",

@@ -148,7 +148,7 @@ static int each_graph(const cplab_bench_matrix *m, int li, int wi, cplab_bench_c
 }
 
 int cplab_bench_head_pad_of(const cplab_bench_matrix *m) {
-  return m->head_pad == CPLAB_BENCH_HEAD_PAD_AUTO ? 64 : m->head_pad;
+  return m->head_pad == CPLAB_HEAD_PAD_AUTO ? CPLAB_HEAD_PAD_SM90 : m->head_pad;
 }
 
 int cplab_bench_for_each(const cplab_bench_matrix *m, cplab_bench_config_fn fn, void *ctx, cplab_diag *d) {
@@ -181,7 +181,7 @@ int cplab_bench_dry_run(const cplab_bench_matrix *m, FILE *out, int json, cplab_
     fprintf(out, "# layout %s; attention heads ", m->layout[0] ? m->layout : "vllm");
     if (pad > 1)
       fprintf(out, "padded to a multiple of %d%s (attnrun_GF counts the padding heads too)\n\n", pad,
-              m->head_pad == CPLAB_BENCH_HEAD_PAD_AUTO ? " (--head-pad auto without a device: sm90's)" : "");
+              m->head_pad == CPLAB_HEAD_PAD_AUTO ? " (--head-pad auto without a device: sm90's)" : "");
     else
       fputs("not padded (--head-pad none)\n\n", out);
   }

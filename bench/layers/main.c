@@ -114,7 +114,7 @@ static int bench_option(void *ctx, int opt, const char *arg, cplab_diag *d) {
   case OPT_LAYOUTS: /* the sizes' older name: it collided with the layout (--layout); main says so */
     a->parallel = arg, a->old_layouts = 1;
     return 0;
-  case OPT_HEAD_PAD: return cplab_bench_parse_head_pad(arg, &a->head_pad, d);
+  case OPT_HEAD_PAD: return cplab_head_pad_parse(arg, 2, &a->head_pad, d);
   case OPT_PREFILL: a->prefill = arg; return 0;
   case OPT_DECODE: a->decode = arg; return 0;
   case OPT_MIXED: a->mixed = arg; return 0;
@@ -173,7 +173,7 @@ static int parse_args(int argc, char **argv, cplab_cli *cli, bench_args *a, cpla
   if (a->dry_run && a->report)
     CPLAB_FAIL(d, CPLAB_EUSAGE, "choose --dry-run (the plans' work), --report FILE.h5 (render results) or neither "
                "(measure)");
-  if (a->report && (cli->layout || a->parallel || a->head_pad != CPLAB_BENCH_HEAD_PAD_AUTO))
+  if (a->report && (cli->layout || a->parallel || a->head_pad != CPLAB_HEAD_PAD_AUTO))
     CPLAB_FAIL(d, CPLAB_EUSAGE, "--layout, --parallel and --head-pad choose what to measure; --report renders what "
                "the results file holds");
   if ((a->dry_run || a->report) && (a->reps || a->warmup >= 0 || a->layers || a->check || a->gemm || a->backend))
@@ -328,7 +328,7 @@ int main(int argc, char **argv) {
   cplab_cli cli;
   cplab_diag d = {0};
   bench_args a = {.preset = "glm-5", .graphs = "eager,full", .batch = 1, .out_tokens = 16, .interleave = 1,
-                  .block_size = 64, .warmup = -1, .head_pad = CPLAB_BENCH_HEAD_PAD_AUTO};
+                  .block_size = 64, .warmup = -1, .head_pad = CPLAB_HEAD_PAD_AUTO};
   cplab_cli_init(&cli, NULL);
   int rc = parse_args(argc, argv, &cli, &a, &d);
   if (rc) {

@@ -2,7 +2,6 @@
  * configuration: see matrix.h. */
 #include "matrix.h"
 
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,17 +88,6 @@ int cplab_bench_parse_layouts(cplab_bench_matrix *m, const char *text, cplab_dia
   return cplab_bench_parse_parallel(m, text, d);
 }
 
-int cplab_bench_parse_head_pad(const char *text, int *pad, cplab_diag *d) {
-  int64_t n = 0;
-  cplab_diag number = {0}; /* its own message is replaced by one naming every choice */
-  if (strcmp(text, "auto") == 0) *pad = CPLAB_BENCH_HEAD_PAD_AUTO;
-  else if (strcmp(text, "none") == 0) *pad = CPLAB_BENCH_HEAD_PAD_NONE;
-  else if (cplab_cli_parse_int("--head-pad", text, 2, 1024, &n, &number) != 0)
-    CPLAB_FAIL(d, CPLAB_EUSAGE, "--head-pad %s: expected auto, none or a multiple in [2, 1024]", text);
-  else *pad = (int)n;
-  return 0;
-}
-
 static int add_graph(void *ctx, const char *item, cplab_diag *d) {
   cplab_bench_matrix *m = ctx;
   cplab_graph_mode g;
@@ -156,11 +144,6 @@ void cplab_bench_workload_label(const cplab_bench_workload *w, char *buf, size_t
     snprintf(buf, len, "mixed %lld + %lld decode @ %lld", n, b, (long long)w->context);
 }
 
-static json_t *request(int64_t id, int64_t computed, int64_t tokens, const char *phase) {
-  return json_pack("{s:I, s:I, s:I, s:s}", "id", (json_int_t)id, "num_computed", (json_int_t)computed, "new_tokens",
-                   (json_int_t)tokens, "phase", phase);
-}
-
 /* "FIELD=VALUE" at item into field and *value; 0 or -1 when malformed. */
 static int split_setting(const char *item, char *field, size_t cap, int64_t *value) {
   const char *eq = strchr(item, '=');
@@ -187,69 +170,88 @@ int cplab_bench_parse_model_set(cplab_bench_matrix *m, const char *text, cplab_d
   return rc;
 }
 
-static int add_setting(void *ctx, const char *item, cplab_diag *d) {
-  char field[64];
+/* One --model-set item over the model at ctx: the field by name (its range is
+ * the scenario's rule, cplab_scenario_finish's). */
+static int set_field(void *ctx, const char *item, cplab_diag *d) {
+  cplab_model *model = ctx;
+  char field[64], list[512];
   int64_t v;
-  (void)d;
-  if (split_setting(item, field, sizeof field, &v) == 0) json_object_set_new(ctx, field, json_integer((json_int_t)v));
+  size_t n, used = 0;
+  const cplab_model_field *f = cplab_model_fields(&n);
+  if (split_setting(item, field, sizeof field, &v) != 0) return 0; /* refused when the option was read */
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(f[i].name, field) == 0) return *cplab_model_field_ptr(model, &f[i]) = v, 0;
+  list[0] = '\0';
+  for (size_t i = 0; i < n && used < sizeof list; i++)
+    used += (size_t)snprintf(list + used, sizeof list - used, ", %s", f[i].name);
+  CPLAB_FAIL(d, CPLAB_ESCHEMA, "model.%s: unknown key '%s' (allowed here: preset%s)", field, field, list);
+}
+
+/* The workload's steps (allocated: the scenario owns them) and the longest
+ * context they reach. */
+static int steps_of(const cplab_bench_workload *w, cplab_scenario *s, int64_t *longest) {
+  size_t nsteps = (size_t)(w->kind == CPLAB_BENCH_DECODE ? w->out_tokens : 1);
+  size_t rows = (size_t)w->batch + (w->kind == CPLAB_BENCH_MIXED);
+  if (!(s->steps = calloc(nsteps, sizeof *s->steps))) return -1;
+  s->num_steps = nsteps;
+  for (size_t i = 0; i < nsteps; i++) {
+    cplab_request *q = calloc(rows, sizeof *q);
+    if (!q) return -1;
+    s->steps[i] = (cplab_step){rows, q};
+    for (int64_t r = 0; r < w->batch; r++) {
+      if (w->kind == CPLAB_BENCH_PREFILL) q[r] = (cplab_request){r, 0, w->tokens, CPLAB_PHASE_PREFILL};
+      else if (w->kind == CPLAB_BENCH_DECODE) q[r] = (cplab_request){r, w->tokens + (int64_t)i, 1, CPLAB_PHASE_DECODE};
+      else q[r] = (cplab_request){r, w->context, 1, CPLAB_PHASE_DECODE};
+    }
+    if (w->kind == CPLAB_BENCH_MIXED) q[w->batch] = (cplab_request){w->batch, 0, w->tokens, CPLAB_PHASE_PREFILL};
+  }
+  *longest = w->kind == CPLAB_BENCH_DECODE ? w->tokens + (int64_t)nsteps
+             : w->kind == CPLAB_BENCH_MIXED && w->context + 1 > w->tokens ? w->context + 1 : w->tokens;
   return 0;
 }
 
-/* The scenario's "model": the preset, with --model-set's fields over it
- * (the scenario parser checks their names and ranges). */
-static json_t *model_json(const cplab_bench_matrix *m) {
-  if (!m->model_set[0]) return json_string(m->preset);
-  json_t *o = json_pack("{s:s}", "preset", m->preset);
-  cplab_diag ignore = {0};
-  if (o) for_each_item(m->model_set, "--model-set", add_setting, o, &ignore);
-  return o;
-}
-
-/* The workload's steps and the longest context they reach. */
-static json_t *steps_of(const cplab_bench_workload *w, int64_t *longest) {
-  json_t *steps = json_array();
-  int64_t nsteps = w->kind == CPLAB_BENCH_DECODE ? w->out_tokens : 1;
-  for (int64_t s = 0; steps && s < nsteps; s++) {
-    json_t *reqs = json_array();
-    for (int64_t r = 0; reqs && r < w->batch; r++) {
-      if (w->kind == CPLAB_BENCH_PREFILL) json_array_append_new(reqs, request(r, 0, w->tokens, "prefill"));
-      else if (w->kind == CPLAB_BENCH_DECODE) json_array_append_new(reqs, request(r, w->tokens + s, 1, "decode"));
-      else json_array_append_new(reqs, request(r, w->context, 1, "decode"));
-    }
-    if (reqs && w->kind == CPLAB_BENCH_MIXED) json_array_append_new(reqs, request(w->batch, 0, w->tokens, "prefill"));
-    json_array_append_new(steps, json_pack("{s:o}", "requests", reqs));
+/* The configuration's scenario, filled in (not yet checked). */
+static int fill_scenario(const cplab_bench_matrix *m, const cplab_bench_layout *l, const cplab_bench_workload *w,
+                         cplab_graph_mode g, cplab_scenario *s, cplab_diag *d) {
+  int64_t longest = 0;
+  snprintf(s->name, sizeof s->name, "bench");
+  free(s->description);
+  if (!(s->description = strdup("cplab-bench configuration")) || steps_of(w, s, &longest) != 0)
+    CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory building the %s scenario", l->label);
+  /* An unknown preset keeps its name alone: the scenario's rules refuse it. */
+  if (cplab_model_preset(m->preset, &s->model) != 0) snprintf(s->model.preset, sizeof s->model.preset, "%s", m->preset);
+  else if (m->model_set[0]) {
+    int rc = for_each_item(m->model_set, "--model-set", set_field, &s->model, d);
+    if (rc) cplab_diag_prefix(d, "%s: ", s->origin);
+    if (rc) return rc;
   }
-  *longest = w->kind == CPLAB_BENCH_DECODE ? w->tokens + nsteps
-             : w->kind == CPLAB_BENCH_MIXED && w->context + 1 > w->tokens ? w->context + 1 : w->tokens;
-  return steps;
+  int64_t block = (int64_t)m->block_size * l->dcp;
+  s->par.tp = l->tp, s->par.pcp = l->pcp, s->par.dcp = l->dcp;
+  s->par.interleave = m->interleave, s->par.block_size = m->block_size;
+  s->par.max_model_len = (longest + block - 1) / block * block;
+  s->par.graph_mode = g;
+  snprintf(s->layout, sizeof s->layout, "%s", m->layout[0] ? m->layout : "vllm");
+  s->seed = m->seed;
+  return 0;
 }
 
 int cplab_bench_scenario(const cplab_bench_matrix *m, const cplab_bench_layout *l, const cplab_bench_workload *w,
                          cplab_graph_mode g, cplab_scenario **out, cplab_diag *d) {
   *out = NULL;
-  /* The steps become JSON request objects before the parser sees them: bound them first. */
+  /* The steps are allocated before the rules see them: bound them first. */
   int64_t entries = (w->kind == CPLAB_BENCH_DECODE ? w->out_tokens : 1) * (w->batch + 1);
   if (entries > CPLAB_BENCH_MAX_REQUEST_ENTRIES)
     CPLAB_FAIL(d, CPLAB_EUSAGE, "%s: %lld steps x %lld requests exceed %d requests in all; lower --batch or --out-tokens",
                l->label, (long long)(w->kind == CPLAB_BENCH_DECODE ? w->out_tokens : 1), (long long)w->batch,
                CPLAB_BENCH_MAX_REQUEST_ENTRIES);
-  int64_t longest = 0;
-  json_t *steps = steps_of(w, &longest);
-  int64_t block = (int64_t)m->block_size * l->dcp, max_len = (longest + block - 1) / block * block;
-  json_t *root = json_pack("{s:i, s:s, s:s, s:o, s:{s:i, s:i, s:i, s:i, s:i, s:I, s:s}, s:s, s:I, s:{s:o}}",
-                           "cplab_scenario", 1, "name", "bench", "description", "cplab-bench configuration", "model",
-                           model_json(m), "parallel", "tp", l->tp, "pcp", l->pcp, "dcp", l->dcp, "interleave",
-                           m->interleave, "block_size", m->block_size, "max_model_len", (json_int_t)max_len,
-                           "cudagraph_mode", cplab_graph_mode_name(g), "layout", m->layout[0] ? m->layout : "vllm",
-                           "seed", (json_int_t)m->seed, "workload",
-                           "steps", steps);
-  char *text = root ? json_dumps(root, JSON_COMPACT) : NULL;
-  json_decref(root);
-  if (!text) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory building the %s scenario", l->label);
   char origin[160], wl[96];
   cplab_bench_workload_label(w, wl, sizeof wl);
   snprintf(origin, sizeof origin, "%s, %s", l->label, wl);
-  int rc = cplab_scenario_parse(text, strlen(text), origin, NULL, out, d);
-  free(text);
+  cplab_scenario *s = cplab_scenario_alloc(origin);
+  if (!s) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory building the %s scenario", l->label);
+  int rc = fill_scenario(m, l, w, g, s, d);
+  if (!rc) rc = cplab_scenario_finish(s, NULL, d);
+  if (rc) cplab_scenario_free(s);
+  else *out = s;
   return rc;
 }

@@ -1,7 +1,7 @@
 /* bench/layers/matrix.h: the configurations cplab-bench measures (layout ×
- * workload × graph mode) and the scenario each one runs, built as scenario
- * JSON and read by the one scenario parser, so a benchmark obeys every rule
- * a scenario file does.
+ * workload × graph mode) and the scenario each one runs, built in memory and
+ * checked by cplab_scenario_finish(), the scenario parser's own rules, so a
+ * benchmark obeys every rule a scenario file does.
  *
  * The layout is a registered plan/layouts/ plugin by name ("vllm",
  * "block-aligned", the mutants), the same for every configuration of a
@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "cplab/error.h"
+#include "cplab/heads.h"
 #include "cplab/parallel.h"
 #include "cplab/scenario.h"
 
@@ -42,10 +43,6 @@ typedef struct cplab_bench_layout {
   int tp, pcp, dcp;
   char label[32];
 } cplab_bench_layout;
-
-/* --head-pad: the production padding of the device (sm90: 64, sm100 and
- * later: 128; 64 without a device), none (the real heads) or a multiple. */
-enum { CPLAB_BENCH_HEAD_PAD_AUTO = -1, CPLAB_BENCH_HEAD_PAD_NONE = 0 };
 
 /* Where a layout's ranks run: all on one GPU (nccl 0), or one MPI rank per
  * GPU, this process being rank `rank` of `size` (nccl 1; mpi 0 only for
@@ -74,7 +71,7 @@ typedef struct cplab_bench_matrix {
   cplab_graph_mode graphs[CPLAB_GRAPH_LABELED];
   char model_set[512]; /* "FIELD=VALUE,..." over the preset (--model-set), "" for none */
   char layout[64];     /* the layout by name (--layout); "" is vllm */
-  int head_pad;        /* CPLAB_BENCH_HEAD_PAD_AUTO, _NONE or a multiple N > 1 */
+  int head_pad;        /* --head-pad (cplab/heads.h): CPLAB_HEAD_PAD_AUTO (the device's; sm90's without one), _NONE or N */
 } cplab_bench_matrix;
 
 const char *cplab_bench_kind_name(cplab_bench_kind k);   /* "prefill", "decode", "mixed" */
@@ -88,11 +85,10 @@ int cplab_bench_layout_parse(const char *text, cplab_bench_layout *out, cplab_di
 int cplab_bench_parse_parallel(cplab_bench_matrix *m, const char *text, cplab_diag *d);
 /* The same, under its older name (cplab-model calls it). */
 int cplab_bench_parse_layouts(cplab_bench_matrix *m, const char *text, cplab_diag *d);
-/* --head-pad's argument: auto, none or N in [2, 1024]; CPLAB_EUSAGE naming the option. */
-int cplab_bench_parse_head_pad(const char *text, int *pad, cplab_diag *d);
 int cplab_bench_parse_graphs(cplab_bench_matrix *m, const char *text, cplab_diag *d);
 /* Model fields over the preset, "hidden_size=1024,n_routed_experts=16": the
- * syntax is checked here, names and ranges by the scenario parser. */
+ * syntax is checked here, names when the scenarios are built, ranges by the
+ * scenario rules (cplab_scenario_finish). */
 int cplab_bench_parse_model_set(cplab_bench_matrix *m, const char *text, cplab_diag *d);
 int cplab_bench_add_workloads(cplab_bench_matrix *m, cplab_bench_kind kind, const char *text, int64_t batch,
                               int64_t out_tokens, cplab_diag *d);

@@ -201,7 +201,7 @@ int cplab_bench_measure_matrix(const cplab_bench_matrix *m, const exec_engine_op
   if (!rc) rc = exec_engine_alloc(&ebe, &x.e, d);
   if (rc == CPLAB_ENODEV) cplab_diag_prefix(d, "measuring needs a GPU (--dry-run needs none): ");
   if (!rc) rc = exec_engine_card(r->meta.card, sizeof r->meta.card, d);
-  if (!rc && m->head_pad == CPLAB_BENCH_HEAD_PAD_AUTO) rc = exec_engine_head_pad_auto(&run.head_pad, d);
+  if (!rc && m->head_pad == CPLAB_HEAD_PAD_AUTO) rc = exec_engine_head_pad_auto(&run.head_pad, d);
   eo.head_pad = run.head_pad;
   if (!rc) fill_meta(&r->meta, m, &eo, be, command);
   if (!rc) rc = cplab_bench_for_each(&run, measure_one, &x, d);

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "cplab/heads.h"
 #include "cplab/kvformat.h"
 
 /* 2·(576 + 512): the score and value products of one attended row and head. */
@@ -87,13 +88,11 @@ int cplab_bench_work_of(const cplab_step_input *in, const cplab_rank_plan *p, cp
   return 0;
 }
 
-static int round_up(int heads, int pad) { return pad > 1 ? (heads + pad - 1) / pad * pad : heads; }
-
 void cplab_bench_heads_of(const cplab_model *m, const cplab_parallel *par, int pad, cplab_bench_heads *out) {
   int T = par->tp, D = par->dcp;
   out->pad = pad;
   out->real = (int)(m->num_heads / T), out->group_real = out->real * (D < T ? D : T);
-  out->run = round_up(out->real, pad), out->group_run = round_up(out->group_real, pad);
+  out->run = cplab_heads_run(out->real, pad), out->group_run = cplab_heads_run(out->group_real, pad);
 }
 
 void cplab_bench_work_pad(cplab_bench_work *w, const cplab_model *m, const cplab_parallel *par, int pad) {

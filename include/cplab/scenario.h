@@ -4,7 +4,9 @@
  *
  * Scenarios are JSON (format: docs/scenarios.md). Built-in ones are compiled
  * into every program from the JSON files in common/scenarios. Every rejection names the
- * place (file:line:column), the field and the rule.
+ * place (file:line:column), the field and the rule. A program may also build a
+ * scenario in memory (cplab_scenario_alloc, cplab_scenario_finish): the same
+ * rules apply, and a rejection names the field by its JSON path.
  */
 #ifndef CPLAB_SCENARIO_H
 #define CPLAB_SCENARIO_H
@@ -81,7 +83,7 @@ typedef struct cplab_scenario {
   cplab_generator gen;
   size_t num_steps;
   cplab_step *steps; /* always expanded */
-  char *source_json; /* the verbatim text it was read from */
+  char *source_json; /* the verbatim text it was read from; a built one's resolved form (cplab_scenario_finish) */
 } cplab_scenario;
 
 /* Command-line overrides, applied before validation and workload expansion. */
@@ -100,6 +102,22 @@ int cplab_scenario_parse(const char *text, size_t len, const char *origin, const
                          cplab_scenario **out, cplab_diag *d);
 
 void cplab_scenario_free(cplab_scenario *s);
+
+/* A scenario to fill in memory (a program that builds its own, e.g.
+ * cplab-bench): parallel defaults, layout "vllm", 16 sampled rows, an empty
+ * description, no steps, the given origin (named in messages). NULL on ENOMEM.
+ * The caller fills it (steps and description malloc'd: cplab_scenario_free
+ * releases them), then calls cplab_scenario_finish(). */
+cplab_scenario *cplab_scenario_alloc(const char *origin);
+
+/* Check a scenario built in memory against every rule the parser applies to
+ * a file (the same rules, in the same order), apply the overrides, expand a
+ * generator into steps, and when source_json is NULL fill it with the
+ * resolved form (compact cplab_scenario_to_json, which parses back into the
+ * same scenario). A rejection names the field by its JSON path:
+ * "ORIGIN: parallel.dcp: RULE". Called once per scenario; on failure the
+ * scenario is left for the caller to free. */
+int cplab_scenario_finish(cplab_scenario *s, const cplab_scenario_overrides *ov, cplab_diag *d);
 
 /* The resolved scenario: every field explicit (presets expanded, defaults
  * filled). Steps are listed when with_steps, else summarised. NULL on ENOMEM. */

@@ -272,13 +272,13 @@ static void test_head_padding(void **state) {
   assert_string_equal(s->layout, "block-aligned");
   cplab_scenario_free(s);
   int pad = 0;
-  assert_true(cplab_bench_parse_head_pad("auto", &pad, &d) == 0 && pad == CPLAB_BENCH_HEAD_PAD_AUTO);
-  assert_true(cplab_bench_parse_head_pad("none", &pad, &d) == 0 && pad == CPLAB_BENCH_HEAD_PAD_NONE);
-  assert_true(cplab_bench_parse_head_pad("128", &pad, &d) == 0 && pad == 128);
-  expect_usage(cplab_bench_parse_head_pad("1", &pad, &d), &d, "--head-pad 1: expected auto, none or a multiple");
-  m.head_pad = CPLAB_BENCH_HEAD_PAD_AUTO;
+  assert_true(cplab_head_pad_parse("auto", 2, &pad, &d) == 0 && pad == CPLAB_HEAD_PAD_AUTO);
+  assert_true(cplab_head_pad_parse("none", 2, &pad, &d) == 0 && pad == CPLAB_HEAD_PAD_NONE);
+  assert_true(cplab_head_pad_parse("128", 2, &pad, &d) == 0 && pad == 128);
+  expect_usage(cplab_head_pad_parse("1", 2, &pad, &d), &d, "--head-pad 1: expected auto, none or a multiple");
+  m.head_pad = CPLAB_HEAD_PAD_AUTO;
   assert_int_equal(cplab_bench_head_pad_of(&m), 64);
-  m.head_pad = CPLAB_BENCH_HEAD_PAD_NONE;
+  m.head_pad = CPLAB_HEAD_PAD_NONE;
   assert_int_equal(cplab_bench_head_pad_of(&m), 0);
 }
 

@@ -4,6 +4,7 @@
 
 #include "cplab/atomic.h"
 #include "cplab/cli.h"
+#include "cplab/heads.h"
 #include "cplab/log.h"
 #include "cplab/model.h"
 #include "cplab/parallel.h"
@@ -346,13 +347,49 @@ static void test_parallel_other_rules(void **state) {
   assert_int_equal(cplab_graph_mode_parse_label("FULL", &m), CPLAB_ENOTFOUND);
 }
 
+/* Head padding: the heads a kernel runs, and --head-pad's words and range. */
+static void test_head_padding(void **state) {
+  (void)state;
+  static const int cases[][3] = {{16, 64, 64}, {64, 64, 64}, {65, 64, 128}, {96, 128, 128},
+                                 {16, 1, 16},  {16, 0, 16},  {16, 48, 48},  {1, 1024, 1024}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+    assert_int_equal(cplab_heads_run(cases[i][0], cases[i][1]), cases[i][2]);
+  /* Property: the least multiple of pad at or above heads. */
+  for (int heads = 1; heads <= 256; heads++)
+    for (int pad = 2; pad <= 130; pad++) {
+      int run = cplab_heads_run(heads, pad);
+      assert_true(run >= heads && run % pad == 0 && run - pad < heads);
+    }
+  int pad = 7;
+  cplab_diag d = {0};
+  assert_int_equal(cplab_head_pad_parse("auto", 2, &pad, &d), 0);
+  assert_int_equal(pad, CPLAB_HEAD_PAD_AUTO);
+  assert_int_equal(cplab_head_pad_parse("none", 2, &pad, &d), 0);
+  assert_int_equal(pad, CPLAB_HEAD_PAD_NONE);
+  assert_int_equal(cplab_head_pad_parse("1024", 2, &pad, &d), 0);
+  assert_int_equal(pad, 1024);
+  assert_int_equal(cplab_head_pad_parse("1", 1, &pad, &d), 0);
+  assert_int_equal(pad, 1);
+  static const char *const bad[] = {"0", "1", "1025", "x", "-4", "", "64x"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    char want[96];
+    cplab_diag_clear(&d);
+    assert_int_equal(cplab_head_pad_parse(bad[i], 2, &pad, &d), CPLAB_EUSAGE);
+    snprintf(want, sizeof want, "--head-pad %s: expected auto, none or a multiple in [2, 1024]", bad[i]);
+    assert_string_equal(d.msg, want);
+  }
+  cplab_diag_clear(&d);
+  assert_int_equal(cplab_head_pad_parse("0", 1, &pad, &d), CPLAB_EUSAGE);
+  assert_string_equal(d.msg, "--head-pad 0: expected auto, none or a multiple in [1, 1024]");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_error_names),        cmocka_unit_test(test_diag_first_error_wins),
       cmocka_unit_test(test_log_levels),         cmocka_unit_test(test_parse_u64),
       cmocka_unit_test(test_cli_parse),          cmocka_unit_test(test_pick_gpu), cmocka_unit_test(test_write_atomic), cmocka_unit_test(test_atomic_begin_commit),
       cmocka_unit_test(test_model_presets),      cmocka_unit_test(test_parallel_dcp_rules),
-      cmocka_unit_test(test_parallel_other_rules),
+      cmocka_unit_test(test_parallel_other_rules), cmocka_unit_test(test_head_padding),
   };
   return cmocka_run_group_tests_name("common", tests, NULL, NULL);
 }
