@@ -251,8 +251,7 @@ tests_emu_cplab_bench_emu_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/bench/layers
 	-DCPLAB_BENCH_ENGINE=1
 tests_emu_cplab_bench_emu_LDADD = libcplab_benchplan.la tests/emu/libcplab_exec_emu.la libcplab_trace.la \
 	tests/emu/libcplab_emu.a $(CPLAB_CORE_LIBS) $(HDF5_LIBS) $(MPI_LIBS) -lstdc++
-TESTS += tests/emu/emu_bench.sh
-EXTRA_DIST += tests/emu/emu_bench.sh
+EXTRA_DIST += tests/emu/emu_bench.sh # (in TESTS first: Makefile.am)
 
 # cplab-kernel-bench under emulation: its unchanged sources (bench/local.mk's
 # KERNEL_BENCH_SOURCES) linked against the emulated kernels, so that its smoke
