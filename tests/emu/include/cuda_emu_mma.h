@@ -62,7 +62,7 @@ namespace cuda_emu {
 static inline double mma_bf16_lo(uint32_t w) { return (double)__uint_as_float(w << 16); }
 static inline double mma_bf16_hi(uint32_t w) { return (double)__uint_as_float(w & 0xFFFF0000u); }
 
-// Element (row, col) of an A fragment (16 x 16) held by the lanes' words.
+// One lane's fragment words, as the warp gather hands them to the others.
 struct mma_a_frag {
   uint32_t a[4];
 };
@@ -70,83 +70,98 @@ struct mma_b_frag {
   uint32_t b[2];
 };
 
-static inline double mma_a_elem(const uint64_t *lanes, int row, int col) {
-  int lane = (row % 8) * 4 + (col % 8) / 2, reg = (row >= 8) + 2 * (col >= 8);
-  uint32_t w = ((const mma_a_frag *)(uintptr_t)lanes[lane])->a[reg];
-  return col % 2 ? mma_bf16_hi(w) : mma_bf16_lo(w);
-}
-
-static inline double mma_b_elem(const uint64_t *lanes, int k, int n) {
-  int lane = n * 4 + (k % 8) / 2, reg = k >= 8;
-  uint32_t w = ((const mma_b_frag *)(uintptr_t)lanes[lane])->b[reg];
-  return k % 2 ? mma_bf16_hi(w) : mma_bf16_lo(w);
-}
+// The element `part` of a fragment word: bf16 (two a word, the lower column
+// in the low half) or e4m3 (four a word, the lower column in the low byte).
+struct mma_bf16_word {
+  static constexpr int per_word = 2;
+  static double elem(uint32_t w, int part) { return part ? mma_bf16_hi(w) : mma_bf16_lo(w); }
+};
 
 // e4m3 byte -> double through a table made once from the conversion itself
 // (the models decode every fragment byte they read: a table keeps the
 // emulated fp8 kernels' tests fast, under the sanitizers too).
-static inline double mma_e4m3(uint32_t w, int byte) {
-  static const struct table {
-    double v[256];
-    table() {
-      for (int b = 0; b < 256; b++) {
-        __nv_fp8_e4m3 e;
-        e.__x = (__nv_fp8_storage_t)b;
-        v[b] = (double)static_cast<float>(e);
+struct mma_e4m3_word {
+  static constexpr int per_word = 4;
+  static double elem(uint32_t w, int part) {
+    static const struct table {
+      double v[256];
+      table() {
+        for (int b = 0; b < 256; b++) {
+          __nv_fp8_e4m3 e;
+          e.__x = (__nv_fp8_storage_t)b;
+          v[b] = (double)static_cast<float>(e);
+        }
       }
-    }
-  } t;
-  return t.v[(w >> (8 * byte)) & 0xFFu];
-}
+    } t;
+    return t.v[(w >> (8 * part)) & 0xFFu];
+  }
+};
 
-static inline double mma_a8_elem(const uint64_t *lanes, int row, int col) {
-  int lane = (row % 8) * 4 + (col % 16) / 4, reg = (row >= 8) + 2 * (col >= 16);
-  return mma_e4m3(((const mma_a_frag *)(uintptr_t)lanes[lane])->a[reg], col % 4);
-}
+// One lane's part in an mma: its fragments, its accumulators in, and its
+// results out once the warp's product is made.
+struct mma_lane {
+  mma_a_frag a;
+  mma_b_frag b;
+  float d[4];
+  bool done;
+};
 
-static inline double mma_b8_elem(const uint64_t *lanes, int k, int n) {
-  int lane = n * 4 + (k % 16) / 4, reg = k >= 16;
-  return mma_e4m3(((const mma_b_frag *)(uintptr_t)lanes[lane])->b[reg], k % 4);
-}
-
-// d += A · B over K columns, elements read through the lanes' fragments.
-template <class AElem, class BElem>
-static inline void mma_tile(float d[4], const uint32_t a[4], const uint32_t b[2], int K, AElem ae, BElem be) {
-  struct {
-    mma_a_frag a;
-    mma_b_frag b;
-  } mine = {{{a[0], a[1], a[2], a[3]}}, {{b[0], b[1]}}};
-  const uint64_t *all = warp_gather(0xFFFFFFFFu, (uint64_t)(uintptr_t)&mine);
-  uint64_t la[32], lb[32];
+// D = A · B + C for the whole warp, from the 32 lanes' parts (K = 8 words'
+// worth of elements; E elements a word). Element k of row r of A is in lane
+// 4·(r mod 8) + (k mod K/2) / E, register (r >= 8) + 2·(k >= K/2), part
+// k mod E; element (k, n) of B in lane 4·n + (k mod K/2) / E, register
+// k >= K/2, part k mod E. Each sum runs in k order in double, from c.
+template <class Word>
+static inline void mma_warp(mma_lane *const lanes[32]) {
+  constexpr int E = Word::per_word, K = 8 * E;
+  double A[16][K], B[8][K];
+  for (int r = 0; r < 16; r++)
+    for (int h = 0; h < 2; h++)
+      for (int q = 0; q < 4; q++)
+        for (int p = 0; p < E; p++) A[r][h * K / 2 + q * E + p] = Word::elem(lanes[4 * (r % 8) + q]->a.a[(r >= 8) + 2 * h], p);
+  for (int n = 0; n < 8; n++)
+    for (int h = 0; h < 2; h++)
+      for (int q = 0; q < 4; q++)
+        for (int p = 0; p < E; p++) B[n][h * K / 2 + q * E + p] = Word::elem(lanes[4 * n + q]->b.b[h], p);
   for (int l = 0; l < 32; l++) {
-    la[l] = all[l]; // each lane's struct: a first, then b
-    lb[l] = all[l] + sizeof(mma_a_frag);
+    int g = l / 4, t = l % 4;
+    for (int e = 0; e < 4; e++) {
+      const double *a = A[g + 8 * (e / 2)], *b = B[2 * t + e % 2];
+      double s = lanes[l]->d[e];
+      for (int k = 0; k < K; k++) s += a[k] * b[k];
+      lanes[l]->d[e] = (float)s;
+    }
+    lanes[l]->done = true;
   }
-  int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  // this lane's two rows of A and two columns of B, each element read once
-  double ar[2][32], bc[2][32];
-  for (int i = 0; i < 2; i++)
-    for (int k = 0; k < K; k++) ar[i][k] = ae(la, g + 8 * i, k), bc[i][k] = be(lb, k, 2 * t + i);
-  float r[4];
-  for (int e = 0; e < 4; e++) {
-    double s = d[e];
-    for (int k = 0; k < K; k++) s += ar[e / 2][k] * bc[e % 2][k];
-    r[e] = (float)s;
+}
+
+// d += A · B for one warp-wide tile. The lanes hand each other their parts
+// (on their fiber stacks) through the warp gather; the lane that resumes
+// first (the last to arrive: the others are still waiting in the gather, so
+// every part is alive) makes the warp's product into every part; the others
+// find theirs done.
+template <class Word>
+static inline void mma_tile(float d[4], const uint32_t a[4], const uint32_t b[2]) {
+  mma_lane mine = {{{a[0], a[1], a[2], a[3]}}, {{b[0], b[1]}}, {d[0], d[1], d[2], d[3]}, false};
+  const uint64_t *all = warp_gather(0xFFFFFFFFu, (uint64_t)(uintptr_t)&mine);
+  if (!mine.done) {
+    mma_lane *lanes[32];
+    for (int l = 0; l < 32; l++) lanes[l] = (mma_lane *)(uintptr_t)all[l];
+    mma_warp<Word>(lanes);
   }
-  __syncwarp(); // every lane has read every fragment
-  for (int e = 0; e < 4; e++) d[e] = r[e];
+  for (int e = 0; e < 4; e++) d[e] = mine.d[e];
 }
 
 } // namespace cuda_emu
 
 // d += A · B for one m16n8k16 tile (bf16 in, fp32 accumulate).
 static inline void mma_m16n8k16_bf16(float d[4], const uint32_t a[4], const uint32_t b[2]) {
-  cuda_emu::mma_tile(d, a, b, 16, cuda_emu::mma_a_elem, cuda_emu::mma_b_elem);
+  cuda_emu::mma_tile<cuda_emu::mma_bf16_word>(d, a, b);
 }
 
 // d += A · B for one m16n8k32 tile (e4m3 in, fp32 accumulate).
 static inline void mma_m16n8k32_e4m3(float d[4], const uint32_t a[4], const uint32_t b[2]) {
-  cuda_emu::mma_tile(d, a, b, 32, cuda_emu::mma_a8_elem, cuda_emu::mma_b8_elem);
+  cuda_emu::mma_tile<cuda_emu::mma_e4m3_word>(d, a, b);
 }
 
 namespace cuda_emu {
