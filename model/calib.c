@@ -88,11 +88,12 @@ int model_calibrate(model_doc *man, const char *dir, double copy_gbps, model_cal
     if (!pts || !res) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of memory");
     for (size_t i = 0; i < n && !rc; i++) {
       rc = model_read_point(&x, i, &pts[i], d);
-      if (!rc && model_in_list(layouts, nl, pts[i].layout.label)) rc = model_predict_point(&m, &pts[i], &in, &res[i], d);
+      if (!rc && model_in_list(layouts, nl, pts[i].parallel.label))
+        rc = model_predict_point(&m, &pts[i], &in, &res[i], d);
       if (rc) cplab_diag_prefix(d, "%s: %s: ", x.path, pts[i].path);
     }
     for (size_t i = 0; i < n && !rc; i++) {
-      if (!model_in_list(layouts, nl, pts[i].layout.label)) continue;
+      if (!model_in_list(layouts, nl, pts[i].parallel.label)) continue;
       int full = 1;
       for (int k = 0; k < CPLAB_MODEL_PHASES; k++) full &= !isnan(pts[i].phase[k]);
       if (pts[i].graph == CPLAB_GRAPH_NONE && full) rc = calib_push(&cs, &res[i].features, &pts[i], d), co->points++;

@@ -234,12 +234,12 @@ static int predict_one(void *ctx, const cplab_bench_config *c, cplab_diag *d) {
   json_t *ph = json_object();
   for (int k = 0; k < CPLAB_MODEL_PHASES; k++) json_object_set_new(ph, cplab_model_phase_name(k), json_real(r.phase_ms[k]));
   const char *metric = c->workload->kind == CPLAB_BENCH_PREFILL ? "TTFT" : "TPOT";
-  int gpus = c->layout->tp * c->layout->pcp;
+  int gpus = c->parallel->tp * c->parallel->pcp;
   /* Tokens a second per GPU: a prefill's new tokens over its TTFT, a decode step's rows over its TPOT. */
   double tokens = c->workload->kind == CPLAB_BENCH_PREFILL ? (double)(c->workload->tokens * c->workload->batch)
                                                            : (double)c->workload->batch;
   json_array_append_new(x->rows, json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:f, s:f, s:o, s:i, s:b, s:f, s:f, s:f}",
-                                           "layout", c->layout->label, "workload", wl, "graph",
+                                           "layout", c->parallel->label, "workload", wl, "graph",
                                            cplab_graph_mode_label(c->graph), "metric", metric, "gpus", gpus, "tokens",
                                            (json_int_t)c->workload->tokens, "batch", (json_int_t)c->workload->batch,
                                            "ms", r.step_ms, "tokens_per_s_per_gpu", tokens / (r.step_ms / 1e3) / gpus,
@@ -255,7 +255,7 @@ static int predict(const args *a, const cplab_cli *cli, cplab_diag *d) {
   snprintf(m.preset, sizeof m.preset, "%s", a->preset);
   m.seed = cli->has_seed ? cli->seed : 20261129, m.interleave = 1, m.block_size = 64;
   int none = !a->prefill && !a->decode;
-  int rc = cplab_bench_parse_layouts(&m, a->layouts, d);
+  int rc = cplab_bench_parse_parallel(&m, a->layouts, d);
   if (!rc && a->model_set) rc = cplab_bench_parse_model_set(&m, a->model_set, d);
   if (!rc) rc = cplab_bench_parse_graphs(&m, a->graphs, d);
   if (!rc && (none || a->prefill))

@@ -53,7 +53,7 @@ int model_read_point(model_doc *x, size_t i, model_point *p, cplab_diag *d) {
   /* The parallel sizes: "parallel" (results format 2), "layout" before. */
   const char *key = json_object_get(e, "parallel") ? "parallel" : "layout";
   if (!rc) rc = cplab_json_get_string(&x->r, e, p->path, key, 1, NULL, label, sizeof label);
-  if (!rc && cplab_bench_layout_parse(label, &p->layout, d) != 0) {
+  if (!rc && cplab_bench_parallel_parse(label, &p->parallel, d) != 0) {
     cplab_diag local = *d;
     cplab_diag_clear(d);
     rc = cplab_json_fail(&x->r, p->path, 0, CPLAB_ESCHEMA, "layout: %s", local.msg);
@@ -94,7 +94,7 @@ int model_scenario_of(const model_meta *m, const model_point *p, cplab_scenario 
   memset(&mx, 0, sizeof mx);
   snprintf(mx.preset, sizeof mx.preset, "%s", m->preset);
   mx.seed = 20261129, mx.interleave = 1, mx.block_size = 64; /* cplab-bench's defaults */
-  return cplab_bench_scenario(&mx, &p->layout, &p->w, p->graph, s, d);
+  return cplab_bench_scenario(&mx, &p->parallel, &p->w, p->graph, s, d);
 }
 
 int model_predict_point(const model_meta *m, const model_point *p, const cplab_model_inputs *in, cplab_model_result *res,
@@ -145,6 +145,6 @@ double model_median_of(double *v, int n) {
 
 /* Same configuration but for the graph mode. */
 int model_same_config(const model_point *a, const model_point *b) {
-  return strcmp(a->layout.label, b->layout.label) == 0 && a->w.kind == b->w.kind && a->w.tokens == b->w.tokens &&
+  return strcmp(a->parallel.label, b->parallel.label) == 0 && a->w.kind == b->w.kind && a->w.tokens == b->w.tokens &&
          a->w.batch == b->w.batch && a->w.out_tokens == b->w.out_tokens;
 }

@@ -24,7 +24,7 @@ typedef struct model_doc {
 
 /* One measured point of a cplab-bench results file. */
 typedef struct model_point {
-  cplab_bench_layout layout;
+  cplab_bench_parallel parallel;
   cplab_bench_workload w;
   cplab_graph_mode graph;
   char workload[16], graph_name[16];

@@ -29,7 +29,7 @@ typedef struct sink {
 } sink;
 
 static json_t *config_json(const model_meta *m, const model_point *p, const char *backend) {
-  return json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:s, s:s}", "preset", m->preset, "layout", p->layout.label,
+  return json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:s, s:s}", "preset", m->preset, "layout", p->parallel.label,
                    "workload", p->workload, "tokens", (json_int_t)p->w.tokens, "batch", (json_int_t)p->w.batch,
                    "out_tokens", (json_int_t)p->w.out_tokens, "graph", p->graph_name, "backend", backend);
 }
@@ -65,7 +65,7 @@ static int excluded(model_doc *man, const json_t *pe, const char *path, const mo
       cplab_json_index(q, path, i);
       return cplab_json_fail(&man->r, q, 0, CPLAB_ESCHEMA, "an exclusion needs layout, workload and reason strings");
     }
-    if (strcmp(json_string_value(l), p->layout.label) == 0 && strcmp(json_string_value(w), p->workload) == 0)
+    if (strcmp(json_string_value(l), p->parallel.label) == 0 && strcmp(json_string_value(w), p->workload) == 0)
       *reason = json_string_value(r);
   }
   return 0;
@@ -100,7 +100,7 @@ static int predict_entry(model_doc *man, const char *dir, size_t idx, const cpla
     const char *why = NULL;
     cplab_model_result r;
     rc = model_read_point(&x, i, &p, d);
-    if (!rc && nl && !model_in_list(layouts, nl, p.layout.label)) continue;
+    if (!rc && nl && !model_in_list(layouts, nl, p.parallel.label)) continue;
     if (!rc) rc = excluded(man, pe, path, &p, &why);
     if (!rc && why) {
       json_t *c = config_json(&m, &p, m.backend);
@@ -212,7 +212,7 @@ static int graph_entry(model_doc *man, const char *dir, size_t idx, double copy_
   for (size_t i = 0; i < n && !rc; i++) {
     const model_point *p = &pts[i], *e = NULL;
     const char *why = NULL;
-    if (p->graph == CPLAB_GRAPH_NONE || !model_in_list(layouts, nl, p->layout.label)) continue;
+    if (p->graph == CPLAB_GRAPH_NONE || !model_in_list(layouts, nl, p->parallel.label)) continue;
     for (size_t j = 0; j < n; j++)
       if (pts[j].graph == CPLAB_GRAPH_NONE && model_same_config(&pts[j], p)) e = &pts[j];
     if (!e) continue;

@@ -104,7 +104,7 @@ static json_t *work_json(const cplab_bench_work *w) {
                    "attn_rows", w->attn_rows, "comm_bytes", comm);
 }
 
-static json_t *config_json(const cplab_bench_layout *l, const char *workload, cplab_graph_mode g,
+static json_t *config_json(const cplab_bench_parallel *l, const char *workload, cplab_graph_mode g,
                            const cplab_bench_plan_cost *c, const cplab_bench_heads *h) {
   json_t *ranks = json_array();
   for (int r = 0; r < c->world; r++) json_array_append_new(ranks, work_json(&c->ranks[r]));
@@ -128,13 +128,13 @@ static int each_graph(const cplab_bench_matrix *m, int li, int wi, cplab_bench_c
   char modes[3][24] = {{0}};
   int rc = 0;
   for (int gi = 0; gi < m->num_graphs && !rc; gi++) {
-    cplab_bench_config c = {&m->layouts[li], &m->workloads[wi], m->graphs[gi], NULL, NULL, {0}, ""};
+    cplab_bench_config c = {&m->parallel[li], &m->workloads[wi], m->graphs[gi], NULL, NULL, {0}, ""};
     cplab_scenario *s = NULL;
     cplab_bench_plan_cost cost = {0};
     char wl[96];
     cplab_bench_workload_label(c.workload, wl, sizeof wl);
-    snprintf(c.title, sizeof c.title, "%s, %s, %s", c.layout->label, wl, cplab_graph_mode_label(c.graph));
-    rc = cplab_bench_scenario(m, c.layout, c.workload, c.graph, &s, d);
+    snprintf(c.title, sizeof c.title, "%s, %s, %s", c.parallel->label, wl, cplab_graph_mode_label(c.graph));
+    rc = cplab_bench_scenario(m, c.parallel, c.workload, c.graph, &s, d);
     if (!rc) rc = cplab_bench_plan_cost_of(s, &cost, d);
     if (!rc) cplab_bench_heads_of(&s->model, &s->par, cplab_bench_head_pad_of(m), &c.heads);
     for (int r = 0; !rc && r < cost.world; r++) cplab_bench_work_pad(&cost.ranks[r], &s->model, &s->par, c.heads.pad);
@@ -153,7 +153,7 @@ int cplab_bench_head_pad_of(const cplab_bench_matrix *m) {
 
 int cplab_bench_for_each(const cplab_bench_matrix *m, cplab_bench_config_fn fn, void *ctx, cplab_diag *d) {
   int rc = 0;
-  for (int li = 0; li < m->num_layouts && !rc; li++)
+  for (int li = 0; li < m->num_parallel && !rc; li++)
     for (int wi = 0; wi < m->num_workloads && !rc; wi++) rc = each_graph(m, li, wi, fn, ctx, d);
   return rc;
 }
@@ -168,7 +168,7 @@ static int dry_one(void *ctx, const cplab_bench_config *c, cplab_diag *d) {
   char wl[96];
   cplab_bench_workload_label(c->workload, wl, sizeof wl);
   if (!x->all) print_text(x->out, c->title, c->cost, &c->heads);
-  else if (json_array_append_new(x->all, config_json(c->layout, wl, c->graph, c->cost, &c->heads)) != 0)
+  else if (json_array_append_new(x->all, config_json(c->parallel, wl, c->graph, c->cost, &c->heads)) != 0)
     CPLAB_FAIL(d, CPLAB_ENOMEM, "out of memory");
   return 0;
 }

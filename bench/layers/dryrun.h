@@ -1,7 +1,8 @@
 /* bench/layers/dryrun.h: cplab-bench --dry-run. For every configuration of
  * the matrix, every rank's plan-derived work per layer and step
- * (plancost.h), without a GPU: what each layout asks of each rank, how even
- * the ranks' shares are, and which graph mode and MoE path each batch runs. */
+ * (plancost.h), without a GPU: what each set of parallel sizes asks of each
+ * rank, how even the ranks' shares are, and which graph mode and MoE path
+ * each batch runs. */
 #ifndef CPLAB_BENCH_DRYRUN_H
 #define CPLAB_BENCH_DRYRUN_H
 
@@ -25,7 +26,7 @@ void cplab_bench_plan_cost_free(cplab_bench_plan_cost *c);
 
 /* One configuration of the matrix, with its scenario and plan cost. */
 typedef struct cplab_bench_config {
-  const cplab_bench_layout *layout;
+  const cplab_bench_parallel *parallel;
   const cplab_bench_workload *workload;
   cplab_graph_mode graph;
   const cplab_scenario *scenario;
@@ -40,9 +41,9 @@ int cplab_bench_head_pad_of(const cplab_bench_matrix *m);
 
 /* Call fn for every configuration, parallel sizes outermost, then workloads, then
  * graph modes. A configuration whose batches would run in the same runtime
- * graph mode as an earlier mode of the same layout and workload (a prefill
- * under "full" runs piecewise) is skipped: it would be measured twice. A
- * nonzero return of fn stops the walk and is returned. */
+ * graph mode as an earlier mode of the same parallel sizes and workload (a
+ * prefill under "full" runs piecewise) is skipped: it would be measured
+ * twice. A nonzero return of fn stops the walk and is returned. */
 typedef int (*cplab_bench_config_fn)(void *ctx, const cplab_bench_config *c, cplab_diag *d);
 int cplab_bench_for_each(const cplab_bench_matrix *m, cplab_bench_config_fn fn, void *ctx, cplab_diag *d);
 

@@ -16,7 +16,7 @@ libcplab_benchplan_la_SOURCES = %reldir%/matrix.c %reldir%/matrix.h %reldir%/pla
 	%reldir%/dryrun.c %reldir%/dryrun.h %reldir%/steptime.c %reldir%/steptime.h %reldir%/checkbound.c \
 	%reldir%/checkbound.h
 libcplab_benchplan_la_CPPFLAGS = $(AM_CPPFLAGS)
-# Layout labels come from the results model (cplab_bench_layout_label).
+# Parallel labels come from the results model (cplab_bench_parallel_label).
 libcplab_benchplan_la_LIBADD = libcplab_benchreport.la
 
 check_PROGRAMS += bench/cplab-bench

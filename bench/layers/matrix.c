@@ -25,7 +25,7 @@ static int64_t take_size(const char **p) {
   return cplab_parse_u64(buf, &v) == 0 && v <= (1u << 20) ? (int64_t)v : 0;
 }
 
-int cplab_bench_layout_parse(const char *text, cplab_bench_layout *out, cplab_diag *d) {
+int cplab_bench_parallel_parse(const char *text, cplab_bench_parallel *out, cplab_diag *d) {
   static const char *const parts[3] = {"tp", "pcp", "dcp"};
   int size[3] = {1, 1, 1}, next = 0;
   const char *p = text;
@@ -44,7 +44,7 @@ int cplab_bench_layout_parse(const char *text, cplab_bench_layout *out, cplab_di
   }
   out->tp = size[0], out->pcp = size[1], out->dcp = size[2];
   /* The canonical label ("tp1pcp2" reads back as "pcp2"), the one results files check. */
-  if (cplab_bench_layout_label(out->tp, out->pcp, out->dcp, out->label, sizeof out->label) != 0)
+  if (cplab_bench_parallel_label(out->tp, out->pcp, out->dcp, out->label, sizeof out->label) != 0)
     CPLAB_FAIL(d, CPLAB_EUSAGE, "parallel sizes '%s': too large", text);
   return 0;
 }
@@ -66,26 +66,22 @@ static int for_each_item(const char *text, const char *what, int (*fn)(void *ctx
   }
 }
 
-static int add_layout(void *ctx, const char *item, cplab_diag *d) {
+static int add_parallel(void *ctx, const char *item, cplab_diag *d) {
   cplab_bench_matrix *m = ctx;
-  cplab_bench_layout l;
-  int rc = cplab_bench_layout_parse(item, &l, d);
+  cplab_bench_parallel l;
+  int rc = cplab_bench_parallel_parse(item, &l, d);
   if (rc) return rc;
-  for (int i = 0; i < m->num_layouts; i++)
-    if (strcmp(m->layouts[i].label, l.label) == 0) CPLAB_FAIL(d, CPLAB_EUSAGE, "--parallel: %s given twice", l.label);
-  if (m->num_layouts == CPLAB_BENCH_MAX_ITEMS)
+  for (int i = 0; i < m->num_parallel; i++)
+    if (strcmp(m->parallel[i].label, l.label) == 0) CPLAB_FAIL(d, CPLAB_EUSAGE, "--parallel: %s given twice", l.label);
+  if (m->num_parallel == CPLAB_BENCH_MAX_ITEMS)
     CPLAB_FAIL(d, CPLAB_EUSAGE, "--parallel: more than %d", CPLAB_BENCH_MAX_ITEMS);
-  m->layouts[m->num_layouts++] = l;
+  m->parallel[m->num_parallel++] = l;
   return 0;
 }
 
 int cplab_bench_parse_parallel(cplab_bench_matrix *m, const char *text, cplab_diag *d) {
-  m->num_layouts = 0;
-  return for_each_item(text, "--parallel", add_layout, m, d);
-}
-
-int cplab_bench_parse_layouts(cplab_bench_matrix *m, const char *text, cplab_diag *d) {
-  return cplab_bench_parse_parallel(m, text, d);
+  m->num_parallel = 0;
+  return for_each_item(text, "--parallel", add_parallel, m, d);
 }
 
 static int add_graph(void *ctx, const char *item, cplab_diag *d) {
@@ -211,7 +207,7 @@ static int steps_of(const cplab_bench_workload *w, cplab_scenario *s, int64_t *l
 }
 
 /* The configuration's scenario, filled in (not yet checked). */
-static int fill_scenario(const cplab_bench_matrix *m, const cplab_bench_layout *l, const cplab_bench_workload *w,
+static int fill_scenario(const cplab_bench_matrix *m, const cplab_bench_parallel *l, const cplab_bench_workload *w,
                          cplab_graph_mode g, cplab_scenario *s, cplab_diag *d) {
   int64_t longest = 0;
   snprintf(s->name, sizeof s->name, "bench");
@@ -235,7 +231,7 @@ static int fill_scenario(const cplab_bench_matrix *m, const cplab_bench_layout *
   return 0;
 }
 
-int cplab_bench_scenario(const cplab_bench_matrix *m, const cplab_bench_layout *l, const cplab_bench_workload *w,
+int cplab_bench_scenario(const cplab_bench_matrix *m, const cplab_bench_parallel *l, const cplab_bench_workload *w,
                          cplab_graph_mode g, cplab_scenario **out, cplab_diag *d) {
   *out = NULL;
   /* The steps are allocated before the rules see them: bound them first. */

@@ -1,7 +1,7 @@
-/* bench/layers/matrix.h: the configurations cplab-bench measures (layout ×
- * workload × graph mode) and the scenario each one runs, built in memory and
- * checked by cplab_scenario_finish(), the scenario parser's own rules, so a
- * benchmark obeys every rule a scenario file does.
+/* bench/layers/matrix.h: the configurations cplab-bench measures (parallel
+ * sizes × workload × graph mode) and the scenario each one runs, built in
+ * memory and checked by cplab_scenario_finish(), the scenario parser's own
+ * rules, so a benchmark obeys every rule a scenario file does.
  *
  * The layout is a registered plan/layouts/ plugin by name ("vllm",
  * "block-aligned", the mutants), the same for every configuration of a
@@ -37,16 +37,15 @@
 /* Requests summed over a configuration's steps (steps x requests per step). */
 #define CPLAB_BENCH_MAX_REQUEST_ENTRIES (1 << 20)
 
-/* One set of parallel sizes (cplab-bench --parallel; the type keeps its
- * older name, which cplab-model shares). */
-typedef struct cplab_bench_layout {
+/* One set of parallel sizes (cplab-bench and cplab-model --parallel). */
+typedef struct cplab_bench_parallel {
   int tp, pcp, dcp;
   char label[32];
-} cplab_bench_layout;
+} cplab_bench_parallel;
 
-/* Where a layout's ranks run: all on one GPU (nccl 0), or one MPI rank per
- * GPU, this process being rank `rank` of `size` (nccl 1; mpi 0 only for
- * size 1, without mpirun). */
+/* Where a configuration's ranks run: all on one GPU (nccl 0), or one MPI
+ * rank per GPU, this process being rank `rank` of `size` (nccl 1; mpi 0
+ * only for size 1, without mpirun). */
 typedef struct cplab_bench_backend {
   int nccl, rank, size, mpi;
 } cplab_bench_backend;
@@ -65,8 +64,8 @@ typedef struct cplab_bench_matrix {
   char preset[32];
   uint64_t seed;
   int interleave, block_size;
-  int num_layouts, num_workloads, num_graphs;
-  cplab_bench_layout layouts[CPLAB_BENCH_MAX_ITEMS];
+  int num_parallel, num_workloads, num_graphs;
+  cplab_bench_parallel parallel[CPLAB_BENCH_MAX_ITEMS];
   cplab_bench_workload workloads[CPLAB_BENCH_MAX_ITEMS];
   cplab_graph_mode graphs[CPLAB_GRAPH_LABELED];
   char model_set[512]; /* "FIELD=VALUE,..." over the preset (--model-set), "" for none */
@@ -77,14 +76,12 @@ typedef struct cplab_bench_matrix {
 const char *cplab_bench_kind_name(cplab_bench_kind k);   /* "prefill", "decode", "mixed" */
 
 /* One parallel label ("pcp4dcp4") into out; CPLAB_EUSAGE naming the problem. */
-int cplab_bench_layout_parse(const char *text, cplab_bench_layout *out, cplab_diag *d);
+int cplab_bench_parallel_parse(const char *text, cplab_bench_parallel *out, cplab_diag *d);
 /* Comma-separated lists into the matrix (each replaces the matrix's list):
  *   parallel sizes "tp4,pcp4"; graphs "eager,full";
  *   prefill "4096,32768" with batch B; decode "32768" with batch B and M out;
  *   mixed "8192+16@32768" (prefill tokens + decode rows @ their context). */
 int cplab_bench_parse_parallel(cplab_bench_matrix *m, const char *text, cplab_diag *d);
-/* The same, under its older name (cplab-model calls it). */
-int cplab_bench_parse_layouts(cplab_bench_matrix *m, const char *text, cplab_diag *d);
 int cplab_bench_parse_graphs(cplab_bench_matrix *m, const char *text, cplab_diag *d);
 /* Model fields over the preset, "hidden_size=1024,n_routed_experts=16": the
  * syntax is checked here, names when the scenarios are built, ranges by the
@@ -96,7 +93,7 @@ int cplab_bench_add_workloads(cplab_bench_matrix *m, cplab_bench_kind kind, cons
 /* The scenario of one configuration (free with cplab_scenario_free):
  * model preset, the parallel sizes, the matrix's layout (vllm for ""), the graph mode, the
  * workload's steps and a max_model_len that holds them. */
-int cplab_bench_scenario(const cplab_bench_matrix *m, const cplab_bench_layout *l, const cplab_bench_workload *w,
+int cplab_bench_scenario(const cplab_bench_matrix *m, const cplab_bench_parallel *l, const cplab_bench_workload *w,
                          cplab_graph_mode g, cplab_scenario **out, cplab_diag *d);
 
 /* "prefill 32768 in / 1 out", "decode 1 in / 16 out @ 32768, batch 4",

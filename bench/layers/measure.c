@@ -104,7 +104,7 @@ static void print_rates(FILE *out, const cplab_bench_config *c, const bench_meas
 static void point_of(const cplab_bench_config *c, const bench_measured *ms, cplab_bench_point *p) {
   const cplab_bench_workload *w = c->workload;
   memset(p, 0, sizeof *p);
-  p->tp = c->layout->tp, p->pcp = c->layout->pcp, p->dcp = c->layout->dcp;
+  p->tp = c->parallel->tp, p->pcp = c->parallel->pcp, p->dcp = c->parallel->dcp;
   p->heads = c->heads.real, p->heads_run = c->heads.run;
   snprintf(p->workload, sizeof p->workload, "%s", cplab_bench_kind_name(w->kind));
   p->tokens = w->tokens, p->batch = w->batch;
@@ -177,13 +177,13 @@ static void fill_meta(cplab_bench_meta *meta, const cplab_bench_matrix *m, const
   meta->layers = o->layers;
 }
 
-/* Under NCCL: every layout has as many ranks as there are processes. */
+/* Under NCCL: every set of parallel sizes has as many ranks as there are processes. */
 static int check_worlds(const cplab_bench_matrix *m, const cplab_bench_backend *be, cplab_diag *d) {
-  for (int i = 0; be->nccl && i < m->num_layouts; i++) {
-    const cplab_bench_layout *l = &m->layouts[i];
+  for (int i = 0; be->nccl && i < m->num_parallel; i++) {
+    const cplab_bench_parallel *l = &m->parallel[i];
     if (l->tp * l->pcp != be->size)
-      CPLAB_FAIL(d, CPLAB_EUSAGE, "--backend nccl: layout %s has %d ranks, but %d process(es) run (mpirun -np %d "
-                 "for it; one run per GPU count)", l->label, l->tp * l->pcp, be->size, l->tp * l->pcp);
+      CPLAB_FAIL(d, CPLAB_EUSAGE, "--backend nccl: parallel sizes %s have %d ranks, but %d process(es) run (mpirun "
+                 "-np %d for it; one run per GPU count)", l->label, l->tp * l->pcp, be->size, l->tp * l->pcp);
   }
   return 0;
 }

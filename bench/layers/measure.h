@@ -22,15 +22,15 @@
 #include "engine.h"
 #include "report.h"
 
-/* Measure every configuration of matrix m (layouts, then workloads, then
- * graph modes; a graph mode whose batches run as an earlier one's is
+/* Measure every configuration of matrix m (parallel sizes, then workloads,
+ * then graph modes; a graph mode whose batches run as an earlier one's is
  * measured once) with the engine options o (o->close: NULL for --check's
  * bounds, checkbound.h) into r (initialised by the caller; meta filled here
  * from the device, the date, the build's commit and `command`; finished,
  * i.e. with statistics). A progress line per configuration goes to progress
  * (NULL: none; under NCCL only rank 0 should pass one). Under NCCL every
- * layout must have as many ranks as there are processes (CPLAB_EUSAGE
- * before anything is measured otherwise). */
+ * set of parallel sizes must have as many ranks as there are processes
+ * (CPLAB_EUSAGE before anything is measured otherwise). */
 int cplab_bench_measure_matrix(const cplab_bench_matrix *m, const exec_engine_opts *o, const cplab_bench_backend *be,
                                const char *command, cplab_bench_results *r, FILE *progress, cplab_diag *d);
 

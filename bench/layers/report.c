@@ -34,7 +34,7 @@ void cplab_bench_results_init(cplab_bench_results *r) {
   *r = (cplab_bench_results){.meta = {.resamples = 2000, .gpus = 1, .layers = 1, .layout = "vllm", .head_pad = 0}};
 }
 
-int cplab_bench_layout_label(int tp, int pcp, int dcp, char *buf, size_t len) {
+int cplab_bench_parallel_label(int tp, int pcp, int dcp, char *buf, size_t len) {
   if (tp < 1 || pcp < 1 || dcp < 1) return CPLAB_EINVAL;
   const struct {
     const char *name;
@@ -50,7 +50,7 @@ int cplab_bench_layout_label(int tp, int pcp, int dcp, char *buf, size_t len) {
   return 0;
 }
 
-int cplab_bench_layout_world(int tp, int pcp, int dcp) {
+int cplab_bench_parallel_world(int tp, int pcp, int dcp) {
   (void)dcp; /* DCP shards the KV cache inside the TP x PCP world: no GPUs of its own */
   return tp * pcp;
 }
@@ -94,7 +94,7 @@ static int check_parallel(const cplab_bench_point *p, const char *what, char *la
   cplab_diag why = {0};
   if (cplab_parallel_check(&par, 0, &why) != 0)
     CPLAB_FAIL(d, CPLAB_EINVAL, "%s: bad parallel sizes: %s", what, why.msg);
-  if (cplab_bench_layout_label(p->tp, p->pcp, p->dcp, label, sizeof p->parallel) != 0)
+  if (cplab_bench_parallel_label(p->tp, p->pcp, p->dcp, label, sizeof p->parallel) != 0)
     CPLAB_FAIL(d, CPLAB_EINTERNAL, "%s: no parallel label", what);
   if (!memchr(p->parallel, '\0', sizeof p->parallel) || (p->parallel[0] && strcmp(p->parallel, label) != 0))
     CPLAB_FAIL(d, CPLAB_EINVAL, "%s: parallel label '%.*s' does not match the sizes (%s)", what,
@@ -173,7 +173,7 @@ int cplab_bench_results_add(cplab_bench_results *r, const cplab_bench_point *p, 
 
 long cplab_bench_results_baseline_of(const cplab_bench_results *r, size_t i) {
   const cplab_bench_point *p = &r->points[i];
-  int world = cplab_bench_layout_world(p->tp, p->pcp, p->dcp);
+  int world = cplab_bench_parallel_world(p->tp, p->pcp, p->dcp);
   for (size_t j = 0; j < r->n; j++) {
     const cplab_bench_point *b = &r->points[j];
     if (b->pcp == 1 && b->dcp == 1 && b->tp == world && report_row_cmp(p, b) == 0 && strcmp(p->graph, b->graph) == 0)
@@ -248,7 +248,8 @@ int report_check_finished(const cplab_bench_results *r, const char *what, cplab_
 static int cmp_int64(int64_t a, int64_t b) { return (a > b) - (a < b); }
 
 int report_layout_cmp(const cplab_bench_point *a, const cplab_bench_point *b) {
-  int c = cmp_int64(cplab_bench_layout_world(a->tp, a->pcp, a->dcp), cplab_bench_layout_world(b->tp, b->pcp, b->dcp));
+  int c = cmp_int64(cplab_bench_parallel_world(a->tp, a->pcp, a->dcp),
+                    cplab_bench_parallel_world(b->tp, b->pcp, b->dcp));
   if (!c) c = cmp_int64(a->dcp, b->dcp);
   if (!c) c = cmp_int64(a->pcp, b->pcp);
   if (!c) c = cmp_int64(a->tp, b->tp);

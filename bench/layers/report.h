@@ -65,7 +65,7 @@ typedef struct cplab_bench_meta {
 } cplab_bench_meta;
 
 typedef struct cplab_bench_point {
-  char parallel[32]; /* label built from the sizes (cplab_bench_layout_label); "" on input: filled by _add */
+  char parallel[32]; /* label built from the sizes (cplab_bench_parallel_label); "" on input: filled by _add */
   int tp, pcp, dcp;
   int heads, heads_run; /* a rank's real query heads and those its attention kernels ran (padding, meta.head_pad);
                          * 0 and 0: not recorded */
@@ -96,13 +96,13 @@ typedef struct cplab_bench_results {
  * struct is valid too (but needs meta.resamples before _finish). */
 void cplab_bench_results_init(cplab_bench_results *r);
 
-/* The layout label: the parts with size > 1 in the order tp, pcp, dcp
+/* The parallel label: the parts with size > 1 in the order tp, pcp, dcp
  * ("tp4", "pcp4", "tp4dcp4", "pcp4dcp4", "tp2pcp2"); all sizes 1 give
  * "tp1". CPLAB_EINVAL for a size < 1, CPLAB_ERANGE when len is too small. */
-int cplab_bench_layout_label(int tp, int pcp, int dcp, char *buf, size_t len);
+int cplab_bench_parallel_label(int tp, int pcp, int dcp, char *buf, size_t len);
 
-/* GPUs a layout runs on: tp * pcp (DCP shards inside the TP x PCP world). */
-int cplab_bench_layout_world(int tp, int pcp, int dcp);
+/* GPUs a set of parallel sizes runs on: tp * pcp (DCP shards inside the TP x PCP world). */
+int cplab_bench_parallel_world(int tp, int pcp, int dcp);
 
 /* Copy p (and its samples) into r. Rejects, with CPLAB_EINVAL and a message
  * naming the point: n == 0 or n > CPLAB_BENCH_MAX_SAMPLES, a non-finite or

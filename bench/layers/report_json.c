@@ -95,7 +95,7 @@ static json_t *point_json(const cplab_bench_results *r, size_t i) {
   put(o, "tp", json_integer(p->tp), &bad);
   put(o, "pcp", json_integer(p->pcp), &bad);
   put(o, "dcp", json_integer(p->dcp), &bad);
-  put(o, "gpus", json_integer(cplab_bench_layout_world(p->tp, p->pcp, p->dcp)), &bad);
+  put(o, "gpus", json_integer(cplab_bench_parallel_world(p->tp, p->pcp, p->dcp)), &bad);
   put(o, "heads", p->heads ? json_integer(p->heads) : json_null(), &bad);
   put(o, "heads_run", p->heads ? json_integer(p->heads_run) : json_null(), &bad);
   put(o, "workload", json_string(p->workload), &bad);

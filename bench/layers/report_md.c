@@ -163,8 +163,8 @@ static void write_detail_row(FILE *f, const cplab_bench_results *r, const cplab_
   char heads[32] = "—";
   if (p->heads) snprintf(heads, sizeof heads, "%d → %d", p->heads, p->heads_run);
   fprintf(f, "| %zu | %s | %s | %s | %d | %s | %zu | %s | %s | %s ± %s | %s | %s | [%s, %s] |", (size_t)(p - r->points),
-          p->graph, label, p->parallel, cplab_bench_layout_world(p->tp, p->pcp, p->dcp), heads, s->n, v[0], v[1], v[2],
-          v[3], v[4], v[5], v[6], v[7]);
+          p->graph, label, p->parallel, cplab_bench_parallel_world(p->tp, p->pcp, p->dcp), heads, s->n, v[0], v[1],
+          v[2], v[3], v[4], v[5], v[6], v[7]);
   put_ratio_detail(f, r, p);
   for (int k = 0; k < CPLAB_BENCH_PHASES; k++) {
     char ms[32];

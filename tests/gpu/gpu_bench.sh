@@ -34,9 +34,9 @@ else
       --backend nccl --model-set "$MODEL" --parallel pcp2dcp2,tp2 --mixed 24+2@70 --graphs piecewise --reps 1 \
       --check 12
     expect_grep "$WORK/err" "rows agree with cplab-exec's" "mixed batches on two GPUs checked"
-    expect_exit 2 "a layout of 4 ranks under mpirun -np 2" timeout 300 "$MPIRUN" -np 2 "$ENGINE" --backend nccl \
+    expect_exit 2 "parallel sizes of 4 ranks under mpirun -np 2" timeout 300 "$MPIRUN" -np 2 "$ENGINE" --backend nccl \
       --model-set "$MODEL" --parallel tp4 --prefill 48
-    expect_grep "$WORK/err" "layout tp4 has 4 ranks, but 2 process(es) run" "the refusal names the layout"
+    expect_grep "$WORK/err" "parallel sizes tp4 have 4 ranks, but 2 process(es) run" "the refusal names the sizes"
   else
     echo "# fewer than two GPUs or no mpirun: the two-rank NCCL runs are not run"
   fi

@@ -27,9 +27,9 @@ static void test_layout_labels(void **state) {
             {"pcp4dcp4", "pcp4dcp4", 1, 4, 4}, {"tp1", "tp1", 1, 1, 1},     {"tp1pcp2", "pcp2", 1, 2, 1},
             {"tp2pcp2dcp4", "tp2pcp2dcp4", 2, 2, 4}};
   for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
-    cplab_bench_layout l;
+    cplab_bench_parallel l;
     cplab_diag d = {0};
-    assert_int_equal(cplab_bench_layout_parse(ok[i].text, &l, &d), 0);
+    assert_int_equal(cplab_bench_parallel_parse(ok[i].text, &l, &d), 0);
     assert_string_equal(l.label, ok[i].label);
     assert_true(l.tp == ok[i].tp && l.pcp == ok[i].pcp && l.dcp == ok[i].dcp);
   }
@@ -39,9 +39,9 @@ static void test_layout_labels(void **state) {
              {"pcp2tp2", "in that order"}, {"tp2tp2", "in that order"},   {"x4", "in that order"},
              {"tp4 ", "in that order"}, {"tp99999999", "tp needs a positive size"}};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    cplab_bench_layout l;
+    cplab_bench_parallel l;
     cplab_diag d = {0};
-    expect_usage(cplab_bench_layout_parse(bad[i].text, &l, &d), &d, bad[i].fragment);
+    expect_usage(cplab_bench_parallel_parse(bad[i].text, &l, &d), &d, bad[i].fragment);
   }
 }
 
@@ -49,9 +49,9 @@ static void test_lists(void **state) {
   (void)state;
   cplab_bench_matrix m = {0};
   cplab_diag d = {0};
-  assert_int_equal(cplab_bench_parse_layouts(&m, "tp4,pcp4,tp4dcp4,pcp4dcp4", &d), 0);
-  assert_int_equal(m.num_layouts, 4);
-  assert_string_equal(m.layouts[3].label, "pcp4dcp4");
+  assert_int_equal(cplab_bench_parse_parallel(&m, "tp4,pcp4,tp4dcp4,pcp4dcp4", &d), 0);
+  assert_int_equal(m.num_parallel, 4);
+  assert_string_equal(m.parallel[3].label, "pcp4dcp4");
   assert_int_equal(cplab_bench_parse_graphs(&m, "eager,piecewise,full", &d), 0);
   assert_true(m.num_graphs == 3 && m.graphs[2] == CPLAB_GRAPH_FULL_AND_PIECEWISE);
   /* full_decode_only is reachable: the scenario runs vLLM's FULL_DECODE_ONLY */
@@ -85,7 +85,7 @@ static void test_lists(void **state) {
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     cplab_bench_matrix b = {0};
     cplab_diag e = {0};
-    int rc = bad[i].which == 0   ? cplab_bench_parse_layouts(&b, bad[i].text, &e)
+    int rc = bad[i].which == 0   ? cplab_bench_parse_parallel(&b, bad[i].text, &e)
              : bad[i].which == 1 ? cplab_bench_parse_graphs(&b, bad[i].text, &e)
              : bad[i].which == 2 ? cplab_bench_add_workloads(&b, CPLAB_BENCH_PREFILL, bad[i].text, 1, 1, &e)
              : bad[i].which == 3 ? cplab_bench_add_workloads(&b, CPLAB_BENCH_MIXED, bad[i].text, 1, 1, &e)
@@ -111,7 +111,7 @@ static cplab_bench_plan_cost cost_of(const cplab_bench_matrix *m, int layout) {
   cplab_scenario *s = NULL;
   cplab_bench_plan_cost c;
   cplab_diag d = {0};
-  if (cplab_bench_scenario(m, &m->layouts[layout], &m->workloads[0], CPLAB_GRAPH_NONE, &s, &d) != 0)
+  if (cplab_bench_scenario(m, &m->parallel[layout], &m->workloads[0], CPLAB_GRAPH_NONE, &s, &d) != 0)
     fail_msg("scenario: %s", d.msg);
   if (cplab_bench_plan_cost_of(s, &c, &d) != 0) fail_msg("plan cost: %s", d.msg);
   cplab_scenario_free(s);
@@ -123,10 +123,12 @@ static void test_scenarios_hold_the_workload(void **state) {
   cplab_bench_matrix m = matrix("pcp4dcp4", CPLAB_BENCH_DECODE, "1000", 3, 5);
   cplab_scenario *s = NULL;
   cplab_diag d = {0};
-  assert_int_equal(cplab_bench_scenario(&m, &m.layouts[0], &m.workloads[0], CPLAB_GRAPH_FULL_AND_PIECEWISE, &s, &d), 0);
+  assert_int_equal(
+      cplab_bench_scenario(&m, &m.parallel[0], &m.workloads[0], CPLAB_GRAPH_FULL_AND_PIECEWISE, &s, &d), 0);
   assert_true(s->par.tp == 1 && s->par.pcp == 4 && s->par.dcp == 4 && s->par.graph_mode == CPLAB_GRAPH_FULL_AND_PIECEWISE);
   cplab_scenario *fdo = NULL;
-  assert_int_equal(cplab_bench_scenario(&m, &m.layouts[0], &m.workloads[0], CPLAB_GRAPH_FULL_DECODE_ONLY, &fdo, &d), 0);
+  assert_int_equal(
+      cplab_bench_scenario(&m, &m.parallel[0], &m.workloads[0], CPLAB_GRAPH_FULL_DECODE_ONLY, &fdo, &d), 0);
   assert_int_equal(fdo->par.graph_mode, CPLAB_GRAPH_FULL_DECODE_ONLY);
   cplab_scenario_free(fdo);
   assert_int_equal(s->num_steps, 5);
@@ -138,7 +140,7 @@ static void test_scenarios_hold_the_workload(void **state) {
   cplab_scenario_free(s);
   /* A mixed step: the decode rows, then the prefill. */
   cplab_bench_matrix x = matrix("tp2", CPLAB_BENCH_MIXED, "300+2@5000", 1, 1);
-  assert_int_equal(cplab_bench_scenario(&x, &x.layouts[0], &x.workloads[0], CPLAB_GRAPH_PIECEWISE, &s, &d), 0);
+  assert_int_equal(cplab_bench_scenario(&x, &x.parallel[0], &x.workloads[0], CPLAB_GRAPH_PIECEWISE, &s, &d), 0);
   assert_true(s->num_steps == 1 && s->steps[0].num_requests == 3);
   assert_true(s->steps[0].requests[0].phase == CPLAB_PHASE_DECODE && s->steps[0].requests[0].num_computed == 5000);
   assert_true(s->steps[0].requests[2].phase == CPLAB_PHASE_PREFILL && s->steps[0].requests[2].new_tokens == 300);
@@ -146,13 +148,13 @@ static void test_scenarios_hold_the_workload(void **state) {
   /* A workload too large to spell out as steps is refused before it is built. */
   cplab_bench_matrix huge = matrix("tp1", CPLAB_BENCH_DECODE, "1000", 4096, 4096);
   cplab_diag e = {0};
-  assert_int_equal(cplab_bench_scenario(&huge, &huge.layouts[0], &huge.workloads[0], CPLAB_GRAPH_NONE, &s, &e),
+  assert_int_equal(cplab_bench_scenario(&huge, &huge.parallel[0], &huge.workloads[0], CPLAB_GRAPH_NONE, &s, &e),
                    CPLAB_EUSAGE);
   assert_non_null(strstr(e.msg, "4096 steps x 4096 requests exceed 1048576 requests in all"));
   assert_null(s);
-  /* A layout the scenario rules reject is named with the configuration. */
+  /* Parallel sizes the scenario rules reject are named with the configuration. */
   cplab_bench_matrix bad = matrix("tp2dcp4", CPLAB_BENCH_PREFILL, "64", 1, 1);
-  assert_int_not_equal(cplab_bench_scenario(&bad, &bad.layouts[0], &bad.workloads[0], CPLAB_GRAPH_NONE, &s, &d), 0);
+  assert_int_not_equal(cplab_bench_scenario(&bad, &bad.parallel[0], &bad.workloads[0], CPLAB_GRAPH_NONE, &s, &d), 0);
   assert_non_null(strstr(d.msg, "tp2dcp4, prefill 64 in / 1 out"));
   assert_null(s);
 }
@@ -227,9 +229,9 @@ static void test_decode_work(void **state) {
       assert_true(c.ranks[r].decode_tokens == B);
     }
     /* Every rank holds every decode row; each of the world/D DCP groups covers the context once. */
-    int groups = c.world / m.layouts[li].dcp;
+    int groups = c.world / m.parallel[li].dcp;
     assert_true(fabs(pairs / groups - B * mean_keys) < 1e-6);
-    if (m.layouts[li].pcp > 1) assert_true(c.moe_fast_path); /* eager, all rows replicated: the all-reduce path */
+    if (m.parallel[li].pcp > 1) assert_true(c.moe_fast_path); /* eager, all rows replicated: the all-reduce path */
     cplab_bench_plan_cost_free(&c);
   }
 }
@@ -243,13 +245,13 @@ static void test_head_padding(void **state) {
   for (int li = 0; li < 3; li++) {
     cplab_scenario *s = NULL;
     cplab_diag d = {0};
-    assert_int_equal(cplab_bench_scenario(&m, &m.layouts[li], &m.workloads[0], CPLAB_GRAPH_NONE, &s, &d), 0);
+    assert_int_equal(cplab_bench_scenario(&m, &m.parallel[li], &m.workloads[0], CPLAB_GRAPH_NONE, &s, &d), 0);
     assert_string_equal(s->layout, "vllm"); /* an empty name is vllm */
     cplab_bench_plan_cost c = cost_of(&m, li);
     for (int pad = 0; pad <= 128; pad += 64) {
       cplab_bench_heads h;
       cplab_bench_heads_of(&s->model, &s->par, pad, &h);
-      int tp = m.layouts[li].tp, dcp = m.layouts[li].dcp, real = 64 / tp, group = real * (dcp < tp ? dcp : tp);
+      int tp = m.parallel[li].tp, dcp = m.parallel[li].dcp, real = 64 / tp, group = real * (dcp < tp ? dcp : tp);
       assert_true(h.real == real && h.group_real == group);
       assert_int_equal(h.run, pad ? (real + pad - 1) / pad * pad : real);
       assert_int_equal(h.group_run, pad ? (group + pad - 1) / pad * pad : group);
@@ -268,7 +270,7 @@ static void test_head_padding(void **state) {
   snprintf(m.layout, sizeof m.layout, "block-aligned");
   cplab_scenario *s = NULL;
   cplab_diag d = {0};
-  assert_int_equal(cplab_bench_scenario(&m, &m.layouts[0], &m.workloads[0], CPLAB_GRAPH_NONE, &s, &d), 0);
+  assert_int_equal(cplab_bench_scenario(&m, &m.parallel[0], &m.workloads[0], CPLAB_GRAPH_NONE, &s, &d), 0);
   assert_string_equal(s->layout, "block-aligned");
   cplab_scenario_free(s);
   int pad = 0;

@@ -1,5 +1,5 @@
 /* cplab-bench's results model and report writers (bench/layers/report*.c):
- * layout labels, what _add rejects, statistics and baselines, the Markdown
+ * parallel labels, what _add rejects, statistics and baselines, the Markdown
  * table against hand-computed cells (the reference table of vLLM PR 56157),
  * JSON and HDF5 round trips bit for bit, damaged HDF5 files, the gnuplot
  * data and script (rendered when gnuplot is on PATH, the not-found and
@@ -165,15 +165,15 @@ static void test_layout_labels(void **state) {
                {2, 2, 1, "tp2pcp2", 4}, {1, 1, 1, "tp1", 1},  {1, 1, 4, "dcp4", 1},    {2, 4, 8, "tp2pcp4dcp8", 8}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char buf[32];
-    assert_int_equal(cplab_bench_layout_label(cases[i].tp, cases[i].pcp, cases[i].dcp, buf, sizeof buf), 0);
+    assert_int_equal(cplab_bench_parallel_label(cases[i].tp, cases[i].pcp, cases[i].dcp, buf, sizeof buf), 0);
     assert_string_equal(buf, cases[i].label);
-    assert_int_equal(cplab_bench_layout_world(cases[i].tp, cases[i].pcp, cases[i].dcp), cases[i].world);
+    assert_int_equal(cplab_bench_parallel_world(cases[i].tp, cases[i].pcp, cases[i].dcp), cases[i].world);
   }
   char small[5];
-  assert_int_equal(cplab_bench_layout_label(1, 4, 1, small, 5), 0); /* "pcp4" and its NUL */
-  assert_int_equal(cplab_bench_layout_label(1, 4, 4, small, 5), CPLAB_ERANGE);
-  assert_int_equal(cplab_bench_layout_label(0, 1, 1, small, 5), CPLAB_EINVAL);
-  assert_int_equal(cplab_bench_layout_label(1, 1, -2, small, 5), CPLAB_EINVAL);
+  assert_int_equal(cplab_bench_parallel_label(1, 4, 1, small, 5), 0); /* "pcp4" and its NUL */
+  assert_int_equal(cplab_bench_parallel_label(1, 4, 4, small, 5), CPLAB_ERANGE);
+  assert_int_equal(cplab_bench_parallel_label(0, 1, 1, small, 5), CPLAB_EINVAL);
+  assert_int_equal(cplab_bench_parallel_label(1, 1, -2, small, 5), CPLAB_EINVAL);
   const char *phases[] = {"proj", "indexer", "attention", "moe", "comm"};
   for (int k = 0; k < CPLAB_BENCH_PHASES; k++) assert_string_equal(cplab_bench_phase_name(k), phases[k]);
   assert_string_equal(cplab_bench_phase_name(CPLAB_BENCH_PHASES), "?");

@@ -317,12 +317,12 @@ static cplab_model_table *unit_table(void) {
 static cplab_scenario *scenario(const char *layout, cplab_bench_kind kind, int64_t tokens, int64_t batch,
                                 cplab_graph_mode g) {
   cplab_bench_matrix m;
-  cplab_bench_layout l;
+  cplab_bench_parallel l;
   cplab_diag d = {0};
   memset(&m, 0, sizeof m);
   snprintf(m.preset, sizeof m.preset, "glm-5");
   m.seed = 1, m.interleave = 1, m.block_size = 64;
-  assert_int_equal(cplab_bench_layout_parse(layout, &l, &d), 0);
+  assert_int_equal(cplab_bench_parallel_parse(layout, &l, &d), 0);
   cplab_bench_workload w = {kind, tokens, batch, 0, kind == CPLAB_BENCH_DECODE ? 2 : 1};
   cplab_scenario *s = NULL;
   int rc = cplab_bench_scenario(&m, &l, &w, g, &s, &d);
