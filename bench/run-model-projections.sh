@@ -134,18 +134,18 @@ for preset in ${PRESETS:-glm-5 deepseek-v3.2}; do
     deepseek-v3.2) p=dsv32- table4=tp4,pcp4,pcp4dcp4 worlds=$(echo "$glm_worlds" | sed 's/tp8dcp8,/tp8dcp4,/') dcp8=tp8dcp4 ;;
     *) echo "$0: PRESETS: unknown preset '$preset' (glm-5, deepseek-v3.2)" >&2; exit 2 ;;
   esac
-  run "${p}table4-h200" --preset "$preset" --layouts "$table4" --prefill 32768 --decode 1 --out-tokens 1024 \
+  run "${p}table4-h200" --preset "$preset" --parallel "$table4" --prefill 32768 --decode 1 --out-tokens 1024 \
     --graphs eager,piecewise,full
-  run "${p}table4-gb200" --preset "$preset" --card gb200 --layouts "$table4" --prefill 32768 --decode 1 \
+  run "${p}table4-gb200" --preset "$preset" --card gb200 --parallel "$table4" --prefill 32768 --decode 1 \
     --out-tokens 1024 --graphs eager,piecewise,full
-  run "${p}scale-prefill" --preset "$preset" --layouts "$worlds" --prefill 131072,524288,1048576 --graphs full
+  run "${p}scale-prefill" --preset "$preset" --parallel "$worlds" --prefill 131072,524288,1048576 --graphs full
   for b in 1 8 64; do
-    run "${p}scale-decode-b$b" --preset "$preset" --layouts "$worlds" --decode 131072,1048576 --out-tokens 2 \
+    run "${p}scale-decode-b$b" --preset "$preset" --parallel "$worlds" --decode 131072,1048576 --out-tokens 2 \
       --batch "$b" --graphs full
   done
   for ctx in 131072 1048576; do
     for b in 1 2 4 8 16 32 64 128; do
-      run "${p}dcp-vs-tp-$ctx-b$b" --preset "$preset" --layouts "tp8,$dcp8,pcp8dcp8" --decode "$ctx" --out-tokens 2 \
+      run "${p}dcp-vs-tp-$ctx-b$b" --preset "$preset" --parallel "tp8,$dcp8,pcp8dcp8" --decode "$ctx" --out-tokens 2 \
         --batch "$b" --graphs full
     done
   done

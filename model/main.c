@@ -1,7 +1,7 @@
-/* cplab-model: predicted TTFT and TPOT per layout, workload and graph mode
- * from measured kernels and links, without a GPU (issue 23); --validate
- * calibrates on part of the committed GPU results and predicts the rest.
- * The model: model/README.md. */
+/* cplab-model: predicted TTFT and TPOT per set of parallel sizes, workload
+ * and graph mode from measured kernels and links, without a GPU (issue 23);
+ * --validate calibrates on part of the committed GPU results and predicts
+ * the rest. The model: model/README.md. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,12 +23,13 @@ static void usage(FILE *out) {
   fputs("Usage: " PROG " --table FILE [--table FILE...] --params FILE [OPTIONS]\n"
         "       " PROG " --validate MANIFEST [--check VALIDATION.json | -o FILE]\n"
         "Predicted TTFT (prefill N in / 1 out) and TPOT (decode 1 in / M out) of a sparse-MLA decoder per\n"
-        "parallel layout and CUDA-graph mode, from the plans' per-rank work (as cplab-bench --dry-run),\n"
-        "measured kernel times (cost tables) and a link model. Needs no GPU.\n\n",
+        "set of parallel sizes and CUDA-graph mode, from the plans' per-rank work (as cplab-bench\n"
+        "--dry-run), measured kernel times (cost tables) and a link model. Needs no GPU.\n\n",
         out);
   fputs("Configurations (as cplab-bench):\n"
         "  --preset NAME         glm-5 (default) or deepseek-v3.2\n"
-        "  --layouts LIST        e.g. tp4,pcp4,tp4dcp4,pcp4dcp4 (the default)\n"
+        "  --parallel LIST       sets of parallel sizes, e.g. tp4,pcp4,tp4dcp4,pcp4dcp4 (the default)\n"
+        "                        (--layouts LIST: its deprecated name)\n"
         "  --prefill LIST        TTFT workloads: new tokens per request\n"
         "  --decode LIST         TPOT workloads: context lengths\n"
         "                        (neither: --prefill 32768 --decode 32768)\n"
@@ -66,9 +67,9 @@ static void usage(FILE *out) {
 }
 
 enum {
-  OPT_PRESET = CPLAB_OPT_PROGRAM, OPT_LAYOUTS, OPT_PREFILL, OPT_DECODE, OPT_BATCH, OPT_OUT_TOKENS, OPT_GRAPHS,
-  OPT_TABLE, OPT_PARAMS, OPT_BACKEND, OPT_LINK, OPT_LINK_CAL, OPT_LAYERS, OPT_EXTRAPOLATE, OPT_VALIDATE, OPT_CHECK,
-  OPT_CARD, OPT_MODEL_SET, OPT_WEIGHT_BYTES, OPT_HEAD_PAD
+  OPT_PRESET = CPLAB_OPT_PROGRAM, OPT_PARALLEL, OPT_LAYOUTS, OPT_PREFILL, OPT_DECODE, OPT_BATCH, OPT_OUT_TOKENS,
+  OPT_GRAPHS, OPT_TABLE, OPT_PARAMS, OPT_BACKEND, OPT_LINK, OPT_LINK_CAL, OPT_LAYERS, OPT_EXTRAPOLATE, OPT_VALIDATE,
+  OPT_CHECK, OPT_CARD, OPT_MODEL_SET, OPT_WEIGHT_BYTES, OPT_HEAD_PAD
 };
 
 /* Cards by their parameters against the H200 the tables were measured on
@@ -84,7 +85,7 @@ static const card cards[] = {{"h200", 1.0, 1.0, 141.0, CPLAB_HEAD_PAD_SM90},
                              {"gb200", 2500.0 / 989.0, 8.0 / 4.8, 186.0, CPLAB_HEAD_PAD_SM100}};
 
 typedef struct args {
-  const char *preset, *layouts, *prefill, *decode, *graphs, *params, *backend, *link, *link_cal, *validate, *check;
+  const char *preset, *parallel, *prefill, *decode, *graphs, *params, *backend, *link, *link_cal, *validate, *check;
   const char *tables[MAX_TABLES];
   const char *model_set;
   const card *card;
@@ -92,13 +93,17 @@ typedef struct args {
   int num_tables, extrapolate;
   int64_t batch, out_tokens, layers;
   int64_t head_pad; /* CPLAB_HEAD_PAD_AUTO (the card's); 1: none */
+  int old_layouts;  /* --layouts, --parallel's deprecated name, was given */
 } args;
 
 static int option(void *ctx, int opt, const char *arg, cplab_diag *d) {
   args *a = ctx;
   switch (opt) {
   case OPT_PRESET: a->preset = arg; return 0;
-  case OPT_LAYOUTS: a->layouts = arg; return 0;
+  case OPT_PARALLEL: a->parallel = arg; return 0;
+  case OPT_LAYOUTS: /* the sizes' older name, as cplab-bench's: main says it is deprecated */
+    a->parallel = arg, a->old_layouts = 1;
+    return 0;
   case OPT_PREFILL: a->prefill = arg; return 0;
   case OPT_DECODE: a->decode = arg; return 0;
   case OPT_GRAPHS: a->graphs = arg; return 0;
@@ -143,7 +148,8 @@ static int option(void *ctx, int opt, const char *arg, cplab_diag *d) {
 static int parse(int argc, char **argv, cplab_cli *cli, args *a, cplab_diag *d) {
   static const struct option longopts[] = {
       CPLAB_CLI_COMMON_LONGOPTS,
-      {"preset", required_argument, NULL, OPT_PRESET},       {"layouts", required_argument, NULL, OPT_LAYOUTS},
+      {"preset", required_argument, NULL, OPT_PRESET},       {"parallel", required_argument, NULL, OPT_PARALLEL},
+      {"layouts", required_argument, NULL, OPT_LAYOUTS},
       {"prefill", required_argument, NULL, OPT_PREFILL},     {"decode", required_argument, NULL, OPT_DECODE},
       {"batch", required_argument, NULL, OPT_BATCH},         {"out-tokens", required_argument, NULL, OPT_OUT_TOKENS},
       {"graphs", required_argument, NULL, OPT_GRAPHS},       {"table", required_argument, NULL, OPT_TABLE},
@@ -157,7 +163,7 @@ static int parse(int argc, char **argv, cplab_cli *cli, args *a, cplab_diag *d) 
   int rc = cplab_cli_parse(argc, argv, CPLAB_CLI_COMMON_SHORTOPTS, longopts, cli, option, a, NULL, d);
   if (rc || cli->help || cli->version) return rc;
   if (cli->scenario || cli->layout || cli->list_layouts || cli->list_scenarios)
-    CPLAB_FAIL(d, CPLAB_EUSAGE, "cplab-model builds its scenarios from --preset, --layouts and the workload options");
+    CPLAB_FAIL(d, CPLAB_EUSAGE, "cplab-model builds its scenarios from --preset, --parallel and the workload options");
   if (a->check && !a->validate) CPLAB_FAIL(d, CPLAB_EUSAGE, "--check goes with --validate");
   if (a->validate && (a->num_tables || a->params))
     CPLAB_FAIL(d, CPLAB_EUSAGE, "--validate takes its tables and calibration from the manifest; drop --table/--params");
@@ -255,7 +261,7 @@ static int predict(const args *a, const cplab_cli *cli, cplab_diag *d) {
   snprintf(m.preset, sizeof m.preset, "%s", a->preset);
   m.seed = cli->has_seed ? cli->seed : 20261129, m.interleave = 1, m.block_size = 64;
   int none = !a->prefill && !a->decode;
-  int rc = cplab_bench_parse_parallel(&m, a->layouts, d);
+  int rc = cplab_bench_parse_parallel(&m, a->parallel, d);
   if (!rc && a->model_set) rc = cplab_bench_parse_model_set(&m, a->model_set, d);
   if (!rc) rc = cplab_bench_parse_graphs(&m, a->graphs, d);
   if (!rc && (none || a->prefill))
@@ -316,7 +322,7 @@ static int predict(const args *a, const cplab_cli *cli, cplab_diag *d) {
 int main(int argc, char **argv) {
   cplab_cli cli;
   cplab_diag d = {0};
-  args a = {.preset = "glm-5", .layouts = "tp4,pcp4,tp4dcp4,pcp4dcp4", .graphs = "eager,full", .batch = 1,
+  args a = {.preset = "glm-5", .parallel = "tp4,pcp4,tp4dcp4,pcp4dcp4", .graphs = "eager,full", .batch = 1,
             .out_tokens = 16, .card = &cards[0], .weight_bytes = 1, .head_pad = CPLAB_HEAD_PAD_AUTO};
   cplab_cli_init(&cli, NULL);
   if (parse(argc, argv, &cli, &a, &d)) {
@@ -324,6 +330,9 @@ int main(int argc, char **argv) {
     return CPLAB_EXIT_ERROR;
   }
   if (cplab_cli_answer_info(&cli, PROG, usage)) return CPLAB_EXIT_OK;
+  /* cplab-bench's note, less its pointer to --layout: cplab-model takes no
+   * layout by name (its scenarios run vllm's). */
+  if (a.old_layouts) fputs(PROG ": note: --layouts is deprecated: it is --parallel now\n", stderr);
   int drift = 0;
   int rc = a.validate ? validate(&a, &cli, &drift, &d) : predict(&a, &cli, &d);
   if (rc || drift) cplab_diag_report(stderr, PROG, &d);

@@ -2,7 +2,7 @@
 # cplab-model's command line: the help, a prediction naming the tables, parameters and link it used
 # (text and --json), the refusals (a missing table or parameters, a shape outside the tables
 # without --extrapolate, a bad table or link file: exit 2 naming the file and field), and what the
-# link presets and the backend change.
+# link presets and the backend change; --parallel, and --layouts, its deprecated name, with its note.
 . "$top_srcdir/tests/lib.sh"
 MODEL="$top_builddir/model/cplab-model"
 R="$top_srcdir/bench/results"
@@ -15,6 +15,7 @@ set -- --table "$R/2026-12-01-kernels-h200/kernels.json" --table "$R/2026-12-01-
 expect_exit 0 "--help" "$MODEL" --help
 expect_grep "$WORK/out" "^       cplab-model --validate MANIFEST" "usage names the validation"
 expect_grep "$WORK/out" "--extrapolate" "usage names --extrapolate"
+expect_grep "$WORK/out" "--parallel LIST" "usage names --parallel"
 expect_exit 0 "--version" "$MODEL" --version
 
 # The change's 4-GPU table, 78 GLM-5 layers.
@@ -33,7 +34,8 @@ pcp=$(awk '$1 == "pcp4" && $2 == "prefill" && $(NF - 7) == "eager" {print $(NF -
 if awk -v a="$pcp" -v b="$tp" 'BEGIN { exit !(a > 0 && a < b) }'; then pass "pcp4 TTFT $pcp < tp4 $tp"; else
   fail "pcp4 TTFT '$pcp', tp4 '$tp'"; fi
 
-expect_exit 0 "--json" "$MODEL" "$@" --extrapolate --layouts pcp4 --prefill 8192 --json
+expect_exit 0 "--json" "$MODEL" "$@" --extrapolate --parallel pcp4 --prefill 8192 --json
+if [ -s "$WORK/err" ]; then fail "--parallel wrote to stderr: $(cat "$WORK/err")"; else pass "--parallel is quiet"; fi
 expect_grep "$WORK/out" '"cplab_model": "1.0.0"' "the JSON names its format"
 expect_grep "$WORK/out" '"metric": "TTFT"' "the JSON has the prediction"
 expect_grep "$WORK/out" '"extrapolated": ' "the JSON counts extrapolated lookups"
@@ -41,29 +43,36 @@ expect_grep "$WORK/out" 'kernels-h200/kernels.json' "the JSON names the tables"
 expect_grep "$WORK/out" '"head_pad": 64' "the JSON names the head padding"
 # Same input, same bytes.
 cp "$WORK/out" "$WORK/a.json"
-"$MODEL" "$@" --extrapolate --layouts pcp4 --prefill 8192 --json >"$WORK/b.json"
+"$MODEL" "$@" --extrapolate --parallel pcp4 --prefill 8192 --json >"$WORK/b.json"
 if cmp -s "$WORK/a.json" "$WORK/b.json"; then pass "deterministic output"; else fail "two runs differ"; fi
 
+# --layouts, the parallel sizes' deprecated name, still works and says so once on stderr.
+expect_exit 0 "--layouts (deprecated) still works" "$MODEL" "$@" --extrapolate --layouts pcp4 --prefill 8192 --json
+n=$(grep -c "note: --layouts is deprecated: it is --parallel now" "$WORK/err")
+if [ "$n" -eq 1 ]; then pass "--layouts prints one deprecation line"; else fail "--layouts: $n deprecation lines"; fi
+if cmp -s "$WORK/out" "$WORK/a.json"; then pass "--layouts and --parallel give the same prediction"
+else fail "--layouts and --parallel differ"; fi
+
 # GB200's faster NVLink: a TP decode step is not slower; the single-device backend runs too.
-"$MODEL" "$@" --extrapolate --layouts tp4 --decode 32768 --out-tokens 2 --graphs eager --layers 1 >"$WORK/h"
-"$MODEL" "$@" --extrapolate --layouts tp4 --decode 32768 --out-tokens 2 --graphs eager --layers 1 --link gb200 >"$WORK/g"
+"$MODEL" "$@" --extrapolate --parallel tp4 --decode 32768 --out-tokens 2 --graphs eager --layers 1 >"$WORK/h"
+"$MODEL" "$@" --extrapolate --parallel tp4 --decode 32768 --out-tokens 2 --graphs eager --layers 1 --link gb200 >"$WORK/g"
 h=$(awk '$1 == "tp4" {print $(NF - 5)}' "$WORK/h"); g=$(awk '$1 == "tp4" {print $(NF - 5)}' "$WORK/g")
 if awk -v a="$g" -v b="$h" 'BEGIN { exit !(a > 0 && a < b) }'; then pass "gb200 link $g ms < h200 $h ms"; else
   fail "gb200 '$g', h200 '$h'"; fi
 # Memory: GLM-5's fp8 weights over 4 ranks do not fit an H200 (no context fits), at fp4 over 8 they do.
-"$MODEL" "$@" --extrapolate --layouts tp4 --decode 32768 --out-tokens 2 --graphs eager >"$WORK/m4"
-"$MODEL" "$@" --extrapolate --layouts pcp8dcp8 --decode 32768 --out-tokens 2 --graphs eager --weight-bytes 0.5 >"$WORK/m8"
+"$MODEL" "$@" --extrapolate --parallel tp4 --decode 32768 --out-tokens 2 --graphs eager >"$WORK/m4"
+"$MODEL" "$@" --extrapolate --parallel pcp8dcp8 --decode 32768 --out-tokens 2 --graphs eager --weight-bytes 0.5 >"$WORK/m8"
 c4=$(awk '$1 == "tp4" {print $(NF - 1)}' "$WORK/m4"); c8=$(awk '$1 == "pcp8dcp8" {print $(NF - 1)}' "$WORK/m8")
 if [ "$c4" = 0 ] && awk -v a="$c8" 'BEGIN { exit !(a > 1000000) }'; then pass "tp4 fits no context, pcp8dcp8 at fp4 $c8 tokens"; else
   fail "longest contexts: tp4 '$c4', pcp8dcp8 '$c8'"; fi
 # Head padding: auto is the card's (64 on h200, 128 on gb200); tp4's 16 heads a rank padded to 64
 # cost what the table says 64 heads cost, so its TTFT moves with the option and pcp4's 64 do not.
 for pad in none 64 128; do
-  "$MODEL" "$@" --extrapolate --layouts tp4,pcp4 --prefill 8192 --graphs eager --head-pad $pad >"$WORK/pad-$pad"
+  "$MODEL" "$@" --extrapolate --parallel tp4,pcp4 --prefill 8192 --graphs eager --head-pad $pad >"$WORK/pad-$pad"
 done
 expect_grep "$WORK/pad-none" "card h200, head pad none," "--head-pad none is reported"
 expect_grep "$WORK/pad-128" "card h200, head pad 128," "--head-pad 128 is reported"
-expect_exit 0 "gb200's default padding" "$MODEL" "$@" --extrapolate --layouts pcp4 --prefill 8192 --card gb200
+expect_exit 0 "gb200's default padding" "$MODEL" "$@" --extrapolate --parallel pcp4 --prefill 8192 --card gb200
 expect_grep "$WORK/out" "card gb200, head pad 128," "auto pads to 128 on gb200"
 ms() { awk -v l="$2" '$1 == l {print $(NF - 5)}' "$WORK/pad-$1"; }
 if [ "$(ms 64 pcp4)" = "$(ms none pcp4)" ] && [ "$(ms 64 tp4)" != "$(ms none tp4)" ] &&
@@ -77,10 +86,10 @@ expect_grep "$WORK/err" "--head-pad 0: expected auto, none or" "the option and i
 expect_exit 2 "bad --head-pad word" "$MODEL" "$@" --head-pad some
 expect_exit 2 "bad --weight-bytes" "$MODEL" "$@" --weight-bytes 3
 expect_exit 2 "bad --card" "$MODEL" "$@" --card tpu
-expect_exit 0 "single-device backend" "$MODEL" "$@" --extrapolate --layouts tp4 --decode 32768 --backend single --layers 1
+expect_exit 0 "single-device backend" "$MODEL" "$@" --extrapolate --parallel tp4 --decode 32768 --backend single --layers 1
 
 # Refusals, exit 2, each naming what is wrong.
-expect_exit 2 "a shape outside the tables" "$MODEL" "$@" --layouts tp4 --prefill 32768
+expect_exit 2 "a shape outside the tables" "$MODEL" "$@" --parallel tp4 --prefill 32768
 expect_grep "$WORK/err" "indexer_logits_prefill at series 32" "the missing shape is named"
 expect_grep "$WORK/err" "give --extrapolate" "the way out is named"
 expect_exit 2 "no table" "$MODEL" --params "$V"
