@@ -247,7 +247,7 @@ int report_check_finished(const cplab_bench_results *r, const char *what, cplab_
 
 static int cmp_int64(int64_t a, int64_t b) { return (a > b) - (a < b); }
 
-int report_layout_cmp(const cplab_bench_point *a, const cplab_bench_point *b) {
+int report_parallel_cmp(const cplab_bench_point *a, const cplab_bench_point *b) {
   int c = cmp_int64(cplab_bench_parallel_world(a->tp, a->pcp, a->dcp),
                     cplab_bench_parallel_world(b->tp, b->pcp, b->dcp));
   if (!c) c = cmp_int64(a->dcp, b->dcp);
@@ -267,7 +267,7 @@ int report_row_cmp(const cplab_bench_point *a, const cplab_bench_point *b) {
 }
 
 int report_series_cmp(const cplab_bench_point *a, const cplab_bench_point *b) {
-  int c = report_layout_cmp(a, b);
+  int c = report_parallel_cmp(a, b);
   if (!c)
     c = cmp_int64(report_name_index(report_workload_names, REPORT_WORKLOADS, a->workload, sizeof a->workload),
                   report_name_index(report_workload_names, REPORT_WORKLOADS, b->workload, sizeof b->workload));

@@ -7,7 +7,7 @@
  * configuration repeated R times. This module keeps the repeated samples
  * (one cplab_bench_point per configuration), turns them into statistics
  * (include/cplab/stats.h: median, p99, mean, spread, bootstrap interval of the
- * median, and the ratio against the pure-TP layout on as many GPUs), and
+ * median, and the ratio against pure TP on as many GPUs), and
  * writes them as Markdown, JSON, HDF5 (read back to re-render) and gnuplot
  * plots. The file formats are described in bench/layers/RESULTS.md.
  *
@@ -122,8 +122,8 @@ uint64_t cplab_bench_point_seed(uint64_t seed, size_t index);
 
 /* Stats of every point (cplab_stats_summarize with the point's seed and
  * meta.resamples) and its baseline: the point with the same workload,
- * tokens, batch, out_tokens, graph and metric whose layout is pure TP
- * (pcp == 1, dcp == 1) on as many GPUs (tp == this tp * pcp). The baseline
+ * tokens, batch, out_tokens, graph and metric whose parallel sizes are pure
+ * TP (pcp == 1, dcp == 1) on as many GPUs (tp == this tp * pcp). The baseline
  * itself gets ratio 1 [1, 1] and its own index; a point without one gets
  * baseline -1 and a NAN ratio; a point whose baseline has a median of 0
  * keeps the baseline index but gets a NAN ratio (a ratio against 0 means
@@ -138,9 +138,9 @@ void cplab_bench_results_free(cplab_bench_results *r);
 
 /* Markdown: a header block (card, date, commit, command, preset, backend,
  * GPUs, layers, statistics, note), one summary table per graph mode (rows:
- * workloads, columns: layouts, cells "median (ratio×)"), then a detail table
- * with every point's statistics and phase medians. Rendered completely
- * before anything is written to out. */
+ * workloads, columns: parallel sizes, cells "median (ratio×)"), then a
+ * detail table with every point's statistics and phase medians. Rendered
+ * completely before anything is written to out. */
 int cplab_bench_write_markdown(const cplab_bench_results *r, FILE *out, cplab_diag *d);
 /* The same into a file, atomically. */
 int cplab_bench_write_markdown_file(const cplab_bench_results *r, const char *path, cplab_diag *d);
@@ -164,12 +164,12 @@ int cplab_bench_write_h5(const cplab_bench_results *r, const char *path, cplab_d
 int cplab_bench_read_h5(const char *path, cplab_bench_results *r, cplab_diag *d);
 
 /* Plots: <prefix>.dat (one whitespace table per graph mode, metric and
- * layout: tokens, median, ci_low, ci_high, tokens ascending; blocks
+ * parallel sizes: tokens, median, ci_low, ci_high, tokens ascending; blocks
  * separated by two blank lines for gnuplot's `index`) and <prefix>.gp, a
  * gnuplot script that draws one figure per metric and graph mode (TTFT
- * against prefill tokens, TPOT against context length, one line per layout,
- * error bars from the 95% interval) as <base>-<metric>-<graph>.png (pngcairo,
- * or png without cairo) and .svg. The script names the data and the images
+ * against prefill tokens, TPOT against context length, one line per set of
+ * parallel sizes, error bars from the 95% interval) as
+ * <base>-<metric>-<graph>.png (pngcairo, or png without cairo) and .svg. The script names the data and the images
  * by their base names, relative to the script's directory: run it there
  * (`cd DIR && gnuplot BASE.gp`). With render != 0 the script is run so, by
  * the gnuplot found on PATH; without one, CPLAB_ENOTFOUND says the script is

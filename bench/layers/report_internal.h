@@ -1,7 +1,8 @@
 /* bench/layers/report_internal.h (internal): what the report writers share:
- * the names of workloads and graph modes, the order of layouts (columns) and
- * of workload lines (rows), number formatting, and the in-memory text buffer
- * every text writer renders into before anything reaches a file. */
+ * the names of workloads and graph modes, the order of parallel sizes
+ * (columns) and of workload lines (rows), number formatting, and the
+ * in-memory text buffer every text writer renders into before anything
+ * reaches a file. */
 #ifndef CPLAB_BENCH_REPORT_INTERNAL_H
 #define CPLAB_BENCH_REPORT_INTERNAL_H
 
@@ -23,12 +24,12 @@ int report_check_finished(const cplab_bench_results *r, const char *what, cplab_
 
 /* Column order: GPUs (tp*pcp), then dcp, pcp, tp ascending, which gives the
  * reference table's tp4, pcp4, tp4dcp4, pcp4dcp4. 0 when the sizes match. */
-int report_layout_cmp(const cplab_bench_point *a, const cplab_bench_point *b);
+int report_parallel_cmp(const cplab_bench_point *a, const cplab_bench_point *b);
 /* Row order: workload (prefill, decode, mixed), metric, tokens, batch,
  * out_tokens. 0 when a and b belong to the same workload line. */
 int report_row_cmp(const cplab_bench_point *a, const cplab_bench_point *b);
 
-/* Series order for plots: layout, then workload line, tokens last. */
+/* Series order for plots: parallel sizes, then workload line, tokens last. */
 int report_series_cmp(const cplab_bench_point *a, const cplab_bench_point *b);
 
 typedef int (*report_point_cmp)(const cplab_bench_point *a, const cplab_bench_point *b);

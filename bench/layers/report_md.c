@@ -102,11 +102,11 @@ static void put_summary_cell(FILE *f, const cplab_bench_point *p, long self) {
   fputs(" |", f);
 }
 
-/* The point of pts[m] on row `row` in layout column `col`, or NULL. */
+/* The point of pts[m] on row `row` in the parallel sizes' column `col`, or NULL. */
 static const cplab_bench_point *cell_point(const cplab_bench_point **pts, size_t m, const cplab_bench_point *row,
                                            const cplab_bench_point *col) {
   for (size_t i = 0; i < m; i++)
-    if (report_row_cmp(pts[i], row) == 0 && report_layout_cmp(pts[i], col) == 0) return pts[i];
+    if (report_row_cmp(pts[i], row) == 0 && report_parallel_cmp(pts[i], col) == 0) return pts[i];
   return NULL;
 }
 
@@ -116,8 +116,8 @@ static void write_summary(const cplab_bench_results *r, int g, const cplab_bench
   size_t m = report_select_graph(r, g, pts);
   if (m == 0) return;
   memcpy(cols, pts, m * sizeof *cols);
-  report_sort(cols, m, report_layout_cmp);
-  size_t ncols = report_unique(cols, m, report_layout_cmp);
+  report_sort(cols, m, report_parallel_cmp);
+  size_t ncols = report_unique(cols, m, report_parallel_cmp);
   fprintf(f, "\n## Graph mode: %s\n\n| workload |", cplab_graph_mode_label((cplab_graph_mode)g));
   for (size_t c = 0; c < ncols; c++) fprintf(f, " %s |", cols[c]->parallel);
   fputs("\n|---|", f);

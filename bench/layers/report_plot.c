@@ -32,7 +32,7 @@ typedef struct figure {
 
 /* Everything of a series but the tokens (the x axis). */
 static int series_key_cmp(const cplab_bench_point *a, const cplab_bench_point *b) {
-  int c = report_layout_cmp(a, b);
+  int c = report_parallel_cmp(a, b);
   if (!c) c = strcmp(a->workload, b->workload);
   if (!c) c = (a->batch > b->batch) - (a->batch < b->batch);
   if (!c) c = (a->out_tokens > b->out_tokens) - (a->out_tokens < b->out_tokens);
