@@ -769,7 +769,7 @@ static __device__ __forceinline__ topk_bins topk_floor_pass(const V &visit, bool
 // merge's candidates) it leaves fewer than take keys often enough that the
 // second histogram costs more than it saves (1 x 131072: 37.4 -> 43.0 us
 // when tried everywhere; bench/NOTES.md).
-#define TOPK_HIGH_FLOOR_RATIO 16
+#define TOPK_HIGH_FLOOR_RATIO 14
 template <class V>
 static __device__ __forceinline__ topk_bins topk_floor(unsigned take, unsigned len, const V &visit, topk_ctl *c) {
   unsigned g = (take + TOPK_THREADS - 1) / TOPK_THREADS;
