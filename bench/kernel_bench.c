@@ -743,7 +743,8 @@ static void run_ranked_case(const opts *o, const cplab_kb_job *job, int index, i
       json_t *e = json_pack("{s:s, s:s, s:i, s:i, s:o}", "kernel", k->name, "case", c->name, "ranks", job->world,
                             "check_failed_ranks", bad, "check", check_json(k, &chk));
       json_array_append_new(entries, e);
-      printf(" %-23s %-36s check FAILED on %d of %d rank(s): %s\n", c->name, text, bad, job->world, chk.detail);
+      printf(" %-23s %-36s check FAILED on %d of %d rank(s) (each says why on stderr); rank 0: %s\n", c->name, text, bad,
+             job->world, chk.detail);
     }
   }
   if (!rc && !bad) {
@@ -863,8 +864,10 @@ int main(int argc, char **argv) {
 
   cplab_gpu_info g;
   size_t l2 = 0;
-  if (cplab_kb_job_bind(&job, &g, &l2, &d)) {
-    cplab_diag_report(stderr, PROG, &d); /* every rank: its own reason */
+  if (cplab_kb_job_bind(&job, &g, &l2, &d)) { /* every rank says its own reason; all leave in order */
+    char who[64] = PROG;
+    if (job.world > 1) snprintf(who, sizeof who, PROG " (rank %d of %d)", job.rank, job.world);
+    cplab_diag_report(stderr, who, &d);
     return cplab_kb_job_finish(&job, CPLAB_EXIT_ERROR);
   }
   if (any_ranked(&sel, 1) && cplab_kb_job_comm(&job, &d)) cplab_kb_job_die(&job, &d);

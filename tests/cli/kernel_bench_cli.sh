@@ -196,6 +196,12 @@ if [ "$RANKED" = yes ]; then
     expect_grep "$WORK/out" "^# 15 of the cases selected" "under two ranks the default set is the ranked kernels' (5 + 10)"
     if grep -q "^# kernel sparse_mla_prefill" "$WORK/out"; then fail "two ranks list a single-GPU kernel"
     else pass "two ranks list only the ranked kernels"; fi
+    if ! "$top_builddir/tests/gpu/gpu_probe" >/dev/null 2>&1; then # the binding is collective: no rank is left waiting
+      expect_exit 2 "mpirun -np 2 without a GPU" timeout 120 "$MPIRUN" -np 2 "$KB" --kernel gather_nccl --reps 1
+      for r in 0 1; do
+        expect_grep "$WORK/err" "cplab-kernel-bench (rank $r of 2): error: this benchmark needs a GPU" "rank $r says it has no GPU"
+      done
+    fi
   else
     echo "# no mpirun: the two-rank refusals are not run"
   fi
