@@ -1,9 +1,9 @@
-/* bench/bench_out.h: the output every GPU benchmark program writes the same
- * way, in one place: cplab-kernel-bench (bench/kernel_bench.c, whose case
- * tables include the ceilings) and the MPI + NCCL programs
- * (bench/mpibench.c: cplab-gather-bench, cplab-moe-bench). The UTC date, the
- * command line, the card, a spread of times and the JSON file. Plain C (no
- * CUDA call), so it links everywhere, the CPU emulation included. */
+/* bench/bench_out.h: the output a GPU benchmark program writes, in one
+ * place: cplab-kernel-bench (bench/kernel_bench.c, whose case tables include
+ * the ceilings and the ranked kernels that were cplab-gather-bench and
+ * cplab-moe-bench). The UTC date, the command line, the card,
+ * a spread of times and the JSON file. Plain C (no CUDA call), so it links
+ * everywhere, the CPU emulation included. */
 #ifndef CPLAB_BENCH_BENCH_OUT_H
 #define CPLAB_BENCH_BENCH_OUT_H
 

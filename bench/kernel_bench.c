@@ -10,11 +10,17 @@
  * rotating sets: median, p10, p90), the table line, the kernels.json entry.
  * The kernels and their case tables: kernel_bench.h says how to add one.
  * The output every benchmark writes alike (date, command, card, JSON file)
- * is bench/bench_out.c's, shared with the MPI programs (bench/README.md says
- * why those are not case tables here).
+ * is bench/bench_out.c's.
+ * The driver is a job (bench/kb_job.c): built with MPI and NCCL it runs
+ * under mpirun, one rank per GPU, every rank running every selected case
+ * and rank 0 alone printing and writing; the ranked kernels (the DCP gather
+ * against NCCL's all-gather, the MoE block's PCP paths) need the job's NCCL
+ * communicator and are timed by the collective method (time_collective).
+ * Under more than one rank only ranked kernels run; under one, both kinds.
  * Exit 0 ok, 1 a check failed (that case is not timed; the others run),
  * 2 bad usage or an error (an unreadable or malformed peer file, no GPU, a
- * failed call: a case that fails is recorded and the others still run). */
+ * failed call: a case that fails is recorded and the others still run; under
+ * more than one rank, an error on any rank ends the whole job). */
 #include <fnmatch.h>
 #include <getopt.h>
 #include <jansson.h>
@@ -29,6 +35,7 @@
 #include "cplab/cli.h"
 #include "cplab_kernels.h"
 #include "cplab_stream.h"
+#include "kb_job.h"
 #include "kernel_bench.h"
 #include "kernel_peer.h"
 
@@ -54,6 +61,11 @@ static const cplab_kb_kernel *const kernels[] = {
     &cplab_kb_ceiling_copy,
     &cplab_kb_ceiling_gemm_bf16,
     &cplab_kb_ceiling_gemm_fp8,
+#if defined(CPLAB_KB_RANKED) && CPLAB_KB_RANKED
+    /* Ranked: MPI and NCCL builds only (bench/kernel_gather_nccl.c, bench/kernel_moe_paths.c). */
+    &cplab_kb_gather_nccl,
+    &cplab_kb_moe_paths,
+#endif
 };
 #define NKERNELS ((int)(sizeof kernels / sizeof kernels[0]))
 #define MAX_CASES 1024
@@ -84,9 +96,14 @@ static void usage(FILE *f) {
         "the double-precision reference before it is timed (CUDA events, warm-up, median / p10 / p90), set\n"
         "against the card's ceilings measured in the same run (copy bandwidth, cuBLASLt bf16 and fp8 GEMM)\n"
         "and against a PyTorch peer (bench/kernel_peer.py's file, --peer).\n"
+        "Built with MPI and NCCL, it also runs under 'mpirun -np N', one rank per GPU: every rank runs every case,\n"
+        "rank 0 prints and writes; there only the ranked kernels run (" CPLAB_KB_RANKED_NAMES ": collectives over\n"
+        "the ranks, timed with the stream drained and the ranks at a barrier before each operation, the slowest\n"
+        "rank's time), and without --kernel or --case their default cases are the selection.\n"
         "  --kernel LIST     only these kernels (comma-separated names; --list shows them), or a family:\n"
         "                    'ceilings' = ceiling_copy, ceiling_gemm_bf16, ceiling_gemm_fp8 (the card's copy\n"
-        "                    bandwidth and cuBLASLt GEMMs as cases, not in the default set)\n"
+        "                    bandwidth and cuBLASLt GEMMs as cases, not in the default set); the ranked kernels\n"
+        "                    (" CPLAB_KB_RANKED_NAMES ") run only when named here or by --case, or under mpirun\n"
         "  --case LIST       exactly these cases (comma-separated names or shell patterns, e.g. 'dcp4-*')\n"
         "  --all             every case of the table (default: the cases marked * in --list)\n"
         "  --list            print the case table (* default, > selected by the other options) and exit\n"
@@ -198,21 +215,38 @@ static int list_item(const char *list, int i, char *buf, size_t cap) {
   return 1;
 }
 
-static int kernel_wanted(const opts *o, const cplab_kb_kernel *k) {
+/* Whether k's cases are candidates: the kernels --kernel names; without it,
+ * the single-GPU kernels in a world of one rank (a ranked kernel there only
+ * when named: it is no kernel alone) and the ranked ones under mpirun with
+ * more. */
+static int kernel_wanted(const opts *o, const cplab_kb_kernel *k, int world) {
   char item[128];
-  if (!o->kernel_list) return 1;
+  if (!o->kernel_list) return world > 1 ? k->ranked : !k->ranked;
   for (int i = 0; list_item(o->kernel_list, i, item, sizeof item); i++)
     if (!strcmp(item, k->name) || (k->family && !strcmp(item, k->family))) return 1;
   return 0;
 }
 
-static int select_cases(const opts *o, selection *s, cplab_diag *d) {
+/* Whether name is a ranked kernel this build lacks (no MPI and NCCL). */
+static int ranked_missing(const char *name) {
+  char item[128];
+  if (cplab_kb_job_ranked_build()) return 0;
+  for (int i = 0; list_item(CPLAB_KB_RANKED_NAMES, i, item, sizeof item); i++)
+    if (!strcmp(name, item + strspn(item, " "))) return 1;
+  return 0;
+}
+
+static int select_cases(const opts *o, int world, selection *s, cplab_diag *d) {
   char item[128];
   s->n = 0;
   for (int i = 0; o->kernel_list && list_item(o->kernel_list, i, item, sizeof item); i++) {
     int known = 0;
     for (int k = 0; k < NKERNELS; k++)
       known |= !strcmp(item, kernels[k]->name) || (kernels[k]->family && !strcmp(item, kernels[k]->family));
+    if (!known && ranked_missing(item))
+      CPLAB_FAIL(d, CPLAB_EUSAGE,
+                 "--kernel: '%s' is a ranked kernel (NCCL collectives over MPI ranks): this build has no NCCL and no "
+                 "MPI (the CPU emulation, or configured without --with-nccl)", item);
     if (!known) {
       char names[512] = "";
       for (int k = 0; k < NKERNELS; k++)
@@ -221,16 +255,28 @@ static int select_cases(const opts *o, selection *s, cplab_diag *d) {
     }
   }
   for (int i = 0; o->case_list && list_item(o->case_list, i, item, sizeof item); i++) {
-    int any = 0, here = 0;
+    int here = 0;
+    const cplab_kb_kernel *other = NULL; /* a kernel of a matching case that is not wanted */
     if (!item[0]) CPLAB_FAIL(d, CPLAB_EUSAGE, "--case: empty item in '%s'", o->case_list);
     for (int k = 0; k < NKERNELS; k++)
       for (int c = 0; c < kernels[k]->ncases; c++)
-        if (!fnmatch(item, kernels[k]->cases[c].name, 0)) any = 1, here |= kernel_wanted(o, kernels[k]);
-    if (!any) CPLAB_FAIL(d, CPLAB_EUSAGE, "--case: no case matches '%s' (--list --all shows the cases)", item);
-    if (!here) CPLAB_FAIL(d, CPLAB_EUSAGE, "--case: '%s' matches no case of the kernels --kernel selects", item);
+        if (!fnmatch(item, kernels[k]->cases[c].name, 0)) {
+          if (kernel_wanted(o, kernels[k], world)) here = 1;
+          else if (!other) other = kernels[k];
+        }
+    if (!here && !other) CPLAB_FAIL(d, CPLAB_EUSAGE, "--case: no case matches '%s' (--list --all shows the cases)", item);
+    if (!here && o->kernel_list)
+      CPLAB_FAIL(d, CPLAB_EUSAGE, "--case: '%s' matches no case of the kernels --kernel selects", item);
+    if (!here && world > 1)
+      CPLAB_FAIL(d, CPLAB_EUSAGE,
+                 "--case: '%s' is a case of kernel '%s', which is not ranked: under mpirun with %d ranks only the "
+                 "ranked kernels run (%s)", item, other->name, world, CPLAB_KB_RANKED_NAMES);
+    if (!here)
+      CPLAB_FAIL(d, CPLAB_EUSAGE, "--case: '%s' is a case of the ranked kernel '%s': name it (--kernel %s)", item,
+                 other->name, other->name);
   }
   for (int k = 0; k < NKERNELS; k++) {
-    if (!kernel_wanted(o, kernels[k])) continue;
+    if (!kernel_wanted(o, kernels[k], world)) continue;
     for (int c = 0; c < kernels[k]->ncases; c++) {
       const cplab_kb_case *kc = &kernels[k]->cases[c];
       int want = o->all || kc->in_default;
@@ -244,6 +290,12 @@ static int select_cases(const opts *o, selection *s, cplab_diag *d) {
     }
   }
   if (s->n == 0) CPLAB_FAIL(d, CPLAB_EUSAGE, "no case selected");
+  /* A single-GPU kernel under several ranks would run the same case P times, each timing its own GPU. */
+  for (int i = 0; world > 1 && i < s->n; i++)
+    if (!s->k[i]->ranked)
+      CPLAB_FAIL(d, CPLAB_EUSAGE,
+                 "kernel '%s' (case %s) is not ranked: under mpirun with %d ranks only the ranked kernels run (%s); "
+                 "run it without mpirun", s->k[i]->name, s->c[i]->name, world, CPLAB_KB_RANKED_NAMES);
   return 0;
 }
 
@@ -253,10 +305,10 @@ static int selected(const selection *s, const cplab_kb_case *c) {
   return 0;
 }
 
-static void list_cases(const opts *o, const selection *s, const cplab_kb_peers *peers) {
+static void list_cases(const opts *o, int world, const selection *s, const cplab_kb_peers *peers) {
   char text[160];
   for (int k = 0; k < NKERNELS; k++) {
-    if (!kernel_wanted(o, kernels[k])) continue;
+    if (!kernel_wanted(o, kernels[k], world)) continue;
     printf("# kernel %s: %s\n#   %-24s %-46s %s%s\n", kernels[k]->name, kernels[k]->summary, "case", "shape",
            peers ? "peer_us  " : "", "note");
     for (int c = 0; c < kernels[k]->ncases; c++) {
@@ -570,12 +622,166 @@ static void run_case(const opts *o, int index, int total, const cplab_kb_kernel 
   free(t);
 }
 
+/* ---- ranked cases ---------------------------------------------------------------- */
+
+/* The collective method (perf-anchors.md §5) for a ranked kernel's operations in one mode: they alternate inside
+ * each repetition, so that drift hits them alike; before each one the stream is drained and all ranks meet at a
+ * barrier, then events on the stream go around the one operation: a collective's time depends on when the last
+ * rank arrives, which back-to-back runs would hide. t[op · reps + r] = repetition r's seconds, the slowest rank's.
+ * Collective: an error returns on this rank only (under several ranks the caller ends the job). */
+static int time_collective(const cplab_kb_job *job, const cplab_kb_kernel *k, void *inst, int mode, int reps,
+                           int warmup, void *stream, double *t, cplab_diag *d) {
+  cplab_event *start = NULL, *stop = NULL;
+  int rc = cplab_event_create(&start, d);
+  if (!rc) rc = cplab_event_create(&stop, d);
+  for (int i = -warmup; !rc && i < reps; i++)
+    for (int op = 0; !rc && op < k->nops; op++) {
+      float ms = 0;
+      if ((rc = cplab_dev_sync(stream, d))) break;
+      cplab_kb_job_barrier(job);
+      rc = cplab_event_record(start, stream, d);
+      if (!rc) rc = k->run_op(inst, mode, op, stream, d);
+      if (!rc) rc = cplab_event_record(stop, stream, d);
+      if (!rc) rc = cplab_event_elapsed_ms(start, stop, &ms, d); /* waits for stop */
+      if (!rc && i >= 0) t[(size_t)op * (size_t)reps + (size_t)i] = 1e-3 * ms;
+    }
+  cplab_event_destroy(start);
+  cplab_event_destroy(stop);
+  if (!rc) cplab_kb_job_max(job, t, (size_t)k->nops * (size_t)reps);
+  return rc;
+}
+
+/* A ranked kernel's table head: one row per (mode, operation). */
+static void ranked_header(const cplab_kb_job *job, const cplab_kb_kernel *k) {
+  printf("# %s: %s\n", k->name, k->summary);
+  printf("# %d rank(s), NCCL %d.%d.%d, NCCL_NVLS_ENABLE=%s; times: the slowest rank's, each operation alone after a "
+         "drain and a barrier; ratio: over the mode's first operation\n",
+         job->world, job->nccl_version / 10000, job->nccl_version % 10000 / 100, job->nccl_version % 100,
+         getenv("NCCL_NVLS_ENABLE") ? getenv("NCCL_NVLS_ENABLE") : "(unset)");
+  printf("#%-23s %-36s %-6s %-17s %10s %10s %10s %7s %8s %8s %8s\n", "case", "shape", "mode", "op", "median_us",
+         "p10_us", "p90_us", "ratio", k->cols[0] ? k->cols[0] : "-", k->cols[1] ? k->cols[1] : "-",
+         k->cols[2] ? k->cols[2] : "-");
+}
+
+/* The rows and kernels.json entries of a timed ranked case (rank 0). t: nmodes · nops · reps seconds (sorted in
+ * place by the statistics). */
+static void ranked_report(const opts *o, const cplab_kb_job *job, const cplab_kb_kernel *k, const cplab_kb_case *c,
+                          const char *text, void *inst, const cplab_kb_work *w, const cplab_kb_check *chk,
+                          double *t, json_t *entries) {
+  int nmodes = k->nmodes > 1 ? k->nmodes : 1;
+  for (int m = 0; m < nmodes; m++) {
+    cplab_spread first = {0};
+    for (int op = 0; op < k->nops; op++) {
+      cplab_spread st = cplab_stats_spread(t + ((size_t)m * (size_t)k->nops + (size_t)op) * (size_t)o->reps,
+                                           (size_t)o->reps);
+      if (op == 0) first = st;
+      char col[3][16] = {"-", "-", "-"};
+      json_t *e = json_pack("{s:s, s:s}", "kernel", k->name, "case", c->name);
+      json_t *shape = k->shape_json(c->shape);
+      json_object_update(e, shape);
+      json_decref(shape);
+      if (k->nmodes > 1) json_object_set_new(e, "mode", json_string(k->mode_names[m]));
+      json_object_set_new(e, "op", json_string(k->op_names[op]));
+      json_t *times = json_pack("{s:i, s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:i, s:f, s:s, s:s}", "ranks", job->world,
+                                "median_us", 1e6 * st.median, "p10_us", 1e6 * st.p10, "p90_us", 1e6 * st.p90, "min_us",
+                                1e6 * st.min, "max_us", 1e6 * st.max, "reps", o->reps, "warmup", o->warmup, "sets",
+                                w->sets, "ratio_to_first", st.median / first.median, "launcher", w->launcher,
+                                "timing", "collective");
+      json_object_update(e, times);
+      json_decref(times);
+      json_object_set_new(e, "check", check_json(k, chk));
+      if (k->op_fields) k->op_fields(inst, op, st.median, job->world, e, col);
+      json_array_append_new(entries, e);
+      printf(" %-23s %-36s %-6s %-17s %10.2f %10.2f %10.2f %7.3f %8s %8s %8s\n", c->name, text,
+             k->nmodes > 1 ? k->mode_names[m] : "-", k->op_names[op], 1e6 * st.median, 1e6 * st.p10, 1e6 * st.p90,
+             st.median / first.median, col[0], col[1], col[2]);
+    }
+  }
+  fflush(stdout);
+}
+
+/* Set up, check, time and report a ranked case on every rank; rank 0 prints and keeps the entries. The check's
+ * verdict is summed over the ranks before anything is timed, so that all time or none does. Under several ranks
+ * an error on any rank ends the job (the others would wait in the next collective); under one it is recorded as
+ * run_case records it. */
+static void run_ranked_case(const opts *o, const cplab_kb_job *job, int index, int total, const cplab_kb_kernel *k,
+                            const cplab_kb_case *c, const cplab_kb_env *env, void *stream, json_t *entries,
+                            outcome *out) {
+  cplab_diag d = {0};
+  struct timespec t0;
+  char text[160];
+  void *inst = NULL;
+  double *t = NULL;
+  cplab_kb_check chk = {0};
+  cplab_kb_work w = {0};
+  int lead = job->rank == 0, talk = lead && !o->quiet, nmodes = k->nmodes > 1 ? k->nmodes : 1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  k->shape_text(c->shape, text, sizeof text);
+  if (talk) fprintf(stderr, "[%d/%d] %s %s (%s): ", index, total, k->name, c->name, text), fflush(stderr);
+  int rc = k->setup(c, env, stream, &inst, &d);
+  if (!rc) {
+    k->work(inst, &w);
+    if (talk) fprintf(stderr, "%s, %d input sets, %.1f s; ", w.launcher, w.sets, elapsed(&t0));
+    rc = k->check(inst, stream, &chk, &d);
+  }
+  if (rc && job->world > 1) {
+    cplab_diag_prefix(&d, "%s %s: ", k->name, c->name);
+    cplab_kb_job_die(job, &d);
+  }
+  int bad = rc ? 0 : cplab_kb_job_sum(job, !chk.ok);
+  if (!rc) {
+    if (talk) fprintf(stderr, "check %s (%s)", bad ? "FAILED" : "ok", chk.detail);
+    if (!chk.ok) /* every failing rank says why */
+      fprintf(stderr, "%s%s (rank %d of %d): %s %s: check FAILED: %s; not timed\n", talk ? "\n" : "", PROG, job->rank,
+              job->world, k->name, c->name, chk.detail);
+    else if (talk && bad)
+      fputc('\n', stderr);
+  }
+  if (!rc && bad) {
+    out->failed_check = 1;
+    if (lead) {
+      json_t *e = json_pack("{s:s, s:s, s:i, s:i, s:o}", "kernel", k->name, "case", c->name, "ranks", job->world,
+                            "check_failed_ranks", bad, "check", check_json(k, &chk));
+      json_array_append_new(entries, e);
+      printf(" %-23s %-36s check FAILED on %d of %d rank(s) (each says why on stderr); rank 0: %s\n", c->name, text, bad,
+             job->world, chk.detail);
+    }
+  }
+  if (!rc && !bad) {
+    size_t n = (size_t)nmodes * (size_t)k->nops * (size_t)o->reps;
+    if (!(t = malloc(n * sizeof *t))) rc = cplab_diag_set(&d, CPLAB_ENOMEM, "out of host memory");
+    if (!rc && k->prepare) rc = k->prepare(inst, stream, &d);
+    for (int m = 0; !rc && m < nmodes; m++)
+      rc = time_collective(job, k, inst, m, o->reps, o->warmup, stream, t + (size_t)m * (size_t)k->nops * (size_t)o->reps,
+                           &d);
+    if (rc && job->world > 1) {
+      cplab_diag_prefix(&d, "%s %s: ", k->name, c->name);
+      cplab_kb_job_die(job, &d);
+    }
+    if (!rc && lead) {
+      if (talk) fprintf(stderr, "; %.1f s\n", elapsed(&t0));
+      printf("# %s: check ok on %d rank(s); rank 0: %s\n", c->name, job->world, chk.detail);
+      ranked_report(o, job, k, c, text, inst, &w, &chk, t, entries);
+    }
+  }
+  if (rc) { /* one rank: recorded, the other cases still run */
+    out->error = 1;
+    if (!o->quiet) fputc('\n', stderr);
+    fprintf(stderr, "%s: %s %s: %s [%s]\n", PROG, k->name, c->name, d.msg, cplab_err_name(d.code));
+    json_array_append_new(entries, json_pack("{s:s, s:s, s:s}", "kernel", k->name, "case", c->name, "error", d.msg));
+    printf(" %-23s %-36s error: %s\n", c->name, text, d.msg);
+  }
+  if (inst) k->teardown(inst);
+  free(t);
+}
+
 /* ---- main ------------------------------------------------------------------------ */
 
 /* kernels.json: the run's context and the entries so far (complete: 0 while
  * cases remain, so that a run cut short still leaves what it measured). */
-static int write_doc(const opts *o, int argc, char **argv, const cplab_gpu_info *g, size_t l2, const char *date,
-                     const ceilings *ceil, const cplab_kb_peers *peers, json_t *entries, int complete, cplab_diag *d) {
+static int write_doc(const opts *o, const cplab_kb_job *job, int argc, char **argv, const cplab_gpu_info *g, size_t l2,
+                     const char *date, const ceilings *ceil, const cplab_kb_peers *peers, json_t *entries, int complete,
+                     cplab_diag *d) {
   char *cmd = cplab_bench_command(argc, argv);
   json_t *doc = json_pack(
       "{s:s, s:s, s:o, s:s, s:s, s:s, s:b, s:i, s:i, s:i, s:I, s:O, s:o, s:{s:s, s:s, s:s}, s:O}", "program", PROG,
@@ -596,6 +802,20 @@ static int write_doc(const opts *o, int argc, char **argv, const cplab_gpu_info 
       "kernels: a copy of bytes / 2, timed the same way in the same run, buffers over 4x the L2); "
       "peer.peer_over_kernel = peer median / kernel median",
       "entries", entries);
+  if (doc) {
+    /* The job: ranked kernels' entries are one per (mode, operation), their times the slowest rank's. */
+    int v = job->nccl_version;
+    json_object_set_new(doc, "ranks", json_integer(job->world));
+    json_object_set_new(doc, "nccl_version", v ? json_sprintf("%d.%d.%d", v / 10000, v % 10000 / 100, v % 100) : json_null());
+    const char *nvls = getenv("NCCL_NVLS_ENABLE");
+    json_object_set_new(doc, "nccl_nvls_enable", nvls ? json_string(nvls) : json_null());
+    json_object_set_new(json_object_get(doc, "conventions"), "ranked",
+                        json_string("ranked kernels (gather_nccl, moe_paths): one entry per mode and op; timing "
+                                    "\"collective\": each operation alone, after a drain of the stream and a barrier "
+                                    "of all ranks, events around it, a repetition's time the slowest rank's, the "
+                                    "operations alternating inside each repetition; ratio_to_first = median / the "
+                                    "median of the mode's first op"));
+  }
   free(cmd);
   if (!doc) CPLAB_FAIL(d, CPLAB_ENOMEM, "cannot build the JSON document");
   json_t *per_kernel = json_object();
@@ -609,9 +829,12 @@ static int write_doc(const opts *o, int argc, char **argv, const cplab_gpu_info 
   return rc;
 }
 
-static _Noreturn void die(const cplab_diag *d) {
-  cplab_diag_report(stderr, PROG, d);
-  exit(CPLAB_EXIT_ERROR);
+/* Whether any selected case is of a ranked kernel (the job then makes its communicator) or of a single-GPU one
+ * (the driver then measures its ceilings). */
+static int any_ranked(const selection *s, int ranked) {
+  for (int i = 0; i < s->n; i++)
+    if (!s->k[i]->ranked == !ranked) return 1;
+  return 0;
 }
 
 int main(int argc, char **argv) {
@@ -619,48 +842,51 @@ int main(int argc, char **argv) {
   opts o;
   static selection sel;
   cplab_kb_peers peers = {0};
-  if (parse_opts(argc, argv, &o, &d) || select_cases(&o, &sel, &d)) {
-    cplab_cli_usage_error(PROG, &d);
-    return CPLAB_EXIT_ERROR;
+  cplab_kb_job job;
+  cplab_kb_job_start(&argc, &argv, PROG, &job);
+  int lead = job.rank == 0; /* rank 0 alone prints and writes */
+  if (parse_opts(argc, argv, &o, &d) || select_cases(&o, job.world, &sel, &d)) {
+    if (lead) cplab_cli_usage_error(PROG, &d);
+    return cplab_kb_job_finish(&job, CPLAB_EXIT_ERROR);
   }
-  if (o.help) {
-    usage(stdout);
-    return CPLAB_EXIT_OK;
+  if (o.help || o.version) {
+    if (lead && o.help) usage(stdout);
+    else if (lead) cplab_cli_version(stdout, PROG);
+    return cplab_kb_job_finish(&job, CPLAB_EXIT_OK);
   }
-  if (o.version) {
-    cplab_cli_version(stdout, PROG);
-    return CPLAB_EXIT_OK;
-  }
-  if (o.peer && cplab_kb_peers_load(o.peer, kernels, NKERNELS, &peers, &d)) die(&d);
+  if (o.peer && cplab_kb_peers_load(o.peer, kernels, NKERNELS, &peers, &d)) cplab_kb_job_die(&job, &d);
   if (o.list || o.list_json) {
-    if (o.list) list_cases(&o, &sel, o.peer ? &peers : NULL);
-    if (o.list_json && write_case_list(o.list_json, &sel, argc, argv, &d)) die(&d);
+    if (lead && o.list) list_cases(&o, job.world, &sel, o.peer ? &peers : NULL);
+    if (lead && o.list_json && write_case_list(o.list_json, &sel, argc, argv, &d)) cplab_kb_job_die(&job, &d);
     cplab_kb_peers_free(&peers);
-    return CPLAB_EXIT_OK;
+    return cplab_kb_job_finish(&job, CPLAB_EXIT_OK);
   }
 
   cplab_gpu_info g;
   size_t l2 = 0;
-  int rc = cplab_gpu_query(&g, &d);
-  if (rc) {
-    if (rc == CPLAB_ENODEV) cplab_diag_prefix(&d, "this benchmark needs a GPU: ");
-    die(&d);
+  if (cplab_kb_job_bind(&job, &g, &l2, &d)) { /* every rank says its own reason; all leave in order */
+    char who[64] = PROG;
+    if (job.world > 1) snprintf(who, sizeof who, PROG " (rank %d of %d)", job.rank, job.world);
+    cplab_diag_report(stderr, who, &d);
+    return cplab_kb_job_finish(&job, CPLAB_EXIT_ERROR);
   }
-  if (cplab_bench_l2_bytes(&l2, &d)) die(&d);
+  if (any_ranked(&sel, 1) && cplab_kb_job_comm(&job, &d)) cplab_kb_job_die(&job, &d);
   void *stream = NULL;
-  if (cplab_stream_create(&stream, &d)) die(&d);
+  if (cplab_stream_create(&stream, &d)) cplab_kb_job_die(&job, &d);
   char date[32];
   cplab_bench_date(date, sizeof date);
-  printf("# " PROG ": %s, %d SMs, L2 %zu MiB, %.0f GiB, CUDA runtime %d, driver %d, commit %s, %s\n", g.name,
-         g.sm_count, l2 >> 20, (double)g.global_mem_bytes / (1 << 30), g.runtime_version, g.driver_version, o.commit,
-         date);
-  printf("# %d cases, %d repetitions after %d warm-up each; inputs rotate over >= 4x the L2; peer: %s\n", sel.n, o.reps,
-         o.warmup, o.peer ? o.peer : "none (no --peer)");
+  if (lead) {
+    printf("# " PROG ": %s, %d SMs, L2 %zu MiB, %.0f GiB, CUDA runtime %d, driver %d, commit %s, %s\n", g.name,
+           g.sm_count, l2 >> 20, (double)g.global_mem_bytes / (1 << 30), g.runtime_version, g.driver_version, o.commit,
+           date);
+    printf("# %d cases, %d repetitions after %d warm-up each; inputs rotate over >= 4x the L2; peer: %s; %d rank(s)\n",
+           sel.n, o.reps, o.warmup, o.peer ? o.peer : "none (no --peer)", job.world);
+  }
   ceilings ceil = {0};
   int ceil_failed = 0;
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  if (o.ceilings) {
+  if (o.ceilings && any_ranked(&sel, 0)) { /* the ratios of single-GPU kernels (world 1 only) */
     if (!o.quiet) fprintf(stderr, "ceilings: copy %zu MiB, bf16 and fp8 GEMM %lldx%lldx%lld ...\n", o.copy_bytes >> 20,
                           (long long)o.gemm.m, (long long)o.gemm.n, (long long)o.gemm.k);
     if (measure_ceilings(&o, l2, stream, &ceil, &d)) { /* reported; the kernels still run, without ratios */
@@ -676,23 +902,29 @@ int main(int argc, char **argv) {
   fflush(stdout);
 
   cplab_kb_env env = {.l2_bytes = l2, .max_sets = o.max_sets, .mem_budget = o.mem_budget, .check_rows = o.check_rows,
-                      .seed = o.seed};
+                      .seed = o.seed, .job = &job};
   json_t *entries = json_array();
   outcome out = {.error = ceil_failed};
-  if (o.json && write_doc(&o, argc, argv, &g, l2, date, &ceil, &peers, entries, 0, &d)) die(&d);
+  const char *json = lead ? o.json : NULL;
+  if (json && write_doc(&o, &job, argc, argv, &g, l2, date, &ceil, &peers, entries, 0, &d)) cplab_kb_job_die(&job, &d);
   for (int i = 0; i < sel.n; i++) {
-    if (i == 0 || sel.k[i] != sel.k[i - 1]) table_header(sel.k[i]);
-    run_case(&o, i + 1, sel.n, sel.k[i], sel.c[i], &env, stream, &ceil, o.peer ? &peers : NULL, entries, &out);
-    if (o.json && i + 1 < sel.n && write_doc(&o, argc, argv, &g, l2, date, &ceil, &peers, entries, 0, &d)) die(&d);
+    const cplab_kb_kernel *k = sel.k[i];
+    if (lead && (i == 0 || k != sel.k[i - 1])) k->ranked ? ranked_header(&job, k) : table_header(k);
+    if (k->ranked) run_ranked_case(&o, &job, i + 1, sel.n, k, sel.c[i], &env, stream, entries, &out);
+    else run_case(&o, i + 1, sel.n, k, sel.c[i], &env, stream, &ceil, o.peer ? &peers : NULL, entries, &out);
+    if (json && i + 1 < sel.n && write_doc(&o, &job, argc, argv, &g, l2, date, &ceil, &peers, entries, 0, &d))
+      cplab_kb_job_die(&job, &d);
   }
-  printf("# %s; %.1f s\n", out.error ? "ERRORS (see the entries' \"error\")" : out.failed_check ? "a check FAILED" : "all checks passed",
-         elapsed(&t0));
+  if (lead)
+    printf("# %s; %.1f s\n",
+           out.error ? "ERRORS (see the entries' \"error\")" : out.failed_check ? "a check FAILED" : "all checks passed",
+           elapsed(&t0));
 
-  if (o.json && write_doc(&o, argc, argv, &g, l2, date, &ceil, &peers, entries, 1, &d)) die(&d);
-  if (o.json && !o.quiet) fprintf(stderr, "wrote %s\n", o.json);
+  if (json && write_doc(&o, &job, argc, argv, &g, l2, date, &ceil, &peers, entries, 1, &d)) cplab_kb_job_die(&job, &d);
+  if (json && !o.quiet) fprintf(stderr, "wrote %s\n", json);
   json_decref(entries);
   json_decref(ceil.json);
   cplab_kb_peers_free(&peers);
   cplab_stream_destroy(stream, &d);
-  return out.error ? CPLAB_EXIT_ERROR : out.failed_check ? CPLAB_EXIT_DIFFERENT : CPLAB_EXIT_OK;
+  return cplab_kb_job_finish(&job, out.error ? CPLAB_EXIT_ERROR : out.failed_check ? CPLAB_EXIT_DIFFERENT : CPLAB_EXIT_OK);
 }

@@ -12,7 +12,19 @@
  * script take the kernel and its cases from there. A kernel whose check is
  * not the attention kernels' (out and lse against sim_attention) sets
  * check_kind, and one whose rate is not FlashMLA's FLOP count sets rate:
- * kernels.json then carries only the fields that apply. */
+ * kernels.json then carries only the fields that apply.
+ *
+ * Ranked kernels (ranked = 1: bench/kernel_gather_nccl.c, the example, and
+ * bench/kernel_moe_paths.c) are a job's: every MPI rank runs the case on its
+ * GPU, over the job's NCCL communicator (env->job, bench/kb_job.h). They are
+ * built only with MPI and NCCL (CPLAB_KB_RANKED) and timed by the collective
+ * method (perf-anchors.md §5): before each operation the stream is drained
+ * and all ranks meet at a barrier, events go around the one operation, and
+ * a repetition's time is the slowest rank's. A ranked kernel has one or more
+ * operations (run_op) that alternate inside every repetition, in each of its
+ * modes (e.g. eager, then graph replays), so that drift hits them alike;
+ * each (mode, operation) is a table row and a kernels.json entry, with its
+ * ratio to the mode's first operation. */
 #ifndef CPLAB_BENCH_KERNEL_BENCH_H
 #define CPLAB_BENCH_KERNEL_BENCH_H
 
@@ -21,6 +33,7 @@
 #include <stdint.h>
 
 #include "cplab/error.h"
+#include "kb_job.h"
 
 /* One shape of one kernel. Names are unique over every kernel: the --case
  * names and the key of the peer file. */
@@ -38,6 +51,7 @@ typedef struct cplab_kb_env {
   size_t mem_budget;  /* and at most this many bytes of them */
   int check_rows;     /* rows the check compares with the reference */
   uint64_t seed;
+  const cplab_kb_job *job; /* the ranks, and (ranked kernels) the NCCL communicator */
 } cplab_kb_env;
 
 /* Work of one run, for the rates. */
@@ -107,6 +121,20 @@ typedef struct cplab_kb_kernel {
   const char *work_note;          /* how flop and bytes are counted (kernels.json's conventions) */
   const char *family;             /* a name --kernel also takes, for every kernel of the family (NULL: none) */
   int no_copy_same_size;          /* 1: no same-size copy beside a bytes-rated case (the copy ceiling is one) */
+  /* Ranked kernels only (run is NULL for them; rate, work's flop and bytes unused). */
+  int ranked;                       /* 1: needs the job's communicator, timed by the collective method */
+  int nops;                         /* operations per mode, alternating inside each repetition */
+  const char *const *op_names;      /* kernels.json's "op" */
+  int nmodes;                       /* 0 or 1: one mode, unnamed */
+  const char *const *mode_names;    /* kernels.json's "mode" (nmodes > 1) */
+  /* After a passed check, before timing (NULL: nothing): e.g. capture graphs. Collective. */
+  int (*prepare)(void *inst, void *stream, cplab_diag *d);
+  /* Enqueue operation op of mode on stream (no synchronisation). Collective. */
+  int (*run_op)(void *inst, int mode, int op, void *stream, cplab_diag *d);
+  /* The operation's measured quantities at its median time (seconds) into
+   * its kernels.json entry, and up to three table columns (names: cols). */
+  void (*op_fields)(const void *inst, int op, double median_s, int world, json_t *e, char col[3][16]);
+  const char *cols[3];              /* the extra columns' names (NULL: none) */
 } cplab_kb_kernel;
 
 /* The kernels: bench/kernel_attention.c, */
@@ -131,5 +159,14 @@ extern const cplab_kb_kernel cplab_kb_lse_combine;
 extern const cplab_kb_kernel cplab_kb_ceiling_copy;
 extern const cplab_kb_kernel cplab_kb_ceiling_gemm_bf16;
 extern const cplab_kb_kernel cplab_kb_ceiling_gemm_fp8;
+#if defined(CPLAB_KB_RANKED) && CPLAB_KB_RANKED
+/* Ranked (MPI and NCCL builds only): bench/kernel_gather_nccl.c, */
+extern const cplab_kb_kernel cplab_kb_gather_nccl;
+/* bench/kernel_moe_paths.c. */
+extern const cplab_kb_kernel cplab_kb_moe_paths;
+#endif
+/* The ranked kernels' names, known to every build, so that one without them
+ * can refuse them by name. */
+#define CPLAB_KB_RANKED_NAMES "gather_nccl, moe_paths"
 
 #endif

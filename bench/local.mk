@@ -10,35 +10,18 @@ bench_cplab_trace_bench_LDADD = libcplab_trace.la $(CPLAB_CORE_LIBS) $(HDF5_LIBS
 bench_cplab_diff_bench_SOURCES = bench/diff_bench.c
 bench_cplab_diff_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/analysis
 bench_cplab_diff_bench_LDADD = libcplab_diff.la $(CPLAB_CORE_LIBS) $(HDF5_LIBS)
-# The MPI + NCCL benchmarks, one MPI rank per GPU, sharing bench/mpibench.c
-# (and bench/bench_out.c, the output code of cplab-kernel-bench).
-# Built by `make check` too (their GPU tests run them; CI compiles them):
-#   cplab-gather-bench  the DCP gather against NCCL's all-gather (bench/run-gpu-gather.sh)
-#   cplab-moe-bench     the MoE block's general and fast PCP paths, checked and timed
-EXTRA_DIST += bench/gather_bench.c bench/moe_bench.c bench/mpibench.c bench/mpibench.h
-if HAVE_NCCL
-MPI_BENCH_PROGS = bench/cplab-gather-bench$(EXEEXT) bench/cplab-moe-bench$(EXEEXT)
-check_PROGRAMS += bench/cplab-gather-bench bench/cplab-moe-bench
-MPI_BENCH_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) $(NCCL_CPPFLAGS) -I$(top_srcdir)/kernels
-MPI_BENCH_LIBS = $(CPLAB_KERNEL_LIBS) $(NCCL_LIBS) $(CUDA_LIBS) $(CPLAB_CORE_LIBS) $(MPI_LIBS)
-bench_cplab_gather_bench_SOURCES = bench/gather_bench.c bench/mpibench.c bench/mpibench.h bench/bench_out.c bench/bench_out.h
-bench_cplab_gather_bench_CPPFLAGS = $(MPI_BENCH_CPPFLAGS)
-bench_cplab_gather_bench_LDADD = $(MPI_BENCH_LIBS)
-bench_cplab_moe_bench_SOURCES = bench/moe_bench.c bench/moe_compare.c bench/moe_compare.h bench/mpibench.c bench/mpibench.h \
-	bench/bench_out.c bench/bench_out.h
-bench_cplab_moe_bench_CPPFLAGS = $(MPI_BENCH_CPPFLAGS)
-bench_cplab_moe_bench_LDADD = $(MPI_BENCH_LIBS)
-endif
-# cplab-moe-bench's comparison of the two paths (host arrays) is unit-tested everywhere.
+# The MoE paths' comparison (bench/moe_compare.c, host arrays; the check of
+# cplab-kernel-bench's moe_paths cases) is unit-tested everywhere.
 check_PROGRAMS += tests/unit/test_moe_compare
 TESTS += tests/unit/test_moe_compare
 tests_unit_test_moe_compare_SOURCES = tests/unit/test_moe_compare.c tests/unit/testutil.h bench/moe_compare.c \
 	bench/moe_compare.h
 tests_unit_test_moe_compare_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/bench
 tests_unit_test_moe_compare_LDADD = $(TEST_UNIT_LIBS)
-# Their command lines (no GPU needed), and the MoE paths' check on GPUs.
-TESTS += tests/cli/mpibench_cli.sh tests/gpu/gpu_moe_paths.sh
-EXTRA_DIST += tests/cli/mpibench_cli.sh tests/gpu/gpu_moe_paths.sh
+# The ranked kernels through the driver on GPUs (mpirun -np 1 and 2): the
+# MoE paths' check, the gather's.
+TESTS += tests/gpu/gpu_moe_paths.sh
+EXTRA_DIST += tests/gpu/gpu_moe_paths.sh
 if HAVE_CUDA
 # cplab-kernel-bench: each kernel alone over its table of shapes (the
 # attention kernels, bench/kernel_attention.c; the indexer path's logits,
@@ -53,17 +36,34 @@ if HAVE_CUDA
 check_PROGRAMS += bench/cplab-kernel-bench
 KERNEL_BENCH_PROGS = bench/cplab-kernel-bench$(EXEEXT)
 bench_cplab_kernel_bench_SOURCES = $(KERNEL_BENCH_SOURCES)
-bench_cplab_kernel_bench_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) -I$(top_srcdir)/kernels -I$(top_srcdir)/sim
-bench_cplab_kernel_bench_CFLAGS = $(AM_CFLAGS) -pthread
-bench_cplab_kernel_bench_LDADD = libcplab_sim.la $(CPLAB_KERNEL_LIBS) $(CPLAB_CORE_LIBS) -lpthread
+if HAVE_NCCL
+# With MPI and NCCL the driver is a job of MPI ranks (bench/kb_job.c's ranked
+# form, CPLAB_KB_RANKED) and has the ranked kernels: the DCP gather against
+# NCCL's all-gather (bench/run-gpu-gather.sh, once cplab-gather-bench) and
+# the MoE block's general and fast PCP paths (bench/run-gpu-moe.sh, once
+# cplab-moe-bench).
+bench_cplab_kernel_bench_SOURCES += $(KERNEL_BENCH_RANKED_SOURCES)
+KERNEL_BENCH_RANKED_CPPFLAGS = -DCPLAB_KB_RANKED=1 $(NCCL_CPPFLAGS)
+KERNEL_BENCH_RANKED_LIBS = $(NCCL_LIBS) $(CUDA_LIBS) $(MPI_LIBS)
 endif
-# The driver, the kernels' case tables, the peer file's reader and the
-# ceilings: also linked against the CPU emulation (tests/emu/local.mk, with
-# -DCPLAB_BENCH_EMU=1), so they are defined whether or not CUDA is found.
-KERNEL_BENCH_SOURCES = bench/kernel_bench.c bench/kernel_bench.h bench/kernel_attention.c bench/kernel_indexer.c \
+bench_cplab_kernel_bench_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) -I$(top_srcdir)/kernels -I$(top_srcdir)/sim \
+	$(KERNEL_BENCH_RANKED_CPPFLAGS)
+bench_cplab_kernel_bench_CFLAGS = $(AM_CFLAGS) -pthread
+bench_cplab_kernel_bench_LDADD = libcplab_sim.la $(CPLAB_KERNEL_LIBS) $(CPLAB_CORE_LIBS) $(KERNEL_BENCH_RANKED_LIBS) \
+	-lpthread
+endif
+# The driver, its job layer (the single-process form here), the kernels'
+# case tables, the peer file's reader and the ceilings: also linked against
+# the CPU emulation (tests/emu/local.mk, with -DCPLAB_BENCH_EMU=1), so they
+# are defined whether or not CUDA is found. The ranked kernels' case tables
+# need NCCL: never in the emulation.
+KERNEL_BENCH_RANKED_SOURCES = bench/kernel_gather_nccl.c bench/kernel_moe_paths.c bench/kb_nccl.h \
+	bench/moe_compare.c bench/moe_compare.h
+KERNEL_BENCH_SOURCES = bench/kernel_bench.c bench/kernel_bench.h bench/kb_job.c bench/kb_job.h \
+	bench/kernel_attention.c bench/kernel_indexer.c \
 	bench/kernel_indexer.h bench/kernel_indexer_decode.c bench/kernel_topk.c bench/kernel_convert.c bench/kernel_combine.c bench/kernel_peer.c bench/kernel_peer.h \
 	bench/kernel_ceilings.c bench/ceilings.c bench/ceilings.h bench/bench_out.c bench/bench_out.h
-EXTRA_DIST += $(KERNEL_BENCH_SOURCES) bench/kernel_peer.py bench/run-gpu-kernels.sh tests/kernel_bench_smoke.sh
+EXTRA_DIST += $(KERNEL_BENCH_SOURCES) $(KERNEL_BENCH_RANKED_SOURCES) bench/kernel_peer.py bench/run-gpu-kernels.sh tests/kernel_bench_smoke.sh
 # Its command line, case table and peer-file reader (no GPU needed), and a
 # smoke run of one tiny case per kernel on a GPU.
 TESTS += tests/cli/kernel_bench_cli.sh tests/gpu/gpu_kernel_bench.sh
@@ -73,7 +73,7 @@ CLEANFILES += $(EXTRA_PROGRAMS)
 EXTRA_DIST += bench/README.md bench/NOTES.md bench/run-cpu.sh bench/run-numeric.sh bench/results
 
 .PHONY: bench
-bench: $(EXTRA_PROGRAMS) bench/cplab-bench$(EXEEXT) $(MPI_BENCH_PROGS) $(KERNEL_BENCH_PROGS)
+bench: $(EXTRA_PROGRAMS) bench/cplab-bench$(EXEEXT) $(KERNEL_BENCH_PROGS)
 
 # cplab-bench (bench/layers/): TTFT and TPOT per layout and graph mode.
 include bench/layers/local.mk

@@ -1,4 +1,4 @@
-/* bench/moe_compare.h: cplab-moe-bench's check that the MoE block's fast
+/* bench/moe_compare.h: the moe_paths check of cplab-kernel-bench (once cplab-moe-bench's): the MoE block's fast
  * PCP path gives the general path's output (host arrays, no GPU).
  *
  * Each side gives, for n rows, its output (fp32 [n][dim]), its routing

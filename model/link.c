@@ -104,6 +104,54 @@ int cplab_model_fit_line(const double *x, const double *y, const double *w, int 
   return 0;
 }
 
+/* The points of cplab-gather-bench's document: "results"[] with total_bytes and nccl_allgather.time_us.median. */
+static int gather_bench_points(cplab_json_reader *r, const json_t *root, int ranks, double *x, double *y, int *n) {
+  const json_t *res = json_object_get(root, "results");
+  int rc = cplab_json_expect_array(r, res, "results", 2, 64);
+  for (size_t i = 0; !rc && i < json_array_size(res); i++) {
+    char p[CPLAB_PATH_MAX], q[CPLAB_PATH_MAX];
+    const json_t *e = json_array_get(res, i), *ag = NULL, *tm = NULL;
+    double bytes = 0, us = 0;
+    cplab_json_index(p, "results", i);
+    rc = cplab_json_expect_object(r, e, p);
+    if (!rc) rc = cplab_json_get_real(r, e, p, "total_bytes", 1, 0, 1, 1e15, &bytes);
+    cplab_json_child(q, p, "nccl_allgather");
+    if (!rc) rc = cplab_json_expect_object(r, ag = json_object_get(e, "nccl_allgather"), q);
+    cplab_json_child(q, q, "time_us");
+    if (!rc) rc = cplab_json_expect_object(r, tm = json_object_get(ag, "time_us"), q);
+    if (!rc) rc = cplab_json_get_real(r, tm, q, "median", 1, 0, 1e-6, 1e12, &us);
+    if (!rc) x[*n] = bytes * cplab_model_coll_factor(CPLAB_COLL_ALL_GATHER, ranks), y[(*n)++] = us;
+  }
+  return rc;
+}
+
+/* The points of cplab-kernel-bench's kernels.json (--kernel gather_nccl): the "entries"[] of kernel gather_nccl and
+ * op nccl_allgather, with total_bytes and median_us; other entries are skipped. */
+static int kernel_bench_points(cplab_json_reader *r, const json_t *root, int ranks, double *x, double *y, int *n,
+                               cplab_diag *d, const char *path) {
+  const json_t *ent = json_object_get(root, "entries");
+  int rc = cplab_json_expect_array(r, ent, "entries", 0, 4096);
+  for (size_t i = 0; !rc && i < json_array_size(ent); i++) {
+    char p[CPLAB_PATH_MAX], kernel[64], op[64];
+    const json_t *e = json_array_get(ent, i);
+    double bytes = 0, us = 0;
+    cplab_json_index(p, "entries", i);
+    rc = cplab_json_expect_object(r, e, p);
+    if (!rc) rc = cplab_json_get_string(r, e, p, "kernel", 1, NULL, kernel, sizeof kernel);
+    if (!rc) rc = cplab_json_get_string(r, e, p, "op", 0, "", op, sizeof op);
+    if (rc || strcmp(kernel, "gather_nccl") || strcmp(op, "nccl_allgather") || json_object_get(e, "error") ||
+        !json_object_get(e, "median_us"))
+      continue; /* another kernel, another operation, or a case that failed (no time) */
+    if (*n == 64) CPLAB_FAIL(d, CPLAB_ERANGE, "%s: more than 64 all-gather sizes", path);
+    rc = cplab_json_get_real(r, e, p, "total_bytes", 1, 0, 1, 1e15, &bytes);
+    if (!rc) rc = cplab_json_get_real(r, e, p, "median_us", 1, 0, 1e-6, 1e12, &us);
+    if (!rc) x[*n] = bytes * cplab_model_coll_factor(CPLAB_COLL_ALL_GATHER, ranks), y[(*n)++] = us;
+  }
+  if (!rc && *n < 2)
+    rc = cplab_diag_set(d, CPLAB_ESCHEMA, "%s: %d timed gather_nccl nccl_allgather entries, the fit needs 2", path, *n);
+  return rc;
+}
+
 int cplab_model_link_calibrate(const char *path, cplab_model_link *link, cplab_diag *d) {
   char *text = NULL;
   json_t *root = NULL;
@@ -113,22 +161,11 @@ int cplab_model_link_calibrate(const char *path, cplab_model_link *link, cplab_d
   int64_t ranks = 0;
   int rc = open_json(path, "gather-bench results", &text, &root, &r, d);
   if (!rc) rc = cplab_json_get_int(&r, root, "(top level)", "ranks", 1, 0, 2, 1 << 20, &ranks);
-  const json_t *res = root ? json_object_get(root, "results") : NULL;
-  if (!rc) rc = cplab_json_expect_array(&r, res, "results", 2, 64);
-  for (size_t i = 0; !rc && i < json_array_size(res); i++) {
-    char p[CPLAB_PATH_MAX], q[CPLAB_PATH_MAX];
-    const json_t *e = json_array_get(res, i), *ag = NULL, *tm = NULL;
-    double bytes = 0, us = 0;
-    cplab_json_index(p, "results", i);
-    rc = cplab_json_expect_object(&r, e, p);
-    if (!rc) rc = cplab_json_get_real(&r, e, p, "total_bytes", 1, 0, 1, 1e15, &bytes);
-    cplab_json_child(q, p, "nccl_allgather");
-    if (!rc) rc = cplab_json_expect_object(&r, ag = json_object_get(e, "nccl_allgather"), q);
-    cplab_json_child(q, q, "time_us");
-    if (!rc) rc = cplab_json_expect_object(&r, tm = json_object_get(ag, "time_us"), q);
-    if (!rc) rc = cplab_json_get_real(&r, tm, q, "median", 1, 0, 1e-6, 1e12, &us);
-    if (!rc) x[n] = bytes * cplab_model_coll_factor(CPLAB_COLL_ALL_GATHER, (int)ranks), y[n++] = us;
-  }
+  /* Two formats: cplab-gather-bench's (the committed results before 2026-12-02) and cplab-kernel-bench's. */
+  if (!rc && json_object_get(root, "entries"))
+    rc = kernel_bench_points(&r, root, (int)ranks, x, y, &n, d, path);
+  else if (!rc)
+    rc = gather_bench_points(&r, root, (int)ranks, x, y, &n);
   double a = 0, b = 0;
   if (!rc) rc = cplab_model_fit_line(x, y, NULL, n, &a, &b, d);
   if (!rc && (a < 0 || b <= 0))

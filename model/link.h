@@ -16,7 +16,7 @@
  *   {"cplab_model_link": "1.0.0", "name": "...", "gpus_per_node": 8,
  *    "intra": {"latency_us": 20, "busbw_gbps": 360},
  *    "inter": {"latency_us": 30, "busbw_gbps": 45}}
- * or calibrated from a cplab-gather-bench result (its ncclAllGather times
+ * or calibrated from a gather-bench result (its ncclAllGather times
  * per size: a least-squares line of time against S (n - 1) / n).
  * The single-device backend's collectives are device copies; its tier is
  * the copy bandwidth (half the read + write copy ceiling) and a latency
@@ -57,10 +57,13 @@ int cplab_model_link_preset(const char *name, cplab_model_link *out, cplab_diag 
 /* A link file of the format above. */
 int cplab_model_link_load(const char *path, cplab_model_link *out, cplab_diag *d);
 
-/* Calibrate the intra-node tier from a cplab-gather-bench JSON (its
- * "results"[].total_bytes and nccl_allgather.time_us.median, "ranks" > 1):
- * latency and busbw of the least-squares line; the inter tier and
- * gpus_per_node are kept. */
+/* Calibrate the intra-node tier from the gather bench's JSON, "ranks" > 1:
+ * cplab-kernel-bench's kernels.json of --kernel gather_nccl (its "entries"[]
+ * of op nccl_allgather: total_bytes and median_us; bench/run-gpu-gather.sh
+ * since 2026-12-02) or the former cplab-gather-bench's ("results"[].total_bytes
+ * and nccl_allgather.time_us.median: the committed results before): latency
+ * and busbw of the least-squares line; the inter tier and gpus_per_node are
+ * kept. */
 int cplab_model_link_calibrate(const char *gather_bench_json, cplab_model_link *link, cplab_diag *d);
 
 /* Least-squares line y = a + b x over n points (n >= 2, x not constant),

@@ -41,7 +41,7 @@ static void usage(FILE *out) {
         "  --backend single|nccl single: cplab-bench's single-device backend (device copies);\n"
         "                        nccl (default): the link model\n"
         "  --link PRESET|FILE    h200 (default) or gb200, or a link file\n"
-        "  --link-calibrate FILE calibrate the intra-node tier from a cplab-gather-bench JSON\n"
+        "  --link-calibrate FILE calibrate the intra-node tier from a gather bench JSON (bench/run-gpu-gather.sh)\n"
         "  --layers N            decoder layers per step (default: the preset's)\n"
         "  --card h200|gb200     the card (default h200, the tables' card): kernel times and fitted lines\n"
         "                        scaled by its compute and bandwidth ratios, its memory, its link preset\n"

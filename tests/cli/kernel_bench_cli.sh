@@ -3,9 +3,12 @@
 # case table (--list with --kernel / --case / --all), the case list for the
 # peer (--list-json), every refusal with exit 2 and a message naming the
 # problem, and the peer file's reader (--list --peer FILE) on a good file and
-# on malformed ones; then bench/kernel_peer.py's and bench/run-gpu-kernels.sh's
-# refusals. Uses the CUDA build of the program, else its build on the CPU
-# emulation (tests/emu); skips (77) where neither is built.
+# on malformed ones; the ranked kernels (gather_nccl, moe_paths: their case
+# tables where the build has MPI and NCCL, the usage errors of the job, one
+# under mpirun with two ranks; their refusal by name where it has not); then
+# bench/kernel_peer.py's and the node scripts' refusals. Uses the CUDA build
+# of the program, else its build on the CPU emulation (tests/emu); skips (77)
+# where neither is built.
 . "$top_srcdir/tests/lib.sh"
 KB="$top_builddir/bench/cplab-kernel-bench"
 [ -x "$KB" ] || KB="$top_builddir/tests/emu/cplab-kernel-bench-emu"
@@ -125,9 +128,13 @@ refuse() { # refuse DESCRIPTION PATTERN ARGS...
   expect_exit 2 "$what" "$KB" "$@"
   expect_grep "$WORK/err" "$pattern" "$what: the message says so"
 }
+# The ranked kernels are built with MPI and NCCL only.
+if "$KB" --list --kernel gather_nccl >/dev/null 2>&1; then RANKED=yes; ranked_names=", gather_nccl, moe_paths"
+else RANKED=no; ranked_names=; fi
 refuse "an unknown kernel" "\-\-kernel: unknown kernel 'attn' (kernels: sparse_mla_prefill, sparse_mla_decode_fp8, \
 indexer_logits_prefill, indexer_logits_decode, topk_prefill, topk_decode, topk_merge, convert, gather_upconvert, \
-gather_idx, restore, lse_combine, ceiling_copy, ceiling_gemm_bf16, ceiling_gemm_fp8; families: ceilings)" --kernel attn
+gather_idx, restore, lse_combine, ceiling_copy, ceiling_gemm_bf16, ceiling_gemm_fp8$ranked_names; families: ceilings)" \
+  --kernel attn
 refuse "a case of another kernel (indexer path)" "'smoke-topk' matches no case of the kernels --kernel selects" \
   --case smoke-topk --kernel topk_decode
 refuse "an unknown case" "\-\-case: no case matches 'fm-prefill-h256'" --case fm-prefill-h256
@@ -149,6 +156,61 @@ refuse "an unknown option" "unknown option '\-\-nope'" --nope
 refuse "--case without its argument" "option '\-\-case' needs an argument" --case
 refuse "an unexpected argument" "unexpected argument 'extra'" --list extra
 refuse "--list-json into a missing folder" "$WORK/no/such" --list-json "$WORK/no/such/cases.json"
+
+# The ranked kernels (bench/kb_job.c; bench/kernel_gather_nccl.c, bench/kernel_moe_paths.c): what the MPI
+# programs cplab-gather-bench and cplab-moe-bench were, now case tables of the driver.
+if "$KB" --list | grep -q "gather_nccl\|moe_paths"; then fail "--list without --kernel offers a ranked kernel"
+else pass "--list without --kernel offers no ranked kernel (one GPU, no mpirun)"; fi
+if [ "$RANKED" = yes ]; then
+  expect_exit 0 "--list --kernel gather_nccl" "$KB" --list --kernel gather_nccl
+  expect_grep "$WORK/out" "^# kernel gather_nccl: .*(ranked)" "the gather's kernel is listed, ranked"
+  expect_grep "$WORK/out" "^>\* dcp-ag-128k .* rows 131072 (150994944 B a rank)" "cplab-gather-bench's largest size is a default case"
+  expect_grep "$WORK/out" "^# 5 of the cases selected" "cplab-gather-bench's five default sizes"
+  expect_grep "$WORK/out" "^   smoke-dcp-ag " "the gather's smoke case is listed, not selected"
+  expect_exit 0 "--list --kernel moe_paths" "$KB" --list --kernel moe_paths
+  expect_grep "$WORK/out" "^# 10 of the cases selected" "both presets at batches 1, 4, 16, 64 and 256"
+  expect_grep "$WORK/out" "^>\* moe-deepseek-v3.2-b64 *deepseek-v3.2 d7168 E256 k8 I2048 s1, 64 rows" "a preset's sizes and rows"
+  expect_exit 0 "--list --kernel moe_paths --case 'smoke-moe-*'" "$KB" --list --kernel moe_paths --case 'smoke-moe-*'
+  expect_grep "$WORK/out" "^# 3 of the cases selected" "the small block's three batches"
+  expect_exit 0 "--help" "$KB" --help
+  expect_grep "$WORK/out" "mpirun -np N" "the help says how the ranked kernels run"
+  refuse "a ranked case without --kernel" "\-\-case: 'dcp-ag-512' is a case of the ranked kernel 'gather_nccl': name it" \
+    --case dcp-ag-512
+  refuse "a case of moe_paths under gather_nccl" "'moe-glm-5-b1' matches no case of the kernels --kernel selects" \
+    --kernel gather_nccl --case moe-glm-5-b1
+  refuse "a usage error before MPI's job starts anything" "\-\-reps: expected an integer" --kernel moe_paths --reps 0
+  if ! "$top_builddir/tests/gpu/gpu_probe" >/dev/null 2>&1; then
+    refuse "a ranked kernel without a GPU" "needs a GPU (one per MPI rank)" --kernel gather_nccl --reps 1
+  fi
+  # Two ranks: a single-GPU kernel is refused by name, on rank 0 alone, before any GPU is bound.
+  if [ -n "${MPIRUN:-}" ]; then
+    expect_exit 2 "mpirun -np 2 with a single-GPU kernel" timeout 120 "$MPIRUN" -np 2 "$KB" --kernel sparse_mla_prefill
+    expect_grep "$WORK/err" "kernel 'sparse_mla_prefill' (case fm-prefill-h64) is not ranked: under mpirun with 2 ranks" \
+      "the refusal names the kernel and the rank count"
+    n=$(grep -c "is not ranked" "$WORK/err")
+    if [ "$n" -eq 1 ]; then pass "rank 0 alone says so"; else fail "the refusal said $n times"; fi
+    expect_exit 2 "mpirun -np 2 with a single-GPU case" timeout 120 "$MPIRUN" -np 2 "$KB" --case smoke-decode
+    expect_grep "$WORK/err" "'smoke-decode' is a case of kernel 'sparse_mla_decode_fp8', which is not ranked" \
+      "a --case of a single-GPU kernel is refused by name"
+    expect_exit 0 "mpirun -np 2 --list" timeout 120 "$MPIRUN" -np 2 "$KB" --list
+    expect_grep "$WORK/out" "^# 15 of the cases selected" "under two ranks the default set is the ranked kernels' (5 + 10)"
+    if grep -q "^# kernel sparse_mla_prefill" "$WORK/out"; then fail "two ranks list a single-GPU kernel"
+    else pass "two ranks list only the ranked kernels"; fi
+    if ! "$top_builddir/tests/gpu/gpu_probe" >/dev/null 2>&1; then # the binding is collective: no rank is left waiting
+      expect_exit 2 "mpirun -np 2 without a GPU" timeout 120 "$MPIRUN" -np 2 "$KB" --kernel gather_nccl --reps 1
+      for r in 0 1; do
+        expect_grep "$WORK/err" "cplab-kernel-bench (rank $r of 2): error: this benchmark needs a GPU" "rank $r says it has no GPU"
+      done
+    fi
+  else
+    echo "# no mpirun: the two-rank refusals are not run"
+  fi
+else
+  refuse "a ranked kernel in a build without NCCL" \
+    "\-\-kernel: 'gather_nccl' is a ranked kernel (NCCL collectives over MPI ranks): this build has no NCCL and no MPI" \
+    --kernel gather_nccl
+  refuse "the other ranked kernel" "'moe_paths' is a ranked kernel" --kernel moe_paths --case 'moe-*'
+fi
 
 # The peer file.
 shape='{"heads": 16, "s_q": 1, "s_kv": 2048, "topk": 1024, "batch": 3, "dcp": 2, "causal": false, "scale": 0.0625}'
@@ -237,7 +299,17 @@ if command -v "$PY" >/dev/null 2>&1; then
   fi
 fi
 
-# The node script refuses what it cannot run.
+# The node scripts refuse what they cannot run.
 expect_exit 2 "run-gpu-kernels.sh without the program" sh "$top_srcdir/bench/run-gpu-kernels.sh" "$WORK/nobuild" "$WORK/o"
 expect_grep "$WORK/err" "cplab-kernel-bench is missing" "the missing program is named"
+for s in run-gpu-moe.sh run-gpu-gather.sh; do
+  expect_exit 2 "$s without arguments" sh "$top_srcdir/bench/$s"
+  expect_grep "$WORK/err" "usage: .*BUILD_DIR OUT_DIR \[NP\]" "$s: the usage"
+  expect_exit 2 "$s without the program" sh "$top_srcdir/bench/$s" "$WORK/none" "$WORK/o"
+  expect_grep "$WORK/err" "cplab-kernel-bench is missing: .*--with-cuda --with-nccl" "$s: the missing program and its needs"
+  if [ -x "$top_builddir/bench/cplab-kernel-bench" ]; then
+    expect_exit 2 "$s with NP not a number" sh "$top_srcdir/bench/$s" "$top_builddir" "$WORK/o" two
+    expect_grep "$WORK/err" "is not a positive number" "$s: a bad rank count is refused"
+  fi
+done
 finish

@@ -7,7 +7,9 @@
 # and fp8 GEMMs through the host stand-in of cuBLASLt), each checked on the
 # emulated kernel. The split launcher's model sees the emulation's one SM, where no
 # split pays (test_gpu_attention runs the split and the merge with given
-# split counts). The GPU form: tests/gpu/gpu_kernel_bench.sh.
+# split counts). The ranked kernels (gather_nccl, moe_paths) need NCCL: the
+# emulated driver neither lists nor runs them, and refuses them by name. The
+# GPU form: tests/gpu/gpu_kernel_bench.sh.
 . "$top_srcdir/tests/lib.sh"
 KB="$top_builddir/tests/emu/cplab-kernel-bench-emu"
 KB_ARGS="--reps 1 --warmup 0 --copy-mib 1 --gemm 64x64x64"
@@ -18,5 +20,14 @@ expect_grep "$WORK/err" "cplab_sparse_mla_decode_split (no split pays: the plain
 for l in cplab_indexer_logits cplab_indexer_logits_decode cplab_topk cplab_topk_merge cplab_convert_prefill_topk cplab_convert_decode_topk \
   cplab_gather_mla cplab_restore_rows; do
   expect_grep "$WORK/err" ": $l, 2 input sets" "the emulated $l ran its smoke case (2 input sets: no L2 here)"
+done
+# The ranked kernels (NCCL over MPI ranks) do not exist in the emulation: not offered, refused by name.
+expect_exit 0 "--list --all" "$KB" --list --all
+if grep -q "gather_nccl\|moe_paths\|dcp-ag-\|smoke-moe-" "$WORK/out"; then fail "the emulated --list offers a ranked kernel"
+else pass "the emulated --list offers no ranked kernel"; fi
+for k in gather_nccl moe_paths; do
+  expect_exit 2 "--kernel $k" "$KB" --kernel "$k"
+  expect_grep "$WORK/err" "\-\-kernel: '$k' is a ranked kernel (NCCL collectives over MPI ranks): this build has no NCCL" \
+    "the emulation refuses $k by name"
 done
 finish

@@ -256,7 +256,10 @@ EXTRA_DIST += tests/emu/emu_bench.sh # (in TESTS first: Makefile.am)
 # cplab-kernel-bench under emulation: its unchanged sources (bench/local.mk's
 # KERNEL_BENCH_SOURCES) linked against the emulated kernels, so that its smoke
 # cases are checked by every make check (tests/emu/emu_kernel_bench.sh); with
-# -DCPLAB_BENCH_EMU=1 bench/ceilings.c uses no CUDA runtime (and reads no L2).
+# -DCPLAB_BENCH_EMU=1 bench/ceilings.c uses no CUDA runtime (and reads no L2)
+# and bench/kb_job.c is its single-process form (no MPI, no NCCL: the ranked
+# kernels, KERNEL_BENCH_RANKED_SOURCES, are not linked, and the driver
+# refuses them by name).
 check_PROGRAMS += tests/emu/cplab-kernel-bench-emu
 tests_emu_cplab_kernel_bench_emu_SOURCES = $(KERNEL_BENCH_SOURCES)
 tests_emu_cplab_kernel_bench_emu_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/kernels -I$(top_srcdir)/sim -DCPLAB_BENCH_EMU=1

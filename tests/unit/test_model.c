@@ -276,6 +276,21 @@ static void test_link(void **state) {
   assert_int_equal(cplab_model_link_calibrate(CPLAB_SRCDIR "/bench/results/2026-11-29-gather-bench-h200x2-np2.json", &l, &d), 0);
   assert_true(l.intra.latency_us > 5 && l.intra.latency_us < 60);
   assert_true(l.intra.busbw_gbps > 150 && l.intra.busbw_gbps < 450);
+  /* And on cplab-kernel-bench's kernels.json (--kernel gather_nccl): only the gather_nccl entries of op
+   * nccl_allgather count. Two ranks, times on the line 20 us + S (n-1)/n / 300 GB/s. */
+  const char *kb = write_tmp(2, "{\"program\": \"cplab-kernel-bench\", \"ranks\": 2, \"entries\": ["
+                                "{\"kernel\": \"gather_nccl\", \"case\": \"a\", \"op\": \"nccl_allgather\", "
+                                "\"total_bytes\": 1.2e6, \"median_us\": 22},"
+                                "{\"kernel\": \"gather_nccl\", \"case\": \"a\", \"op\": \"executor_gather\", "
+                                "\"total_bytes\": 1.2e6, \"median_us\": 99},"
+                                "{\"kernel\": \"moe_paths\", \"case\": \"m\", \"op\": \"fast\", \"median_us\": 5},"
+                                "{\"kernel\": \"gather_nccl\", \"case\": \"b\", \"op\": \"nccl_allgather\", "
+                                "\"total_bytes\": 1.2e8, \"median_us\": 220}]}");
+  cplab_diag_clear(&d);
+  assert_int_equal(cplab_model_link_calibrate(kb, &l, &d), 0);
+  assert_near(l.intra.latency_us, 20, 1e-9);
+  assert_near(l.intra.busbw_gbps, 300, 1e-9);
+  unlink(kb);
   /* Link files: a good one, and a missing field named. */
   const char *good = write_tmp(0, "{\"cplab_model_link\": \"1.0.0\", \"name\": \"n\", \"gpus_per_node\": 4, "
                                   "\"intra\": {\"latency_us\": 5, \"busbw_gbps\": 300}, "

@@ -1,4 +1,4 @@
-/* cplab-moe-bench's check of the MoE fast path against the general path
+/* cplab-kernel-bench's moe_paths check (once cplab-moe-bench's) of the MoE fast path against the general path
  * (bench/moe_compare.h): worked cases for each way the paths may differ, then
  * seeded properties over thousands of random rows: perturbations well inside
  * the tolerance pass, one element well beyond it fails, swapped experts pass
