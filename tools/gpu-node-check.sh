@@ -87,12 +87,16 @@ if [ $status -eq 0 ] && [ -x ./cplab-exec ] && [ "${CPLAB_GENERATED:-50}" -gt 0 
 fi
 # The DCP gather against NCCL's own all-gather, where there are two GPUs or more.
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
-if [ "${CPLAB_GATHER_BENCH:-1}" != 0 ] && [ "${gpus:-0}" -ge 2 ] && [ -f bench/run-gpu-gather.sh ]; then
+# CPLAB_GATHER_BENCH=force (and CPLAB_MOE_BENCH=force): on one GPU too (one rank: no
+# bus bandwidth, but the driver's ranked path and its check run for real).
+if [ "${CPLAB_GATHER_BENCH:-1}" != 0 ] && { [ "${gpus:-0}" -ge 2 ] || [ "${CPLAB_GATHER_BENCH:-1}" = force ]; } &&
+  [ -f bench/run-gpu-gather.sh ]; then
   make -j16 bench >"$out/bench-build.log" 2>&1 && sh bench/run-gpu-gather.sh . "$out" "$gpus" >"$out/gather-bench.log" 2>&1 || status=$?
   tail -12 "$out/gather-bench.log"
 fi
 # The MoE block's general and fast PCP paths, checked and timed on every GPU.
-if [ "${CPLAB_MOE_BENCH:-1}" != 0 ] && [ "${gpus:-0}" -ge 2 ] && [ -f bench/run-gpu-moe.sh ]; then
+if [ "${CPLAB_MOE_BENCH:-1}" != 0 ] && { [ "${gpus:-0}" -ge 2 ] || [ "${CPLAB_MOE_BENCH:-1}" = force ]; } &&
+  [ -f bench/run-gpu-moe.sh ]; then
   make -j16 bench >>"$out/bench-build.log" 2>&1 && sh bench/run-gpu-moe.sh . "$out" "$gpus" >"$out/moe-bench.log" 2>&1 || status=$?
   tail -8 "$out/moe-bench.log"
 fi
@@ -123,5 +127,7 @@ tar czf "$final/logs.tar.gz" -C "$out" .
 for f in exec-suite.md gather-bench-np2.txt gather-bench-np2.json ceilings.json exec_nccl.log exec_agree.log; do
   [ -f "$out/$f" ] && cp "$out/$f" "$final/"
 done
+# The ranked benchmarks' files (gather-bench-np*, moe-*-np*) in one tarball.
+(cd "$out" && ls gather-bench-np* moe-*-np* 2>/dev/null | tar czf "$final/ranked.tar.gz" -T -) 2>/dev/null || true
 grep -E '^(FAIL|ERROR)' "$out/check.log" >"$final/failures.txt" 2>/dev/null
 exit $status
