@@ -1,0 +1,27 @@
+#!/bin/sh
+# Usage (on a GPU node, from the directory holding BUNDLE_DIR):
+#   sh BUNDLE_DIR/gpu-kernel-prof.sh BUNDLE_DIR SCRIPT
+# Builds cplab-kernel-bench from a bundle of tools/gpu-bundle.sh (its tarball
+# against its sysroot's libraries, sm_90 only), then runs SCRIPT (sh) in the
+# build directory with KB set to the program and OUT to where results go
+# ($OUT, else BUNDLE_DIR/logs): the profiling loops of the results folders
+# (bench/results/*-ncu-h200/prof.sh) are such scripts.
+set -u
+bundle=$(cd "${1:?bundle directory}" && pwd); script=$(cd "$(dirname "${2:?script}")" && pwd)/$(basename "$2")
+sys=$bundle/sysroot
+OUT=${OUT:-$bundle/logs}; mkdir -p "$OUT"; export OUT
+# The unpacked .pc files say /usr; point them at the sysroot.
+for pc in "$sys"/usr/lib/*/pkgconfig/*.pc "$sys"/usr/lib/pkgconfig/*.pc; do
+  [ -f "$pc" ] && sed -i "s|=/usr|=$sys/usr|g" "$pc"
+done
+PKG_CONFIG_PATH="$(ls -d "$sys"/usr/lib/*/pkgconfig | tr '\n' ':')"
+LD_LIBRARY_PATH="$(ls -d "$sys"/usr/lib/*-linux-gnu | tr '\n' ':')${LD_LIBRARY_PATH:-}"
+export PKG_CONFIG_PATH LD_LIBRARY_PATH
+work=$(mktemp -d)
+tar xzf "$bundle"/cplab-*.tar.gz -C "$work" && cd "$work"/cplab-* || exit 2
+./configure --with-cuda --with-nccl --with-cuda-arch=90 >"$OUT/configure.log" 2>&1 || { tail "$OUT/configure.log"; exit 2; }
+make -j16 bench/cplab-kernel-bench >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 2; }
+KB=bench/cplab-kernel-bench
+[ -x bench/.libs/cplab-kernel-bench ] && KB=bench/.libs/cplab-kernel-bench
+export KB
+sh "$script"
