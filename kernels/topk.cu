@@ -106,6 +106,18 @@ static __device__ __forceinline__ uint32_t topk_ord_bits(uint32_t b) {
 
 static __device__ __forceinline__ uint32_t topk_ord(float f) { return topk_ord_bits(__float_as_uint(f)); }
 
+// topk_ord_bits without the -0 rule, two instructions a key where that one
+// takes five: -0 maps to 0x7FFFFFFF, just below +0's 0x80000000, and every
+// other value as topk_ord_bits. The staged row's floor pass takes it;
+// topk_ord_nz then makes its results topk_ord_bits words (the keys at or
+// above a floor -0 are those at or above +0: -0 and +0 compare equal as
+// floats, the bin path's test).
+static __device__ __forceinline__ uint32_t topk_ord_fast(uint32_t b) {
+  return b ^ ((uint32_t)((int32_t)b >> 31) | 0x80000000u);
+}
+
+static __device__ __forceinline__ uint32_t topk_ord_nz(uint32_t o) { return o == 0x7FFFFFFFu ? 0x80000000u : o; }
+
 static __device__ __forceinline__ float topk_unord(uint32_t o) {
   return __uint_as_float((o & 0x80000000u) ? (o & 0x7FFFFFFFu) : ~o);
 }
@@ -700,6 +712,7 @@ static __device__ __forceinline__ topk_bins topk_bins_make(const uint32_t (&top)
     hi = max(hi, __shfl_xor_sync(TOPK_FULL, hi, o));
   }
   topk_bins bn;
+  fl = topk_ord_nz(fl), hf = topk_ord_nz(hf), hi = topk_ord_nz(hi); // (topk_ord_fast's -0)
   bn.proven = fl, bn.hi = hi;
   topk_bins_span(bn, high ? hf : fl, hi);
   if (!bn.ok) topk_bins_span(bn, fl, hi); // (the path's decline is the proven floor's to make)
@@ -854,8 +867,11 @@ struct topk_srow {
       : buf(rowbuf), ph(ph_), len(len_), rel0(rel0_), groups((ph_ + len_ + 3) / 4), cand(cand_),
         rows(cap / TOPK_THREADS >= 2 ? cap / TOPK_THREADS - 1 : 0), n(0), spill(false), bn() {}
   // (row `rows` takes the surplus; rows 0: no room, the row is read again)
-  // f(x, j0) on every group, x its words, j0 the element of its first word
-  // (a word is the item's if j0 + q < len); the same calls in every thread
+  // f(x, j0) on every group, x its words, j0 the element of its first word;
+  // the same calls in every thread. A word that is not the item's reads as
+  // 0xFFFFFFFF (a -NaN: below every floor, and topk_ord_fast makes it 0,
+  // which changes no thread's top), so the passes test no bounds; only a
+  // row's first and last groups hold such words, and only they are masked.
   template <class F> __device__ __forceinline__ void each_group(F f) const {
     const uint4 *v = (const uint4 *)buf;
     for (uint32_t g0 = 0; g0 < groups; g0 += TOPK_THREADS * TOPK_SROW_UNROLL) {
@@ -863,11 +879,24 @@ struct topk_srow {
 #pragma unroll
       for (unsigned u = 0; u < TOPK_SROW_UNROLL; u++) {
         uint32_t g = g0 + u * TOPK_THREADS + threadIdx.x;
-        x[u] = g < groups ? v[g] : make_uint4(0, 0, 0, 0);
+        x[u] = g < groups ? v[g] : make_uint4(TOPK_FULL, TOPK_FULL, TOPK_FULL, TOPK_FULL);
       }
 #pragma unroll
-      for (unsigned u = 0; u < TOPK_SROW_UNROLL; u++) f(x[u], 4 * (g0 + u * TOPK_THREADS + threadIdx.x) - ph);
+      for (unsigned u = 0; u < TOPK_SROW_UNROLL; u++) {
+        uint32_t g = g0 + u * TOPK_THREADS + threadIdx.x, j0 = 4 * g - ph;
+        if (g == 0 || g + 1 == groups) x[u] = edge(x[u], j0);
+        f(x[u], j0);
+      }
     }
+  }
+  // a first or last group's words outside [0, len) made 0xFFFFFFFF (j0
+  // wraps below 0 in the first group)
+  __device__ __forceinline__ uint4 edge(uint4 x, uint32_t j0) const {
+    x.x = j0 < len ? x.x : TOPK_FULL;
+    x.y = j0 + 1 < len ? x.y : TOPK_FULL;
+    x.z = j0 + 2 < len ? x.z : TOPK_FULL;
+    x.w = j0 + 3 < len ? x.w : TOPK_FULL;
+    return x;
   }
   static __device__ __forceinline__ uint32_t word(const uint4 &x, unsigned q) {
     return q == 0 ? x.x : q == 1 ? x.y : q == 2 ? x.z : x.w;
@@ -875,19 +904,20 @@ struct topk_srow {
   __device__ __forceinline__ uint64_t key(uint32_t j) const {
     return (uint64_t)topk_ord_bits(buf[ph + j]) << 32 | (uint64_t)(0xFFFFFFFFu - (rel0 + j));
   }
-  // element j0 + q's bin, TOPK_NOBIN if not the item's or below the floor
-  // (computed either way: no branch)
-  __device__ __forceinline__ unsigned bin_of(const uint4 &x, uint32_t j0, unsigned q) const {
+  // At or above the floor: a float compare, the same as topk_ord_bits(b) >=
+  // bn.floor wherever the path applies (bn.lo finite, no +NaN in the row:
+  // the maximum is finite; -NaNs fail both; -0 and +0 are equal in both).
+  __device__ __forceinline__ bool above(uint32_t b) const { return __uint_as_float(b) >= bn.lo; }
+  // word q's bin, TOPK_NOBIN below the floor
+  __device__ __forceinline__ unsigned bin_of(const uint4 &x, unsigned q) const {
     uint32_t b = word(x, q);
-    bool ok = (j0 + q < len) & (topk_ord_bits(b) >= bn.floor);
-    unsigned d = topk_bin(__uint_as_float(b), bn);
-    return ok ? d : TOPK_NOBIN;
+    return above(b) ? topk_bin(__uint_as_float(b), bn) : TOPK_NOBIN;
   }
   __device__ void set_bins(unsigned take, topk_ctl *c) {
     bn = topk_floor(take, len, [&](auto f) {
-      each_group([&](const uint4 &x, uint32_t j0) {
+      each_group([&](const uint4 &x, uint32_t) {
 #pragma unroll
-        for (unsigned q = 0; q < 4; q++) f(j0 + q < len ? topk_ord_bits(word(x, q)) : 0u); // (0 changes no top)
+        for (unsigned q = 0; q < 4; q++) f(topk_ord_fast(word(x, q)));
       });
     }, c);
   }
@@ -895,10 +925,12 @@ struct topk_srow {
     unsigned t = threadIdx.x, k = 0;
     if (rows) each_group([&](const uint4 &x, uint32_t j0) {
 #pragma unroll
-      for (unsigned q = 0; q < 4; q++) {
-        unsigned d = bin_of(x, j0, q), slot = min(k, rows); // past rows: overwritten, and counted
-        if (d != TOPK_NOBIN) cand[slot * TOPK_THREADS + t] = (j0 + q) | d << 16;
-        k += d != TOPK_NOBIN ? 1u : 0u;
+      for (unsigned q = 0; q < 4; q++) { // branch-free: a key below the floor goes to row `rows`, uncounted
+        uint32_t b = word(x, q);
+        bool in = above(b);
+        unsigned slot = in ? min(k, rows) : rows; // past rows: overwritten, and counted
+        cand[slot * TOPK_THREADS + t] = (j0 + q) | topk_bin(__uint_as_float(b), bn) << 16;
+        k += in ? 1u : 0u;
       }
     });
     n = k;
@@ -910,11 +942,11 @@ struct topk_srow {
       return;
     }
     unsigned lane = t & 31;
-    each_group([&](const uint4 &x, uint32_t j0) { // a thread had too many for cand: count them where they lie
+    each_group([&](const uint4 &x, uint32_t) { // a thread had too many for cand: count them where they lie
       unsigned d[4];
       bool same = true;
 #pragma unroll
-      for (unsigned q = 0; q < 4; q++) d[q] = bin_of(x, j0, q), same = same && d[q] == d[0];
+      for (unsigned q = 0; q < 4; q++) d[q] = bin_of(x, q), same = same && d[q] == d[0];
       topk_hist_add<4>(c->hist, d, same, lane);
     });
   }
@@ -931,7 +963,7 @@ struct topk_srow {
     each_group([&](const uint4 &x, uint32_t j0) {
 #pragma unroll
       for (unsigned q = 0; q < 4; q++) {
-        unsigned d = bin_of(x, j0, q);
+        unsigned d = bin_of(x, q);
         if (d != TOPK_NOBIN && d >= bstar) topk_place_one(c, d, bstar, key(j0 + q), dst, list);
       }
     });
