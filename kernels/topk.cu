@@ -783,14 +783,18 @@ static __device__ __forceinline__ topk_bins topk_floor_pass(const V &visit, bool
 // second histogram costs more than it saves (1 x 131072: 37.4 -> 43.0 us
 // when tried everywhere; bench/NOTES.md).
 #define TOPK_HIGH_FLOOR_RATIO 14
+static __device__ __forceinline__ unsigned topk_floor_g(unsigned take) {
+  unsigned g = (take + TOPK_THREADS - 1) / TOPK_THREADS;
+  static_assert(TOPK_FLOOR_G == 8, "the cases below");
+  return g <= 1 ? 1u : g <= 2 ? 2u : g <= 4 ? 4u : 8u;
+}
 template <class V>
 static __device__ __forceinline__ topk_bins topk_floor(unsigned take, unsigned len, const V &visit, topk_ctl *c) {
-  unsigned g = (take + TOPK_THREADS - 1) / TOPK_THREADS;
+  unsigned g = topk_floor_g(take);
   bool high = (uint64_t)len >= (uint64_t)TOPK_HIGH_FLOOR_RATIO * take;
-  static_assert(TOPK_FLOOR_G == 8, "the cases below");
-  if (g <= 1) return topk_floor_pass<1>(visit, high, c);
-  if (g <= 2) return topk_floor_pass<2>(visit, high, c);
-  if (g <= 4) return topk_floor_pass<4>(visit, high, c);
+  if (g == 1) return topk_floor_pass<1>(visit, high, c);
+  if (g == 2) return topk_floor_pass<2>(visit, high, c);
+  if (g == 4) return topk_floor_pass<4>(visit, high, c);
   return topk_floor_pass<8>(visit, high, c);
 }
 
@@ -913,13 +917,26 @@ struct topk_srow {
     uint32_t b = word(x, q);
     return above(b) ? topk_bin(__uint_as_float(b), bn) : TOPK_NOBIN;
   }
+  // Pass 1. Where every thread has at least G groups, a group gives the
+  // floor pass its largest word rather than its four: each group holds a
+  // key at or above its largest, so a thread's G-th largest group maximum
+  // has G keys at or above it (the floor's proof, with keys replaced by
+  // disjoint groups). It is at most the G-th largest key, a little looser,
+  // and costs three max a group where the chain costs 2G - 1 a key.
   __device__ void set_bins(unsigned take, topk_ctl *c) {
-    bn = topk_floor(take, len, [&](auto f) {
+    auto by_key = [&](auto f) {
       each_group([&](const uint4 &x, uint32_t) {
 #pragma unroll
         for (unsigned q = 0; q < 4; q++) f(topk_ord_fast(word(x, q)));
       });
-    }, c);
+    };
+    auto by_group = [&](auto f) {
+      each_group([&](const uint4 &x, uint32_t) {
+        f(max(max(topk_ord_fast(x.x), topk_ord_fast(x.y)), max(topk_ord_fast(x.z), topk_ord_fast(x.w))));
+      });
+    };
+    if (groups >= TOPK_THREADS * topk_floor_g(take)) bn = topk_floor(take, len, by_group, c);
+    else bn = topk_floor(take, len, by_key, c);
   }
   __device__ void hist(topk_ctl *c) {
     unsigned t = threadIdx.x, k = 0;

@@ -12,6 +12,8 @@ set -u
 bundle=$(cd "${1:?bundle directory}" && pwd); shift
 sys="$bundle/sysroot"
 final=${OUT:-$bundle/logs}
+prof_script=""   # CPLAB_KERNEL_PROF, resolved before the build's cd
+[ -n "${CPLAB_KERNEL_PROF:-}" ] && prof_script=$(cd "$(dirname "$CPLAB_KERNEL_PROF")" && pwd)/$(basename "$CPLAB_KERNEL_PROF")
 out=$(mktemp -d /tmp/cplab-gpu-logs.XXXXXX)   # everything; $final gets a tarball and the summaries
 mkdir -p "$final"
 # The unpacked .pc files say /usr; point them at the sysroot.
@@ -115,6 +117,17 @@ if [ $status -eq 0 ] && [ -n "${CPLAB_KERNEL_BENCH:-}" ] && [ -f bench/run-gpu-k
   tail -40 "$final/kb/stdout.txt" 2>/dev/null || tail -20 "$out/kernel-bench.log"
   # One file back for the folder (a GPU call brings back 8 files at most).
   [ -d "$final/kb" ] && tar czf "$final/kb.tar.gz" -C "$final" kb && rm -rf "$final/kb"
+fi
+# A profiling loop on the same build (CPLAB_KERNEL_PROF=SCRIPT, as
+# tools/gpu-kernel-prof.sh runs one: KB the program, OUT where its files go,
+# here $final/prof.tar.gz), saving that tool's second build.
+if [ $status -eq 0 ] && [ -n "$prof_script" ]; then
+  make -j16 bench/cplab-kernel-bench >>"$out/bench-build.log" 2>&1 || status=$?
+  KB=bench/cplab-kernel-bench
+  [ -x bench/.libs/cplab-kernel-bench ] && KB=bench/.libs/cplab-kernel-bench
+  mkdir -p "$final/prof"
+  KB=$KB OUT="$final/prof" sh "$prof_script" || status=$?
+  tar czf "$final/prof.tar.gz" -C "$final" prof && rm -rf "$final/prof"
 fi
 # The layout comparison of cplab-bench (minutes of device time: only when asked,
 # CPLAB_LAYERS_BENCH=1); its results land in $final/layers.
