@@ -617,16 +617,11 @@ static __device__ bool topk_stageable(const topk_args &a, const topk_item &it) {
 //     higher floor, the largest of the warps' smallest g-th largest, which
 //     the histogram (2.) checks: where fewer than take keys lie above it,
 //     the histogram runs again from the proven floor.
-//  2. The keys at or above the floor, binned over 2048 slices of [floor,
-//     max], the lower half of them over the range's first sixteenth (real
-//     logits have a long upper tail, so the winners crowd into the range's
-//     low end; with equal slices a winner's bin held ~40 keys and ranking
-//     inside bins was a fifth of the instructions: bench/NOTES.md):
-//       x = f - floor, r = max - floor,
-//       bin(f) = min(round(min(x · 16384 / r, x · (16384/15) / r + 2048·7/15)), 2047),
-//     every operation rounded to nearest as written (round: adding 2^23; the
-//     second line one fused multiply-add). Each line is monotone, rounding
-//     is monotone, and so is the least of them, so bin() never decreases along the keys' order:
+//  2. The keys at or above the floor, binned over 2048 equal slices of
+//     [floor, max]:
+//       bin(f) = min(round((f - floor) · 2048 / (max - floor)), 2047),
+//     every operation rounded to nearest as written (round: adding 2^23).
+//     Rounding is monotone, so bin() never decreases along the keys' order:
 //     every key of a higher bin is above every key of a lower one, the
 //     take-th largest key lies in one bin b*, the keys of the bins above it
 //     all win and b*'s keys (a few dozen for real logits) are the only
@@ -661,7 +656,7 @@ static __device__ bool topk_stageable(const topk_args &a, const topk_item &it) {
 
 struct topk_bins {
   uint32_t floor; // keys whose value word is below it take no part
-  float lo, scale, scale_top; // the slopes of the range's first sixteenth and of the rest
+  float lo, scale;
   bool ok;            // the path applies
   uint32_t proven;    // the floor that is sure to leave take keys (== floor: floor is that one)
   uint32_t hi;        // the row's largest value word
@@ -669,21 +664,16 @@ struct topk_bins {
 
 // The bins over [floor value word fl, hi]: lo, scale, ok.
 static __device__ __forceinline__ void topk_bins_span(topk_bins &bn, uint32_t fl, uint32_t hi) {
-  float lo = topk_unord(fl), range = __fsub_rn(topk_unord(hi), lo);
-  float s = __fdiv_rn(8.0f * TOPK_BINS, range), st = __fdiv_rn(8.0f * TOPK_BINS / 15.0f, range);
+  float lo = topk_unord(fl), range = __fsub_rn(topk_unord(hi), lo), s = __fdiv_rn((float)TOPK_BINS, range);
   bn.floor = fl, bn.lo = lo;
   bn.ok = isfinite(lo) && isfinite(topk_unord(hi)) && isfinite(range);
-  bool finite = range > 0.0f && isfinite(s) && isfinite(st);
-  bn.scale = finite ? s : 0.0f; // 0: every key in bin 0
-  bn.scale_top = finite ? st : 0.0f;
+  bn.scale = range > 0.0f && isfinite(s) ? s : 0.0f; // 0: every key in bin 0
 }
 
 // The bin of a value f >= lo (a key at or above the floor).
 static __device__ __forceinline__ unsigned topk_bin(float f, const topk_bins &bn) {
-  float x = __fsub_rn(f, bn.lo);
-  float t = fminf(__fmul_rn(x, bn.scale), __fmaf_rn(x, bn.scale_top, TOPK_BINS * 7.0f / 15.0f));
-  float r = __fadd_rn(t, 8388608.0f); // 2^23 + round(t)
-  return min(__float_as_uint(r) - 0x4B000000u, (unsigned)TOPK_BINS - 1);
+  float x = __fadd_rn(__fmul_rn(__fsub_rn(f, bn.lo), bn.scale), 8388608.0f); // 2^23 + round(...)
+  return min(__float_as_uint(x) - 0x4B000000u, (unsigned)TOPK_BINS - 1);
 }
 
 static __device__ __forceinline__ unsigned topk_bin_key(uint64_t key, const topk_bins &bn) {
