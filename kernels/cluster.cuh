@@ -31,13 +31,14 @@
 // cluster_launch(k, grid, block, smem, stream, cluster_x, args...):
 // k<<<grid, block, smem, stream>>>(args...) with clusters of cluster_x
 // blocks along x; the rank of a block is blockIdx.x % cluster_x. Errors
-// returned (and kept for cudaGetLastError), the kernel not run:
-// cudaErrorInvalidClusterSize when grid.x is not a multiple of cluster_x,
-// cluster_x is 0, or over 8 (the portable size) without
-// cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
-// or over 16 (sm_90's most). A device may still refuse a legal size whose
-// blocks do not fit on one GPC at once (cudaOccupancyMaxActiveClusters);
-// the emulation has no such limit.
+// returned (and kept for cudaGetLastError), the kernel not run, when grid.x
+// is not a multiple of cluster_x, cluster_x is 0, or over 8 (the portable
+// size) without cudaFuncSetAttribute(k,
+// cudaFuncAttributeNonPortableClusterSizeAllowed, 1), or over 16 (sm_90's
+// most): cudaErrorInvalidClusterSize in the emulation (the device's runtime
+// may name another error for some of them). A device may still refuse a
+// legal size whose blocks do not fit on one GPC at once
+// (cudaOccupancyMaxActiveClusters); the emulation has no such limit.
 //
 // sm_90 and later (the build's sm_90a and sm_100 targets and their PTX);
 // compiled for an older target, the device functions trap.
