@@ -29,6 +29,8 @@
 #   gemm_args.cuh the GEMM launchers' argument rules (gemm.cu and its CPU stand-in)
 #   dev_copy.cuh  the device copies of cplab_stream.h (stream.cu and its CPU stand-in)
 #   mma.cuh       the tensor-core and cp.async instructions (emulated in tests/emu)
+#   cluster.cuh   thread-block clusters, distributed shared memory and
+#                 cluster_launch (sm_90+; emulated in tests/emu)
 #   mla_tc.cuh    what both attention kernels do with a tile of 64 bf16 rows
 #   idx_tc.cuh    what the indexer logits kernels do with a tile of 64 fp8 keys
 #   kformat.cuh   the cache formats on the device
@@ -37,8 +39,8 @@ KERNEL_SOURCES = %reldir%/probe.cu %reldir%/devinfo.cu %reldir%/devmem.cu %reldi
 	%reldir%/indexer.cu %reldir%/indexer_decode.cu %reldir%/topk.cu %reldir%/convert.cu %reldir%/attention_prefill.cu %reldir%/attention_decode.cu %reldir%/combine.cu %reldir%/restore.cu \
 	%reldir%/gemm.cu %reldir%/moe.cu %reldir%/quant.cu %reldir%/stream.cu
 KERNEL_INCLUDES = %reldir%/cplab_kernels.h %reldir%/check.cuh %reldir%/kformat.cuh %reldir%/cplab_moe.h \
-	%reldir%/cplab_stream.h %reldir%/gemm_args.cuh %reldir%/dev_copy.cuh %reldir%/mma.cuh %reldir%/mla_tc.cuh \
-	%reldir%/idx_tc.cuh
+	%reldir%/cplab_stream.h %reldir%/gemm_args.cuh %reldir%/dev_copy.cuh %reldir%/mma.cuh %reldir%/cluster.cuh \
+	%reldir%/mla_tc.cuh %reldir%/idx_tc.cuh
 EXTRA_DIST += $(KERNEL_SOURCES) $(KERNEL_INCLUDES)
 
 if HAVE_CUDA

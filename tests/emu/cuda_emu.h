@@ -14,13 +14,22 @@
 //     returns; then the next runnable thread of the block runs. Blocks run one
 //     after the other, in order of blockIdx (x fastest), threads of a block in
 //     order of threadIdx; with CPLAB_EMU_ORDER=reverse, both in descending
-//     order (the tests/emu wrappers run every test both ways). These are
+//     order (the tests/emu wrappers run every test both ways). A launch with
+//     thread-block clusters (kernels/cluster.cuh's cluster_launch) runs the
+//     blocks of one cluster together instead: all their threads are fibers
+//     of one schedule, swept block by block in order of rank (descending
+//     with CPLAB_EMU_ORDER=reverse), clusters one after the other. These are
 //     schedules a GPU may produce, so a race-free kernel gives the GPU's
 //     results; a kernel that relies on an unsynchronised order (a missing
 //     barrier) fails in one order or both, or may pass in both: the
 //     emulation does not explore interleavings within a barrier interval.
 //   - __syncthreads() / _count / _and / _or: a block barrier over the threads
-//     that have not exited (exited threads count as arrived, as on sm_70+).
+//     that have not exited (exited threads count as arrived, as on sm_70+),
+//     per block in a cluster too. cluster_sync: a barrier over every thread
+//     of the cluster that has not exited (a launch without clusters has
+//     clusters of one block); threads waiting at __syncthreads and at
+//     cluster_sync with nothing left to run are a deadlock, reported as for
+//     the block barrier.
 //   - Warp collectives (__shfl*_sync, __ballot_sync, __any/__all_sync,
 //     __syncwarp) wait for every lane named in the mask; every lane in the
 //     mask must reach a collective of the same kind. A lane that exits or
@@ -30,15 +39,28 @@
 //     parameter types; every thread gets its own copy (CUDA's by-value
 //     parameters).
 //   - Launch configuration errors are reported by cudaGetLastError (and the
-//     kernel does not run), as on the device: block size 0 or over 1024
-//     threads (x, y <= 1024, z <= 64), grid 0 or over 2^31-1 / 65535 / 65535,
+//     kernel does not run; cluster_launch also returns them), as on the
+//     device: block size 0 or over 1024 threads (x, y <= 1024, z <= 64),
+//     grid 0 or over 2^31-1 / 65535 / 65535,
 //     dynamic shared memory over the kernel's limit (48 KiB unless raised by
 //     cudaFuncSetAttribute(MaxDynamicSharedMemorySize), at most 227 KiB =
-//     232448 bytes, sm_90's opt-in maximum).
+//     232448 bytes, sm_90's opt-in maximum); for a cluster launch,
+//     cudaErrorInvalidClusterSize when grid.x is not a multiple of the
+//     cluster's blocks, or they are 0, over 8 (the portable size) without
+//     cudaFuncAttributeNonPortableClusterSizeAllowed, or over 16.
 //   - Shared memory: static __shared__ variables are static storage (blocks do
-//     not overlap); dynamic `extern __shared__` memory is one buffer per
-//     launch. Both are filled with 0xFF bytes (float NaN, int -1) before each
-//     block, so reading shared memory no thread of the block wrote shows up.
+//     not overlap); dynamic `extern __shared__` memory is one buffer per block
+//     of the running cluster. Both are filled with 0xFF bytes (float NaN, int
+//     -1) before each block (each cluster), so reading shared memory no thread
+//     of the block wrote shows up. The blocks of a cluster run together, so
+//     their static __shared__ variables would be one: cluster kernels use
+//     dynamic shared memory only (a cluster launch of more than one block
+//     aborts when its kernel wrote the static section, and cluster_map
+//     aborts for memory outside the block's dynamic buffer).
+//   - Distributed shared memory (cluster_map, cluster_ld/st/atomic_*): an
+//     address names a block of the cluster and an offset into its dynamic
+//     buffer; each access checks the rank, the range, the alignment, and
+//     that the block has not exited (include/cuda_emu_cluster.h).
 //   - Device memory is host memory (cudaMalloc: 256-byte aligned, exactly the
 //     size asked, filled with 0xCB bytes, as device memory holds garbage).
 //     The runtime tracks the allocations: cudaMemcpy/cudaMemset ranges
@@ -72,7 +94,10 @@
 // difference; nvcc-only syntax beyond launches and extern __shared__ (e.g.
 // inline PTX) is not supported.
 // Not emulated: concurrency between blocks or streams, memory fences and
-// the memory model, cooperative groups, textures, clock(), device-side
+// the memory model (cluster_sync's release/acquire included), cooperative
+// groups, clusters along y or z, __cluster_dims__, a device's limit on the
+// clusters that fit at once (cudaOccupancyMaxActiveClusters), textures,
+// clock(), device-side
 // assert and trap, cudaMemcpyToSymbol, cudaMallocHost/managed memory,
 // multiple devices, dynamic parallelism (a launch inside a kernel aborts),
 // launches from several host threads at once (the runtime is not
@@ -80,7 +105,10 @@
 // printf in a kernel prints in the emulation's schedule order.
 // Tensor-core instructions (mma.sync, ldmatrix, cp.async) are modelled from
 // the PTX ISA's fragment layouts in include/cuda_emu_mma.h, behind the device
-// functions of kernels/mma.cuh; see there for what the models check.
+// functions of kernels/mma.cuh; see there for what the models check. The
+// cluster instructions of kernels/cluster.cuh likewise in
+// include/cuda_emu_cluster.h (cu2emu.py gives its cluster_launch calls the
+// kernel's name).
 #ifndef CPLAB_TESTS_EMU_CUDA_EMU_H
 #define CPLAB_TESTS_EMU_CUDA_EMU_H
 
@@ -163,6 +191,7 @@ typedef enum cudaError {
   cudaErrorNoDevice = 100,
   cudaErrorInvalidResourceHandle = 400,
   cudaErrorNotSupported = 801,
+  cudaErrorInvalidClusterSize = 912,
   cudaErrorUnknown = 999
 } cudaError_t;
 
@@ -185,7 +214,11 @@ enum cudaDeviceAttr {
   cudaDevAttrComputeCapabilityMinor = 76,
   cudaDevAttrMaxSharedMemoryPerBlockOptin = 97
 };
-enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8, cudaFuncAttributePreferredSharedMemoryCarveout = 9 };
+enum cudaFuncAttribute {
+  cudaFuncAttributeMaxDynamicSharedMemorySize = 8,
+  cudaFuncAttributePreferredSharedMemoryCarveout = 9,
+  cudaFuncAttributeNonPortableClusterSizeAllowed = 14
+};
 
 struct cudaDeviceProp {
   char name[256];
@@ -204,6 +237,10 @@ struct cudaDeviceProp {
 #define CUDA_EMU_MAX_THREADS 1024
 #define CUDA_EMU_SMEM_DEFAULT 49152
 #define CUDA_EMU_SMEM_OPTIN 232448
+// Blocks in a thread-block cluster: 8 portable, 16 with the kernel's
+// cudaFuncAttributeNonPortableClusterSizeAllowed.
+#define CUDA_EMU_CLUSTER_PORTABLE 8
+#define CUDA_EMU_CLUSTER_MAX 16
 
 cudaError_t cudaGetDeviceCount(int *count);
 cudaError_t cudaGetDevice(int *dev);
@@ -237,6 +274,22 @@ void *dynamic_shared(void);
 typedef void (*thread_body)(void *ctx);
 void launch_erased(const void *kernel, const char *name, dim3 grid, dim3 block, size_t smem, thread_body body,
                    void *ctx);
+// A launch with thread-block clusters of cluster_x blocks along x (the
+// models of kernels/cluster.cuh, include/cuda_emu_cluster.h): the error is
+// also recorded for cudaGetLastError, as the device's cudaLaunchKernelEx does.
+cudaError_t launch_cluster_erased(const void *kernel, const char *name, dim3 grid, dim3 block, size_t smem,
+                                  unsigned cluster_x, thread_body body, void *ctx);
+cudaError_t func_set_nonportable_cluster(const void *kernel, int allowed);
+// The running thread's cluster: its block's rank, the number of blocks.
+unsigned cluster_block_rank(void);
+unsigned cluster_size(void);
+// barrier.cluster: every thread of the cluster that has not exited.
+void cluster_barrier(void);
+// The shared::cluster address of p (in the calling block's dynamic shared
+// memory) in block `rank`'s, and the host pointer behind such an address
+// (range, alignment and rank checked; `what` names the instruction).
+uint32_t cluster_map_shared(const void *p, unsigned rank);
+void *cluster_shared_at(uint32_t addr, size_t bytes, const char *what);
 // Warp and block collectives.
 enum collective { COLL_SHFL_IDX, COLL_SHFL_XOR, COLL_SHFL_UP, COLL_SHFL_DOWN, COLL_BALLOT, COLL_SYNCWARP, COLL_GATHER };
 uint64_t warp_collective(collective kind, unsigned mask, uint64_t value, int arg, int width);
@@ -276,6 +329,16 @@ static inline void launch(void (*kernel)(P...), const char *name, dim3 grid, dim
   launch_erased(reinterpret_cast<const void *>(kernel), name, grid, block, smem, &launch_ctx<P...>::run, &c);
 }
 
+// kernels/cluster.cuh's cluster_launch (cudaLaunchKernelEx with a cluster
+// dimension on the device).
+template <class... P>
+static inline cudaError_t launch_cluster(void (*kernel)(P...), const char *name, dim3 grid, dim3 block, size_t smem,
+                                         cudaStream_t, unsigned cluster_x, std::tuple<P...> params) {
+  launch_ctx<P...> c = {kernel, &params};
+  return launch_cluster_erased(reinterpret_cast<const void *>(kernel), name, grid, block, smem, cluster_x,
+                               &launch_ctx<P...>::run, &c);
+}
+
 template <class T> static inline uint64_t to_bits(T v) {
   static_assert(sizeof(T) <= 8 && std::is_trivially_copyable_v<T>, "shuffle of a type over 8 bytes");
   uint64_t u = 0;
@@ -292,6 +355,8 @@ template <class T> static inline T from_bits(uint64_t u) {
 template <class K> static inline cudaError_t cudaFuncSetAttribute(K kernel, cudaFuncAttribute attr, int value) {
   if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize)
     return cuda_emu::func_set_max_dynamic_smem(reinterpret_cast<const void *>(kernel), value);
+  if (attr == cudaFuncAttributeNonPortableClusterSizeAllowed)
+    return cuda_emu::func_set_nonportable_cluster(reinterpret_cast<const void *>(kernel), value);
   return cudaSuccess;
 }
 

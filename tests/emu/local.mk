@@ -16,7 +16,8 @@
 #      test_emu_restore (tests/emu/test_emu_restore.c) tests restore.cu, which
 #      no test of tests/gpu covers (plain C: it would run on a GPU as well).
 # test_emu_self checks the emulator itself (conversions against cplab/fp8.h,
-# barriers, warp collectives, shared memory, launch errors, deadlocks).
+# barriers, warp collectives, shared memory, launch errors, deadlocks, the
+# models of kernels/mma.cuh and kernels/cluster.cuh).
 # test_emu_moe runs test_gpu_moe with CPLAB_KT_SMALL=1: its DeepSeek-size
 # cases (about 22.5 GB of generated weights, more than a CI machine holds)
 # run on GPUs only.
@@ -43,11 +44,11 @@ am__v_EMU_1 =
 # nvcc objects' in kernels/local.mk).
 EMU_HDRS = $(top_srcdir)/tests/emu/cuda_emu.h $(top_srcdir)/tests/emu/include/cuda_runtime.h \
 	$(top_srcdir)/tests/emu/include/cuda_bf16.h $(top_srcdir)/tests/emu/include/cuda_fp8.h \
-	$(top_srcdir)/tests/emu/include/cuda_emu_mma.h
+	$(top_srcdir)/tests/emu/include/cuda_emu_mma.h $(top_srcdir)/tests/emu/include/cuda_emu_cluster.h
 EMU_DEPS = $(EMU_HDRS) $(top_srcdir)/tools/cuda-emu/cu2emu.py $(top_srcdir)/kernels/cplab_kernels.h \
 	$(top_srcdir)/kernels/check.cuh $(top_srcdir)/kernels/kformat.cuh $(top_srcdir)/kernels/cplab_moe.h \
 	$(top_srcdir)/kernels/cplab_stream.h $(top_srcdir)/kernels/gemm_args.cuh $(top_srcdir)/kernels/mma.cuh \
-	$(top_srcdir)/kernels/mla_tc.cuh $(top_srcdir)/kernels/idx_tc.cuh \
+	$(top_srcdir)/kernels/cluster.cuh $(top_srcdir)/kernels/mla_tc.cuh $(top_srcdir)/kernels/idx_tc.cuh \
 	$(top_srcdir)/include/cplab/error.h $(top_srcdir)/include/cplab/kvformat.h $(top_srcdir)/include/cplab/philox.h
 
 EMU_KERNEL_OBJECTS = tests/emu/gen/probe.emu.o tests/emu/gen/devinfo.emu.o tests/emu/gen/devmem.emu.o tests/emu/gen/poison.emu.o \
@@ -180,7 +181,7 @@ TESTS += $(EMU_TESTS)
 EXTRA_DIST += $(EMU_TESTS) tests/emu/local.mk tests/emu/cuda_emu.h tests/emu/cuda_emu.cpp tests/emu/gemm_host.cpp \
 	tests/emu/stream_host.cpp \
 	tests/emu/test_emu_self.cu tests/emu/include/cuda_runtime.h tests/emu/include/cuda_bf16.h \
-	tests/emu/include/cuda_fp8.h tests/emu/include/cuda_emu_mma.h
+	tests/emu/include/cuda_fp8.h tests/emu/include/cuda_emu_mma.h tests/emu/include/cuda_emu_cluster.h
 
 check_PROGRAMS += tests/emu/test_emu_self tests/emu/test_emu_probe tests/emu/test_emu_gen tests/emu/test_emu_convert \
 	tests/emu/test_emu_indexer tests/emu/test_emu_attention tests/emu/test_emu_gemm tests/emu/test_emu_numeric_fp8 \

@@ -19,7 +19,16 @@
 //     cp.async copies and zero fills; the e4m3 form (m16n8k32) the same way
 //     over K-major byte rows copied by cp_async_4; cp.async.bulk on an
 //     mbarrier over two phases, and a wait for a phase not yet completed
-//     aborting (in a child).
+//     aborting (in a child);
+//   - thread-block clusters (kernels/cluster.cuh through cluster_launch):
+//     clusters of 4, 8 and 16 blocks (and the implicit one-block clusters
+//     of a plain launch) exchanging 32- and 64-bit values through each
+//     other's dynamic shared memory and counting into block 0's with
+//     atomics, checked value by value against the host; the launch errors;
+//     misuses that abort (in a child): a map of memory not dynamic shared,
+//     a rank outside the cluster, an access past the memory, an exited
+//     block's memory, static __shared__ written, a deadlock between
+//     __syncthreads and cluster_sync.
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
@@ -34,6 +43,7 @@
 
 #include <vector>
 
+#include "cluster.cuh"
 #include "cplab/fp8.h"
 #include "mma.cuh"
 extern "C" {
@@ -488,6 +498,205 @@ static void check_bulk(void) {
   kt_free(dsrc), kt_free(dout);
 }
 
+// ---- thread-block clusters -------------------------------------------------------------
+
+#define CL_THREADS 96 // three warps: not a power of two of them
+// The kernel's dynamic shared memory: mine32[T], mine64[T], inbox32[T],
+// inbox64[T], counters[4] (block 0's: sum, max, min).
+#define CL_SMEM ((size_t)CL_THREADS * (4 + 8 + 4 + 8) + 16)
+// Words of output a block: peer32[T], peer32 by address arithmetic[T],
+// peer64[2T], inbox32[T], inbox64[2T], counters and the block's facts [8].
+#define CL_OUT (7 * CL_THREADS + 8)
+
+// The values of thread t of block `rank` in cluster c (host and device).
+static inline uint32_t cl_value32(unsigned c, unsigned rank, unsigned t) {
+  return ((c * 16 + rank) * CL_THREADS + t + 1) * 2654435761u ^ 0x5bd1e995u;
+}
+static inline uint64_t cl_value64(unsigned c, unsigned rank, unsigned t) {
+  return (uint64_t)cl_value32(c, rank, t) << 32 | (((c * 16 + rank) * CL_THREADS + t) * 40503u + 17u);
+}
+static inline uint32_t cl_sent32(unsigned c, unsigned rank, unsigned t) { return cl_value32(c, rank, t) * 3u + 1u; }
+static inline uint64_t cl_sent64(unsigned c, unsigned rank, unsigned t) { return ~cl_value64(c, rank, t); }
+
+// Each block publishes its values, then (after cluster_sync) reads its
+// right neighbour's (rank + 1), stores into its left neighbour's inbox
+// (rank - 1), and counts into block 0's counters; after a second
+// cluster_sync every block writes what it holds. A last cluster_sync keeps
+// every block alive until the others' accesses are over.
+__global__ void cluster_kernel(uint32_t *out) {
+  extern __shared__ uint64_t cl_smem[];
+  uint64_t *mine64 = cl_smem, *inbox64 = cl_smem + CL_THREADS;
+  uint32_t *mine32 = (uint32_t *)(cl_smem + 2 * CL_THREADS), *inbox32 = mine32 + CL_THREADS;
+  uint32_t *counters = inbox32 + CL_THREADS;
+  unsigned t = threadIdx.x, rank = cluster_rank(), n = cluster_blocks();
+  unsigned c = blockIdx.y * (gridDim.x / n) + blockIdx.x / n; // the cluster's index
+  mine32[t] = cl_value32(c, rank, t);
+  mine64[t] = cl_value64(c, rank, t);
+  if (rank == 0 && t == 0) counters[0] = 0, counters[1] = 0, counters[2] = 0xFFFFFFFFu;
+  cluster_sync();
+  unsigned right = (rank + 1) % n, left = (rank + n - 1) % n, i = (t * 7 + 3) % CL_THREADS;
+  uint32_t *o = out + (size_t)(blockIdx.y * gridDim.x + blockIdx.x) * CL_OUT;
+  o[t] = cluster_ld_u32(cluster_map(&mine32[i], right));
+  o[CL_THREADS + t] = cluster_ld_u32(cluster_map(mine32, right) + 4 * (CL_THREADS - 1 - t));
+  uint64_t v = cluster_ld_u64(cluster_map(mine64, right) + 8 * i);
+  o[2 * CL_THREADS + 2 * t] = (uint32_t)v, o[2 * CL_THREADS + 2 * t + 1] = (uint32_t)(v >> 32);
+  cluster_st_u32(cluster_map(&inbox32[t], left), cl_sent32(c, rank, t));
+  cluster_st_u64(cluster_map(inbox64, left) + 8 * t, cl_sent64(c, rank, t));
+  uint32_t counters0 = cluster_map(counters, 0);
+  cluster_atomic_add_u32(counters0, cl_value32(c, rank, t) % 1000u + 1u);
+  cluster_atomic_max_u32(counters0 + 4, cl_value32(c, rank, t));
+  cluster_atomic_min_u32(counters0 + 8, cl_value32(c, rank, t));
+  cluster_sync();
+  o[4 * CL_THREADS + t] = inbox32[t];
+  o[5 * CL_THREADS + 2 * t] = (uint32_t)inbox64[t], o[5 * CL_THREADS + 2 * t + 1] = (uint32_t)(inbox64[t] >> 32);
+  if (t == 0) {
+    uint32_t *facts = o + 7 * CL_THREADS;
+    if (rank == 0) facts[0] = counters[0], facts[1] = counters[1], facts[2] = counters[2];
+    facts[3] = rank, facts[4] = n;
+  }
+  cluster_sync();
+}
+
+// Every word cluster_kernel wrote for a grid in clusters of n: wrong ones counted.
+static long cluster_wrong(const std::vector<uint32_t> &h, dim3 grid, unsigned n) {
+  long bad = 0;
+  for (unsigned by = 0; by < grid.y; by++)
+    for (unsigned bx = 0; bx < grid.x; bx++) {
+      const uint32_t *o = h.data() + (size_t)(by * grid.x + bx) * CL_OUT;
+      unsigned rank = bx % n, c = by * (grid.x / n) + bx / n, right = (rank + 1) % n, from = (rank + 1) % n;
+      for (unsigned t = 0; t < CL_THREADS; t++) {
+        unsigned i = (t * 7 + 3) % CL_THREADS;
+        uint64_t peer64 = cl_value64(c, right, i), in64 = cl_sent64(c, from, t);
+        bad += o[t] != cl_value32(c, right, i);
+        bad += o[CL_THREADS + t] != cl_value32(c, right, CL_THREADS - 1 - t);
+        bad += o[2 * CL_THREADS + 2 * t] != (uint32_t)peer64 ||
+               o[2 * CL_THREADS + 2 * t + 1] != (uint32_t)(peer64 >> 32);
+        bad += o[4 * CL_THREADS + t] != cl_sent32(c, from, t); // the right neighbour stores into my inbox
+        bad += o[5 * CL_THREADS + 2 * t] != (uint32_t)in64 || o[5 * CL_THREADS + 2 * t + 1] != (uint32_t)(in64 >> 32);
+      }
+      const uint32_t *facts = o + 7 * CL_THREADS;
+      if (rank == 0) {
+        uint32_t sum = 0, most = 0, least = 0xFFFFFFFFu;
+        for (unsigned r = 0; r < n; r++)
+          for (unsigned t = 0; t < CL_THREADS; t++) {
+            uint32_t v = cl_value32(c, r, t);
+            sum += v % 1000u + 1u, most = v > most ? v : most, least = v < least ? v : least;
+          }
+        bad += (facts[0] != sum) + (facts[1] != most) + (facts[2] != least);
+      }
+      bad += (facts[3] != rank) + (facts[4] != n);
+    }
+  return bad;
+}
+
+// One launch of cluster_kernel over grid in clusters of n (0: a plain
+// launch, without clusters): its error and the number of wrong words.
+static long cluster_case(dim3 grid, unsigned n, cudaError_t *err) {
+  size_t words = (size_t)grid.x * grid.y * CL_OUT;
+  uint32_t *d = (uint32_t *)kt_dev(words * 4);
+  cudaMemset(d, 0, words * 4);
+  if (n) {
+    *err = cluster_launch(cluster_kernel, grid, dim3(CL_THREADS), CL_SMEM, (cudaStream_t)0, n, d);
+  } else {
+    cluster_kernel<<<grid, CL_THREADS, CL_SMEM>>>(d);
+    *err = cudaGetLastError();
+  }
+  std::vector<uint32_t> h(words);
+  kt_down(h.data(), d, words * 4);
+  kt_free(d);
+  return cluster_wrong(h, grid, n ? n : 1);
+}
+
+// The misuses, one a child each; mode says which.
+__global__ void cluster_misuse_kernel(uint32_t *global, int mode) {
+  __shared__ uint32_t static_word;
+  extern __shared__ uint32_t dyn[];
+  unsigned rank = cluster_rank(), n = cluster_blocks();
+  dyn[threadIdx.x] = rank;
+  cluster_sync();
+  switch (mode) {
+  case 0: cluster_ld_u32(cluster_map(global, 0)); break;                  // not shared memory
+  case 1: cluster_ld_u32(cluster_map(&static_word, 0)); break;            // static shared memory
+  case 2: cluster_ld_u32(cluster_map(dyn, n)); break;                     // no such rank
+  case 3: cluster_ld_u32(cluster_map(dyn, 0) + 4 * blockDim.x); break;    // past the dynamic memory
+  case 4: cluster_st_u32(cluster_map(dyn, (rank + 1) % n), 1); return;    // no cluster_sync before exiting
+  case 5: static_word = rank; break;                                      // static shared in a cluster
+  case 6:                                                                 // block 0 waits at __syncthreads
+    if (rank == 0 && threadIdx.x == 0) cluster_sync();
+    else if (rank == 0) __syncthreads();
+    else cluster_sync();
+    return;
+  }
+  cluster_sync();
+}
+
+static const char *const cluster_misuse_names[] = {
+    "cluster_map of global memory", "cluster_map of a static __shared__ variable", "cluster_map to rank n",
+    "cluster_ld_u32 past the dynamic shared memory", "cluster_st_u32 into a block that has exited",
+    "a cluster kernel writing static __shared__", "threads of a block at __syncthreads and at cluster_sync"};
+
+static void check_clusters(void) {
+  cudaError_t e4, e8, e16, e1, e_plain;
+  long bad4 = cluster_case(dim3(16), 4, &e4), bad8 = cluster_case(dim3(8, 2), 8, &e8);
+  kt_check(e4 == cudaSuccess && bad4 == 0,
+           "clusters of 4 (grid 16): neighbours' u32/u64 through cluster_map, stores into their inboxes, atomic "
+           "add/max/min into block 0's: %ld words wrong (%s)",
+           bad4, cudaGetErrorName(e4));
+  kt_check(e8 == cudaSuccess && bad8 == 0, "clusters of 8 (grid (8, 2)): %ld words wrong (%s)", bad8,
+           cudaGetErrorName(e8));
+  long bad1 = cluster_case(dim3(3), 1, &e1), bad_plain = cluster_case(dim3(2), 0, &e_plain);
+  kt_check(e1 == cudaSuccess && bad1 == 0 && e_plain == cudaSuccess && bad_plain == 0,
+           "clusters of 1, and a launch without clusters (rank 0 of 1): %ld, %ld words wrong (%s, %s)", bad1, bad_plain,
+           cudaGetErrorName(e1), cudaGetErrorName(e_plain));
+
+  // Launch errors: returned and kept for cudaGetLastError, nothing run.
+  uint32_t *d = (uint32_t *)kt_dev(32 * CL_OUT * 4);
+  cudaMemset(d, 0, 32 * CL_OUT * 4);
+  cudaError_t e_multiple = cluster_launch(cluster_kernel, dim3(6), dim3(CL_THREADS), CL_SMEM, 0, 4, d);
+  cudaError_t e_last = cudaGetLastError(), e_cleared = cudaGetLastError();
+  cudaError_t e_zero = cluster_launch(cluster_kernel, dim3(8), dim3(CL_THREADS), CL_SMEM, 0, 0, d);
+  cudaError_t e_np = cluster_launch(cluster_kernel, dim3(16), dim3(CL_THREADS), CL_SMEM, 0, 16, d);
+  cudaError_t e_32 = cluster_launch(cluster_kernel, dim3(32), dim3(CL_THREADS), CL_SMEM, 0, 32, d);
+  cudaError_t e_threads = cluster_launch(cluster_kernel, dim3(8), dim3(1025), CL_SMEM, 0, 4, d);
+  cudaGetLastError();
+  std::vector<uint32_t> h(32 * CL_OUT);
+  kt_down(h.data(), d, h.size() * 4);
+  long written = 0;
+  for (uint32_t w : h) written += w != 0;
+  kt_check(e_multiple == cudaErrorInvalidClusterSize && e_last == cudaErrorInvalidClusterSize &&
+               e_cleared == cudaSuccess && e_zero == cudaErrorInvalidClusterSize &&
+               e_np == cudaErrorInvalidClusterSize && e_32 == cudaErrorInvalidClusterSize &&
+               e_threads == cudaErrorInvalidConfiguration && written == 0,
+           "cluster launch errors: grid 6 in clusters of 4 %s (cudaGetLastError %s, then %s), cluster 0 %s, 16 without "
+           "the non-portable attribute %s, 32 %s, 1025 threads %s; words written %ld",
+           cudaGetErrorName(e_multiple), cudaGetErrorName(e_last), cudaGetErrorName(e_cleared),
+           cudaGetErrorName(e_zero), cudaGetErrorName(e_np), cudaGetErrorName(e_32), cudaGetErrorName(e_threads),
+           written);
+  kt_free(d);
+  cudaError_t e_attr = cudaFuncSetAttribute(cluster_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+  long bad16 = cluster_case(dim3(32), 16, &e16);
+  kt_check(e_attr == cudaSuccess && e16 == cudaSuccess && bad16 == 0,
+           "clusters of 16 (grid 32) after cudaFuncAttributeNonPortableClusterSizeAllowed: %ld words wrong (%s)", bad16,
+           cudaGetErrorName(e16));
+
+  uint32_t *g = (uint32_t *)kt_dev(64);
+  for (int mode = 0; mode < 7; mode++) {
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+      int fd = open("/dev/null", O_WRONLY); // the child's report is expected: keep the log clean
+      if (fd >= 0) dup2(fd, 2), dup2(fd, 1);
+      cluster_launch(cluster_misuse_kernel, dim3(8), dim3(64), 64 * 4, 0, 4, g, mode);
+      _exit(0);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    kt_check(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "%s: the emulator aborts: %s", cluster_misuse_names[mode],
+             WIFSIGNALED(st) ? strsignal(WTERMSIG(st)) : "exited");
+  }
+  kt_free(g);
+}
+
 int main(void) {
   uint64_t rng;
   kt_begin("test_emu_self", &rng);
@@ -501,5 +710,6 @@ int main(void) {
   check_mma(&rng);
   check_mma_e4m3(&rng);
   check_bulk();
+  check_clusters();
   return kt_end();
 }

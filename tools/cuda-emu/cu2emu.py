@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """cu2emu.py IN.cu OUT.cpp: a CUDA source as C++ for the CPU emulation of
-tests/emu (cuda_emu.h). Two rewrites, nothing else changes:
+tests/emu (cuda_emu.h). Three rewrites, nothing else changes:
 
   kernel<<<grid, block[, smem[, stream]]>>>(args);
     -> ::cuda_emu::launch(kernel, "kernel", grid, block, smem, stream,
                           ::cuda_emu::kparams(kernel, args));
   extern __shared__ [__align__(N)] T name[];
     -> T *name = (T *)::cuda_emu::dynamic_shared();
+  cluster_launch(kernel, ...)   (kernels/cluster.cuh: not a <<<>>> launch)
+    -> cluster_launch_named("kernel", kernel, ...)
+       so that the emulator's messages name the kernel.
 
 The output starts with #line 1 "IN.cu" and keeps every line break, so the
 compiler's messages name the original file and line. Exits 1 with a message
@@ -79,6 +82,9 @@ LAUNCH = re.compile(r"((?:::)?[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*(?:\s*<[^<>;()]*>)?
 EXTERN_SHARED = re.compile(
     r"extern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s+)?([A-Za-z_][\w:]*(?:\s*\*)?)\s+"
     r"(?:__align__\s*\(\s*\d+\s*\)\s+)?([A-Za-z_]\w*)\s*\[\s*\]\s*;")
+# cluster_launch( with a kernel name (as LAUNCH's) as its first argument.
+CLUSTER_LAUNCH = re.compile(
+    r"(?<![\w:])cluster_launch\s*\(\s*((?:::)?[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*(?:\s*<[^<>;()]*>)?)\s*,")
 
 
 def rewrite(path, text):
@@ -140,6 +146,11 @@ def rewrite(path, text):
         return "%s *%s = (%s *)::cuda_emu::dynamic_shared();" % (m.group(1), m.group(2), m.group(1))
 
     result = EXTERN_SHARED.sub(shared, result)
+
+    def cluster_launch(m):
+        return 'cluster_launch_named("%s", %s,' % (re.sub(r"\s+", "", m.group(1)), m.group(1))
+
+    result = CLUSTER_LAUNCH.sub(cluster_launch, result)
     if "<<<" in result or re.search(r"extern\s+__shared__", result):
         pos = result.find("<<<")
         fail(path, result, pos if pos >= 0 else 0, "a launch or extern __shared__ declaration was not rewritten")
