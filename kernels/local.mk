@@ -62,7 +62,7 @@ KERNEL_COMMON_DEPS = $(srcdir)/%reldir%/cplab_kernels.h $(top_srcdir)/include/cp
 KERNEL_CHECK_DEPS = $(KERNEL_COMMON_DEPS) $(srcdir)/%reldir%/check.cuh
 KERNEL_FORMAT_DEPS = $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/kformat.cuh $(top_srcdir)/include/cplab/kvformat.h
 %reldir%/probe.o: $(KERNEL_COMMON_DEPS)
-%reldir%/topk.o: $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/mma.cuh
+%reldir%/topk.o: $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/mma.cuh $(srcdir)/%reldir%/cluster.cuh
 %reldir%/devmem.o %reldir%/poison.o %reldir%/convert.o %reldir%/combine.o %reldir%/restore.o: \
 	$(KERNEL_CHECK_DEPS)
 %reldir%/gemm.o: $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/gemm_args.cuh

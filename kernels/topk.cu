@@ -73,6 +73,7 @@
 
 #include "check.cuh"
 #include "cplab_kernels.h"
+#include "cluster.cuh" // the cluster path's barriers and distributed shared memory
 #include "mma.cuh" // cp_async_*: the only place of that inline PTX (modelled in the emulation)
 
 #define TOPK_THREADS 512 // 128 registers a thread (see Blocks above)
@@ -246,6 +247,7 @@ struct __align__(16) topk_ctl {
   unsigned ctr;                    // appends: winners in the low half, list entries in the high half
   unsigned bstar, above, maxb;     // the bin path's threshold bin, the keys above it, its largest bin above
   uint64_t stage_bar;              // the row buffer's bulk copies complete on it (topk_stage)
+  uint32_t cl_proven, cl_high, cl_hi; // the cluster path: its blocks' floors, reduced into block 0's
 };
 
 static __device__ __forceinline__ unsigned topk_warp_incl(unsigned v, unsigned lane) {
@@ -681,19 +683,22 @@ static __device__ __forceinline__ unsigned topk_bin_key(uint64_t key, const topk
   return o < bn.floor ? TOPK_NOBIN : topk_bin(topk_unord(o), bn);
 }
 
-// The bins from every thread's G largest value words (top[0] the largest;
-// 0, below everything, where it has fewer): block-wide, one barrier.
-// The proven floor is the least of the threads' G-th largest (at least
-// G · threads >= take keys at or above it; near the 75th percentile of a
-// row of 32768 logits). The bins start from a higher one, the largest of
-// the warps' least: not proven (a warp's 32 threads vouch for 128 keys
-// only), but a histogram counts the keys above it anyway, and
-// topk_bin_item goes back to the proven floor where fewer than take are
-// (the path stays exact). On rows of 32768 logits it lets through about
-// half the keys the proven floor does, and the histogram, the compaction
-// and the placing pass work on those.
+// A block's floors from every thread's G largest value words (top[0] the
+// largest; 0, below everything, where it has fewer): one barrier. proven:
+// the least of the threads' G-th largest (at least G · threads >= take keys
+// at or above it; near the 75th percentile of a row of 32768 logits);
+// high: the largest of the warps' least, not proven (a warp's 32 threads
+// vouch for 128 keys only), but a histogram counts the keys above it
+// anyway, and topk_bin_item goes back to the proven floor where fewer than
+// take are (the path stays exact). On rows of 32768 logits it lets through
+// about half the keys the proven floor does, and the histogram, the
+// compaction and the placing pass work on those. hi: the largest word.
+struct topk_floors {
+  uint32_t proven, high, hi;
+};
+
 template <unsigned G>
-static __device__ __forceinline__ topk_bins topk_bins_make(const uint32_t (&top)[G], bool high, topk_ctl *c) {
+static __device__ __forceinline__ topk_floors topk_floors_make(const uint32_t (&top)[G], topk_ctl *c) {
   unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   uint32_t fl = top[G - 1], hi = top[0];
 #pragma unroll
@@ -711,11 +716,17 @@ static __device__ __forceinline__ topk_bins topk_bins_make(const uint32_t (&top)
     hf = max(hf, __shfl_xor_sync(TOPK_FULL, hf, o));
     hi = max(hi, __shfl_xor_sync(TOPK_FULL, hi, o));
   }
+  topk_floors f; // (topk_ord_fast's -0 made topk_ord_bits')
+  f.proven = topk_ord_nz(fl), f.high = topk_ord_nz(hf), f.hi = topk_ord_nz(hi);
+  return f;
+}
+
+// The bins from the floors: the higher floor where asked and usable.
+static __device__ __forceinline__ topk_bins topk_bins_make(const topk_floors &f, bool high) {
   topk_bins bn;
-  fl = topk_ord_nz(fl), hf = topk_ord_nz(hf), hi = topk_ord_nz(hi); // (topk_ord_fast's -0)
-  bn.proven = fl, bn.hi = hi;
-  topk_bins_span(bn, high ? hf : fl, hi);
-  if (!bn.ok) topk_bins_span(bn, fl, hi); // (the path's decline is the proven floor's to make)
+  bn.proven = f.proven, bn.hi = f.hi;
+  topk_bins_span(bn, high ? f.high : f.proven, f.hi);
+  if (!bn.ok) topk_bins_span(bn, f.proven, f.hi); // (the path's decline is the proven floor's to make)
   return bn;
 }
 
@@ -757,10 +768,11 @@ static __device__ __forceinline__ void topk_hist_clear(topk_ctl *c) {
 }
 
 // Pass 1 with G keys a thread: visit(f) calls f(o) on every key's value
-// word. G is a template parameter so that a thread's G largest stay in
-// registers (a compare-exchange chain per key).
+// word (or on values each of which has a key of its own at or above it: a
+// group's largest). G is a template parameter so that a thread's G largest
+// stay in registers (a compare-exchange chain per key).
 template <unsigned G, class V>
-static __device__ __forceinline__ topk_bins topk_floor_pass(const V &visit, bool high, topk_ctl *c) {
+static __device__ __forceinline__ topk_floors topk_floor_pass(const V &visit, topk_ctl *c) {
   uint32_t top[G];
 #pragma unroll
   for (unsigned i = 0; i < G; i++) top[i] = 0;
@@ -772,30 +784,33 @@ static __device__ __forceinline__ topk_bins topk_floor_pass(const V &visit, bool
     }
     top[G - 1] = max(top[G - 1], o);
   });
-  return topk_bins_make<G>(top, high, c);
+  return topk_floors_make<G>(top, c);
 }
 
-// Pass 1: G the power of two at or above ceil(take / threads) (a looser
-// floor than the least such g gives, and still one: G · threads >= take).
+// Pass 1: G the power of two at or above ceil(take / vouchers), vouchers
+// the threads whose G-th largest words the floor is the least of (a block's
+// 512; a cluster's blocks' together): a looser floor than the least such g
+// gives, and still one, G · vouchers >= take.
 // The higher floor is tried on rows of at least TOPK_HIGH_FLOOR_RATIO · take
 // keys only: on shorter ones (a split's chunks of 16384 keys for 2048, the
 // merge's candidates) it leaves fewer than take keys often enough that the
 // second histogram costs more than it saves (1 x 131072: 37.4 -> 43.0 us
 // when tried everywhere; bench/NOTES.md).
 #define TOPK_HIGH_FLOOR_RATIO 14
-static __device__ __forceinline__ unsigned topk_floor_g(unsigned take) {
-  unsigned g = (take + TOPK_THREADS - 1) / TOPK_THREADS;
+static __device__ __forceinline__ bool topk_floor_high(unsigned take, uint64_t len) {
+  return len >= (uint64_t)TOPK_HIGH_FLOOR_RATIO * take;
+}
+static __device__ __forceinline__ unsigned topk_floor_g(unsigned take, unsigned vouchers) {
+  unsigned g = (take + vouchers - 1) / vouchers;
   static_assert(TOPK_FLOOR_G == 8, "the cases below");
   return g <= 1 ? 1u : g <= 2 ? 2u : g <= 4 ? 4u : 8u;
 }
 template <class V>
-static __device__ __forceinline__ topk_bins topk_floor(unsigned take, unsigned len, const V &visit, topk_ctl *c) {
-  unsigned g = topk_floor_g(take);
-  bool high = (uint64_t)len >= (uint64_t)TOPK_HIGH_FLOOR_RATIO * take;
-  if (g == 1) return topk_floor_pass<1>(visit, high, c);
-  if (g == 2) return topk_floor_pass<2>(visit, high, c);
-  if (g == 4) return topk_floor_pass<4>(visit, high, c);
-  return topk_floor_pass<8>(visit, high, c);
+static __device__ __forceinline__ topk_floors topk_floor(unsigned g, const V &visit, topk_ctl *c) {
+  if (g == 1) return topk_floor_pass<1>(visit, c);
+  if (g == 2) return topk_floor_pass<2>(visit, c);
+  if (g == 4) return topk_floor_pass<4>(visit, c);
+  return topk_floor_pass<8>(visit, c);
 }
 
 // Every key of a bin above b* to dst at its bin's cursor, b*'s to list.
@@ -813,13 +828,14 @@ template <class S> struct topk_brow {
   topk_bins bn;
   __device__ topk_brow(const S &s_) : src(s_), bn() {}
   __device__ void set_bins(unsigned take, topk_ctl *c) {
-    bn = topk_floor(take, src.len, [&](auto f) {
+    topk_floors f = topk_floor(topk_floor_g(take, TOPK_THREADS), [&](auto f) {
       topk_visit(src, [&](const uint4 &raw, uint32_t j0, unsigned cnt) {
 #pragma unroll
         for (unsigned q = 0; q < W; q++)
           if (q < cnt) f((uint32_t)(src.key(raw, j0, q) >> 32));
       });
     }, c);
+    bn = topk_bins_make(f, topk_floor_high(take, src.len));
   }
   // f(key, d) for every key, d its bin (TOPK_NOBIN below the floor); the
   // same calls in every thread
@@ -924,6 +940,9 @@ struct topk_srow {
   // disjoint groups). It is at most the G-th largest key, a little looser,
   // and costs three max a group where the chain costs 2G - 1 a key.
   __device__ void set_bins(unsigned take, topk_ctl *c) {
+    bn = topk_bins_make(floors(topk_floor_g(take, TOPK_THREADS), c), topk_floor_high(take, len));
+  }
+  __device__ topk_floors floors(unsigned g, topk_ctl *c) const {
     auto by_key = [&](auto f) {
       each_group([&](const uint4 &x, uint32_t) {
 #pragma unroll
@@ -935,8 +954,8 @@ struct topk_srow {
         f(max(max(topk_ord_fast(x.x), topk_ord_fast(x.y)), max(topk_ord_fast(x.z), topk_ord_fast(x.w))));
       });
     };
-    if (groups >= TOPK_THREADS * topk_floor_g(take)) bn = topk_floor(take, len, by_group, c);
-    else bn = topk_floor(take, len, by_key, c);
+    if (groups >= TOPK_THREADS * g) return topk_floor(g, by_group, c);
+    return topk_floor(g, by_key, c);
   }
   __device__ void hist(topk_ctl *c) {
     unsigned t = threadIdx.x, k = 0;
@@ -968,11 +987,15 @@ struct topk_srow {
     });
   }
   __device__ void place(topk_ctl *c, unsigned bstar, uint64_t *dst, uint64_t *list) const {
+    place_each(bstar, [&](unsigned d, uint64_t k) { topk_place_one(c, d, bstar, k, dst, list); });
+  }
+  // put(d, key) for every key of a bin d >= bstar
+  template <class P> __device__ __forceinline__ void place_each(unsigned bstar, P put) const {
     if (!spill) {
       uint32_t e = n ? cand[threadIdx.x] : 0u;
       for (unsigned i = 0; i < n; i++) { // (the next entry loaded before this one is placed)
         uint32_t nx = i + 1 < n ? cand[(i + 1) * TOPK_THREADS + threadIdx.x] : 0u, d = e >> 16;
-        if (d >= bstar) topk_place_one(c, d, bstar, key(e & 0xFFFFu), dst, list);
+        if (d >= bstar) put(d, key(e & 0xFFFFu));
         e = nx;
       }
       return;
@@ -981,7 +1004,7 @@ struct topk_srow {
 #pragma unroll
       for (unsigned q = 0; q < 4; q++) {
         unsigned d = bin_of(x, q);
-        if (d != TOPK_NOBIN && d >= bstar) topk_place_one(c, d, bstar, key(j0 + q), dst, list);
+        if (d != TOPK_NOBIN && d >= bstar) put(d, key(j0 + q));
       }
     });
   }
@@ -1032,6 +1055,10 @@ static __device__ void topk_radix_item(const S &src, const topk_item &it, const 
   }
 }
 
+template <int MODE>
+static __device__ void topk_bin_rank(const topk_ctl *c, const topk_cut &cut, const topk_bins &bn, unsigned take,
+                                     int64_t w, const topk_args &a, uint64_t *win, const uint64_t *list);
+
 // The bin path's item (take >= 1), its bins set (pass 1). Returns false,
 // having written nothing and left the histogram clear, where the path
 // declines: the caller then takes the radix path over the same source.
@@ -1070,6 +1097,19 @@ static __device__ bool topk_bin_item(R &row, unsigned take, int64_t w, const top
   __syncthreads();
   topk_hist_clear(c); // the next item's histogram starts from zero (after its first barrier)
   prefetch();                        // this item reads only the winners and the list from here on
+  topk_bin_rank<MODE>(c, cut, bn, take, w, a, win, list);
+  return true;
+}
+
+// The bin path's end, after the placing pass and a barrier: the winners of
+// the bins above b* in win (each bin's from c->beg[b]), b*'s keys in
+// list[0, cut.cnt); their order by counting (or the sort, where a bin is
+// too full), written out (a chunk's keys unsorted to the scratch).
+template <int MODE>
+static __device__ void topk_bin_rank(const topk_ctl *c, const topk_cut &cut, const topk_bins &bn, unsigned take,
+                                     int64_t w, const topk_args &a, uint64_t *win, const uint64_t *list) {
+  unsigned t = threadIdx.x;
+  uint64_t *out = a.scratch + w * a.k;
   bool rank_all = MODE != TOPK_CHUNKS && c->maxb <= TOPK_BUCKET_MAX;
   int32_t *idx = a.idx + w * a.k; // rows, merge: the item is the row
   float *score = a.score ? a.score + w * a.k : nullptr;
@@ -1081,10 +1121,10 @@ static __device__ bool topk_bin_item(R &row, unsigned take, int64_t w, const top
     else if (rank_all) topk_put(idx, score, cut.above + r, x);
     else win[cut.above + r] = x;
   }
-  if (MODE == TOPK_CHUNKS) return true;
+  if (MODE == TOPK_CHUNKS) return;
   if (!rank_all) {
     topk_sorted_out(a, topk_decode<MODE>(a, w), win);
-    return true;
+    return;
   }
   for (unsigned p = t; p < cut.above; p += TOPK_THREADS) { // the bins above b*: a key's place in its bin
     uint64_t x = win[p];
@@ -1095,7 +1135,6 @@ static __device__ bool topk_bin_item(R &row, unsigned take, int64_t w, const top
     idx[j] = -1;
     if (score) score[j] = -INFINITY;
   }
-  return true;
 }
 
 // Item w (take >= 1) through the bin path on row, or the radix path on src
@@ -1181,6 +1220,190 @@ template <int MODE> __global__ void __launch_bounds__(TOPK_THREADS, 1) topk_kern
     topk_run_item<MODE>(w, a, staged, cap, c, win, list, rowbuf, prefetch);
     staged = nstaged, bulk = nbulk;
   }
+}
+
+// ---- the cluster path: one row a thread-block cluster ---------------------------
+//
+// For few long rows (the split's case: decode rows of 64k..128k columns), one
+// row a cluster of C blocks (C = the split's chunks, at most 8). Each block
+// stages its slice of the row (about L / C columns) and runs the bin path's
+// passes on it; the steps that need the whole row go through distributed
+// shared memory: the floors are reduced into block 0's (G from C · 512
+// threads), every block bins with the same span, the blocks' histograms are
+// summed (each block reads all C of them), b* is found identically in every
+// block, and each block drops its winners straight into block 0's winners at
+// its own offset inside every bin (the bin's start plus the keys its
+// predecessors have in it) and b*'s keys into block 0's list. Block 0 then
+// ranks and writes the row as the one-block path does. One launch, no
+// merge, no scratch. Where the path declines (a floor or maximum not finite,
+// b* too full, a block's slice too short for a floor), block 0 takes the row
+// alone from global memory (the bin or radix path of an unstaged row).
+#define TOPK_CLUSTER_MAX 8 // blocks a cluster: the portable size
+
+// After every block's histogram and a cluster barrier: the cluster's
+// histogram (the sum of its blocks'), b* and the cut, the same in every
+// block. This block's c->hist becomes its placing cursors (the cluster's
+// keys above each bin plus this block's predecessors' keys in it), c->beg
+// the bins' starts, c->maxb the largest bin above b*. Two more cluster
+// barriers: the histograms are overwritten only once every block has read
+// them.
+static __device__ topk_cut topk_cluster_find(topk_ctl *c, unsigned take, unsigned rank, unsigned C) {
+  unsigned t = threadIdx.x, lane = t & 31, h[TOPK_BPT], pre[TOPK_BPT], excl[TOPK_BPT];
+  static_assert(TOPK_BPT == 4, "a thread's bins are one 16-byte word");
+  // Every block's counts of this thread's four bins (hist[2044 - 4t ..
+  // 2047 - 4t]), all loads issued before any is used (the first version
+  // summed each remote load before issuing the next: ~13% of the stall
+  // samples).
+  uint64_t w[TOPK_CLUSTER_MAX][2];
+  const unsigned *mine = &c->hist[TOPK_BINS - TOPK_BPT * (t + 1)];
+#pragma unroll
+  for (unsigned r = 0; r < TOPK_CLUSTER_MAX; r++) {
+    uint32_t at = cluster_map(mine, r < C ? r : 0);
+    w[r][0] = r < C ? cluster_ld_u64(at) : 0u;
+    w[r][1] = r < C ? cluster_ld_u64(at + 8u) : 0u;
+  }
+#pragma unroll
+  for (unsigned i = 0; i < TOPK_BPT; i++) h[i] = 0, pre[i] = 0;
+#pragma unroll
+  for (unsigned r = 0; r < TOPK_CLUSTER_MAX; r++) {
+#pragma unroll
+    for (unsigned i = 0; i < TOPK_BPT; i++) { // bin 2047 - 4t - i is word 3 - i
+      unsigned v = (unsigned)(w[r][(3 - i) >> 1] >> (32 * ((3 - i) & 1)));
+      h[i] += v;
+      pre[i] += r < rank ? v : 0u;
+    }
+  }
+  cluster_sync(); // every block has read every histogram
+  topk_scan_bins(c, h, excl);
+#pragma unroll
+  for (unsigned i = 0; i < TOPK_BPT; i++) {
+    unsigned b = TOPK_BINS - 1 - TOPK_BPT * t - i;
+    c->hist[b] = excl[i] + pre[i];
+    c->beg[b] = excl[i];
+    if (excl[i] < take && take <= excl[i] + h[i]) c->bstar = b, c->above = excl[i], c->cnt = h[i];
+  }
+  __syncthreads();
+  topk_cut cut;
+  cut.bstar = c->bstar, cut.above = c->above, cut.cnt = c->cnt, cut.need = take - cut.above;
+  unsigned m = 0;
+#pragma unroll
+  for (unsigned i = 0; i < TOPK_BPT; i++)
+    if (TOPK_BINS - 1 - TOPK_BPT * t - i > cut.bstar) m = max(m, h[i]);
+#pragma unroll
+  for (int o = 16; o >= 1; o >>= 1) m = max(m, __shfl_xor_sync(TOPK_FULL, m, o));
+  if (lane == 0 && m) atomicMax(&c->maxb, m);
+  return cut;
+}
+
+// The cluster's floors: each block's reduced into block 0's (one cluster
+// barrier; block 0 set its fields to the identities before the first).
+static __device__ topk_floors topk_cluster_floors(const topk_floors &mine, topk_ctl *c) {
+  if (threadIdx.x == 0) {
+    cluster_atomic_min_u32(cluster_map(&c->cl_proven, 0), mine.proven);
+    cluster_atomic_max_u32(cluster_map(&c->cl_high, 0), mine.high);
+    cluster_atomic_max_u32(cluster_map(&c->cl_hi, 0), mine.hi);
+  }
+  cluster_sync();
+  topk_floors f;
+  f.proven = cluster_ld_u32(cluster_map(&c->cl_proven, 0));
+  f.high = cluster_ld_u32(cluster_map(&c->cl_high, 0));
+  f.hi = cluster_ld_u32(cluster_map(&c->cl_hi, 0));
+  return f;
+}
+
+// This block's slice of row r: [*lo, *lo + return) of the logits' columns;
+// slices of a multiple of 4 columns, the last one shorter or empty.
+static __device__ unsigned topk_cluster_slice(const topk_args &a, int64_t r, unsigned rank, unsigned C, int64_t *lo,
+                                              int64_t *row_lo, int64_t *row_hi) {
+  int64_t base = a.ks[r];
+  *row_lo = min(max(base, (int64_t)0), a.n), *row_hi = min(max((int64_t)a.ke[r], *row_lo), a.n);
+  int64_t L = *row_hi - *row_lo, each = ((L + C - 1) / C + 3) & ~(int64_t)3;
+  int64_t s = min(*row_lo + rank * each, *row_hi), e = min(s + each, *row_hi);
+  *lo = s;
+  return (unsigned)(e - s);
+}
+
+__global__ void __launch_bounds__(TOPK_THREADS, 1) topk_cluster_kernel(topk_args a) {
+  extern __shared__ uint4 topk_raw[];
+  topk_ctl *c = (topk_ctl *)topk_raw;
+  uint64_t *win = (uint64_t *)(c + 1), *list = win + a.win_cap;
+  uint32_t *rowbuf = (uint32_t *)(list + a.list_cap);
+  unsigned C = cluster_blocks(), rank = cluster_rank(), t = threadIdx.x;
+  int64_t r = blockIdx.x / C, lo, row_lo, row_hi;
+  unsigned len = topk_cluster_slice(a, r, rank, C, &lo, &row_lo, &row_hi);
+  unsigned L = (unsigned)(row_hi - row_lo), take = min(L, (unsigned)a.k);
+  for (unsigned b = t; b < TOPK_BINS; b += TOPK_THREADS) c->hist[b] = 0;
+  if (t == 0) {
+    mbar_init(&c->stage_bar, 1);
+    c->ctr = 0, c->maxb = 0, c->ncand = 0, c->bstar = TOPK_BINS;
+    c->cl_proven = 0xFFFFFFFFu, c->cl_high = 0, c->cl_hi = 0;
+  }
+  __syncthreads();
+  bool bulk = false;
+  const void *staged = len ? topk_stage(rowbuf, a.logits + r * a.n + lo, len, c, &bulk) : nullptr;
+  cluster_sync(); // every block runs, and block 0's floors are set
+  cp_async_wait<0>();
+  __syncthreads();
+  if (bulk) mbar_wait(&c->stage_bar, 0);
+  unsigned room = a.list_cap > TOPK_RANK_MAX ? 2 * (a.list_cap - TOPK_RANK_MAX) : 0u;
+  topk_srow row(rowbuf, staged ? (uint32_t)((const uint32_t *)staged - rowbuf) : 0u, len,
+                (uint32_t)(lo - a.ks[r]), (uint32_t *)(list + TOPK_RANK_MAX), room);
+  unsigned g = topk_floor_g(take, C * TOPK_THREADS);
+  topk_floors mine = {0u, 0u, 0u}; // an empty slice vouches for nothing: the floor 0, the path declines
+  if (len && take) mine = row.floors(g, c);
+  row.bn = topk_bins_make(topk_cluster_floors(mine, c), topk_floor_high(take, L));
+  bool ok = take > 0 && row.bn.ok;
+  topk_cut cut = {TOPK_BINS, 0, 0, 0};
+  if (ok) {
+    row.hist(c);
+    __syncthreads();
+    cluster_sync(); // every block's histogram is complete
+    cut = topk_cluster_find(c, take, rank, C);
+    if (cut.bstar == TOPK_BINS) { // the higher floor left fewer than take keys: the proven one, again
+      __syncthreads();
+      if (t == 0) c->bstar = TOPK_BINS, c->maxb = 0, c->ncand = 0;
+      topk_hist_clear(c);
+      topk_bins_span(row.bn, row.bn.proven, row.bn.hi);
+      __syncthreads();
+      ok = row.bn.ok; // (the same in every block: the same floors)
+      if (ok) {
+        row.hist(c);
+        __syncthreads();
+        cluster_sync();
+        cut = topk_cluster_find(c, take, rank, C);
+      }
+    }
+    ok = ok && cut.bstar != TOPK_BINS && cut.cnt <= TOPK_RANK_MAX;
+  }
+  if (!ok) { // block 0 takes the row alone, from global memory; the others touch no block's memory again
+    if (rank != 0) return;
+    __syncthreads();
+    if (t == 0) c->ctr = 0, c->maxb = 0, c->ncand = 0, c->bstar = TOPK_BINS;
+    topk_hist_clear(c);
+    __syncthreads();
+    if (take == 0) { // an empty row: -1 throughout
+      for (int j = (int)t; j < a.k; j += TOPK_THREADS) {
+        a.idx[r * a.k + j] = -1;
+        if (a.score) a.score[r * a.k + j] = -INFINITY;
+      }
+      return;
+    }
+    auto none = [] {};
+    topk_fsrc src(a.logits + r * a.n + row_lo, L, (uint32_t)(row_lo - a.ks[r]));
+    topk_brow<topk_fsrc> whole(src);
+    topk_bin_or_radix<TOPK_ROWS>(whole, src, take, r, a, false, a.list_cap + a.row_words / 2, c, win, list, none);
+    return;
+  }
+  uint32_t win0 = cluster_map(win, 0), list0 = cluster_map(list, 0), ctr0 = cluster_map(&c->ctr, 0);
+  row.place_each(cut.bstar, [&](unsigned d, uint64_t key) {
+    if (d > cut.bstar) cluster_st_u64(win0 + 8u * atomicAdd(&c->hist[d], 1u), key);
+    else cluster_st_u64(list0 + 8u * cluster_atomic_add_u32(ctr0, 1u), key);
+  });
+  __syncthreads();
+  cluster_sync(); // block 0 holds the row's winners; no block's memory is read again but its own
+  // (block 0 ranks alone: every block ranking a share of copies of block 0's
+  // winners took 30.9 us at 1 x 131072 where this takes 28.2; bench/NOTES.md)
+  if (rank == 0) topk_bin_rank<TOPK_ROWS>(c, cut, row.bn, take, r, a, win, list);
 }
 
 // ---- host side -------------------------------------------------------------------
@@ -1314,6 +1537,38 @@ extern "C" int cplab_topk_scratch(int64_t m, int64_t n, int k, size_t *bytes, cp
   return 0;
 }
 
+// The cluster path for the split's rows (chunks of them a row, at most the
+// portable cluster size) where all clusters run at once (m · chunks blocks
+// at most one an SM: at batch 64 x 131072, 512 blocks in four waves took
+// 133.9 us where the split's persistent blocks took 78.6), or for one row
+// (one cluster against two launches; the emulation's one SM takes this
+// path with one row, the split with more): *launched 0,
+// and nothing run, where not, where its layout does not fit or where the
+// device refuses the cluster (its blocks, one an SM, must fit one GPC at
+// once); the caller then takes the split path.
+static int topk_cluster_launch(topk_args a, int64_t m, int64_t chunks, int sms, int optin, void *stream,
+                               cplab_diag *d, int *launched) {
+  *launched = 0;
+  int64_t slice = (((a.n + chunks - 1) / chunks) + 3) & ~(int64_t)3;
+  topk_layout L;
+  if (chunks < 2 || chunks > TOPK_CLUSTER_MAX || (m > 1 && m * chunks > sms) || slice < a.k ||
+      !topk_layout_make(TOPK_ROWS, slice, a.k, 0, 0, optin, &L) || slice + 3 > (int64_t)L.row_words)
+    return 0;
+  a.win_cap = L.win_cap;
+  a.list_cap = L.list_cap;
+  a.row_words = L.row_words;
+  int rc = kset_smem(d, topk_cluster_kernel, L.smem, "topk_cluster_kernel");
+  if (rc) return rc;
+  cudaError_t e = cluster_launch(topk_cluster_kernel, dim3((unsigned)(m * chunks)), dim3(TOPK_THREADS), L.smem,
+                                 kstream(stream), (unsigned)chunks, a);
+  if (e != cudaSuccess) { // refused (before it ran): the split path instead
+    (void)cudaGetLastError();
+    return 0;
+  }
+  *launched = 1;
+  return kcheck_launch(d, "topk_cluster_kernel");
+}
+
 extern "C" int cplab_topk_split(const cplab_topk_params *p, void *stream, cplab_diag *d) {
   const char *name = "cplab_topk_split";
   int run = 0, rc = topk_check(p, &run, d, name);
@@ -1328,7 +1583,10 @@ extern "C" int cplab_topk_split(const cplab_topk_params *p, void *stream, cplab_
   size_t need = (size_t)p->m * (size_t)chunks * (size_t)p->k * 8;
   KCHECK_ARG(d, p->scratch_bytes >= need && p->scratch && kaligned(p->scratch, 16),
              "%s: %zu bytes of scratch given (16-byte aligned), %zu needed (cplab_topk_scratch)", name,
-             p->scratch_bytes, need);
+             p->scratch_bytes, need); // (asked even where the cluster path, which needs none, runs: one contract)
+  int launched = 0;
+  rc = topk_cluster_launch(a, p->m, chunks, sms, optin, stream, d, &launched);
+  if (rc || launched) return rc;
   a.scratch = (uint64_t *)p->scratch;
   a.chunk = chunk;
   a.chunks = chunks;

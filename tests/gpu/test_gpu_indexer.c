@@ -799,6 +799,44 @@ static void tk_clustered(uint64_t *rng) {
            n_cases, bad);
 }
 
+/* One long row through cplab_topk_split: on every device (the emulation's
+ * one SM included) the cluster path, one row a cluster of blocks over its
+ * slices: nearly distinct values (the bin path across the cluster), large
+ * values in one warp's share of every 2048 columns (its first floor leaves
+ * too few keys: the proven one, again), quantised values on a partial,
+ * unaligned range, k 1000 / 2048 / 4096 (4096: clusters of 4), and few
+ * values (ties beyond b*'s limit: block 0 takes the row alone). Exact, and
+ * bit-identical to cplab_topk. */
+static void tk_cluster(uint64_t *rng) {
+  static const struct {
+    int64_t n;
+    int k, kind, ks, ke; /* kind -2: the clustered rows above; ke 0: n */
+  } cs[] = {{131072, 2048, 2, 0, 0},  {131072, 2048, -2, 3, 0}, {100003, 1000, 3, 37, 99001},
+            {131072, 4096, 2, 0, 0},  {65536, 2048, 2, 5, 0},   {131072, 2048, 0, 0, 0}};
+  int n_cases = (int)(sizeof cs / sizeof *cs), bad = 0, differ = 0;
+  for (int c = 0; c < n_cases; c++) {
+    int64_t n = cs[c].n;
+    int k = cs[c].k;
+    float *logits = kt_host((size_t)n * sizeof *logits), *score = kt_host((size_t)k * 4), *score2 = kt_host((size_t)k * 4);
+    int32_t ks = cs[c].ks, ke = cs[c].ke ? cs[c].ke : (int32_t)n, *idx = kt_host((size_t)k * 4), *idx2 = kt_host((size_t)k * 4);
+    for (int64_t j = 0; j < n; j++)
+      logits[j] = cs[c].kind == -2 ? (j % 2048 < 128 ? (float)(100.0 + 100.0 * kt_unit(rng)) : (float)(-100.0 * kt_unit(rng)))
+                                   : tk_value(rng, cs[c].kind);
+    tk_run(logits, 1, n, &ks, &ke, k, 1, c % 4, idx, score, NULL);
+    tk_run(logits, 1, n, &ks, &ke, k, 0, c % 4, idx2, score2, NULL);
+    int b = tk_bad_rows(logits, 1, n, &ks, &ke, k, idx, score, "topk (one row, cluster)");
+    if (b) printf("# cluster case %d: %" PRId64 " columns, k %d: row differs\n", c, n, k);
+    bad += b;
+    differ += memcmp(idx, idx2, (size_t)k * 4) != 0 || memcmp(score, score2, (size_t)k * 4) != 0;
+    free(logits), free(score), free(score2), free(idx), free(idx2);
+  }
+  kt_check(bad == 0 && differ == 0,
+           "topk_split: %d cases of one row of 65536..131072 columns (the cluster path; k 1000 / 2048 / 4096; nearly "
+           "distinct, clustered, quantised on a partial range, few values): exact (%d rows differ), bit-identical to "
+           "cplab_topk (%d cases differ)",
+           n_cases, bad, differ);
+}
+
 /* More rows than SMs, so that a block takes several rows and stages the
  * next while it sorts this one (on the GPU: cp.async overlap), through both
  * launchers: staged prefill-like rows (causal ranges) and long decode-like
@@ -1053,6 +1091,7 @@ int main(void) {
   tk_staged(&rng);
   tk_floor_edge(&rng);
   tk_clustered(&rng);
+  tk_cluster(&rng);
   tk_many_rows(&rng);
   tk_split(&rng);
   return kt_end();
