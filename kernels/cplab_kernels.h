@@ -320,7 +320,13 @@ int cplab_topk(const cplab_topk_params *p, void *stream, cplab_diag *d);
  * cut into chunks of 16384 columns (32768 for k > 2048); one kernel selects
  * each chunk's exact top-k into scratch (a row's top-k is within the union of
  * its chunks'), a second one each row's top-k from its chunks' candidates,
- * sorted. It splits when the rows are too long to be staged (above) and
+ * sorted. Where there are at most 8 chunks and either one row or few enough
+ * rows that all their chunks run at once (m · chunks <= the SM count), one
+ * kernel does both instead: one row a thread-block cluster of chunks blocks,
+ * which share the row's floors, histogram and winners through distributed
+ * shared memory (sm_90; the scratch is asked for and not used; a device
+ * that refuses the cluster takes the two kernels). Same result either way.
+ * It splits when the rows are too long to be staged (above) and
  * m <= 4 · the device's SM count; otherwise it runs cplab_topk (scratch
  * unused, may be NULL). cplab_topk_scratch gives in *bytes the scratch for
  * (m, n, k) on the current device: m · ceil(n / chunk) · k · 8 when it

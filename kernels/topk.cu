@@ -57,6 +57,9 @@
 //     scratch; (2) TOPK_MERGE: one item per row selecting the row's top-k
 //     from its chunks' candidates (a row's top-k is a subset of the union of
 //     its chunks' top-k) and sorting it. Same keys, same set, same order.
+//     Where one row or all rows' chunks fit the GPU at once (at most 8
+//     chunks a row), topk_cluster_kernel instead (its own section): one
+//     launch, a row a cluster of blocks sharing the bin path's steps.
 //
 // Measured on an H200 (bench/NOTES.md, per-phase clocks of a staged row of
 // 32768 real logits, k = 2048, in SM cycles): floor pass ~8100, compaction
@@ -734,13 +737,31 @@ struct topk_cut {
   unsigned bstar, above, cnt, need; // b*, the keys above it, its keys, how many of them win
 };
 
+// After the bins' scan has set c->bstar (TOPK_BINS, as the caller left it,
+// where fewer than take keys lie above the floor), c->above and c->cnt, and
+// a barrier: the cut, and c->maxb raised to the largest of this thread's
+// bins above b* (h: their counts, from the top).
+static __device__ __forceinline__ topk_cut topk_cut_read(topk_ctl *c, unsigned take, const unsigned (&h)[TOPK_BPT]) {
+  unsigned t = threadIdx.x, lane = t & 31;
+  topk_cut cut;
+  cut.bstar = c->bstar, cut.above = c->above, cut.cnt = c->cnt, cut.need = take - cut.above;
+  unsigned m = 0;
+#pragma unroll
+  for (unsigned i = 0; i < TOPK_BPT; i++)
+    if (TOPK_BINS - 1 - TOPK_BPT * t - i > cut.bstar) m = max(m, h[i]);
+#pragma unroll
+  for (int o = 16; o >= 1; o >>= 1) m = max(m, __shfl_xor_sync(TOPK_FULL, m, o));
+  if (lane == 0 && m) atomicMax(&c->maxb, m);
+  return cut;
+}
+
 // After the histogram (and a barrier): b*, the bin of the take-th largest
 // key counting from the top. Every bin's count is replaced by the number of
 // keys in the bins above it (where its winners go: the placing pass's
 // cursor), and beg keeps a copy (its winners' start). c->maxb: the largest
 // bin above b* (reset to 0 by the caller).
 static __device__ topk_cut topk_bin_find(topk_ctl *c, unsigned take) {
-  unsigned t = threadIdx.x, lane = t & 31, h[TOPK_BPT], excl[TOPK_BPT];
+  unsigned t = threadIdx.x, h[TOPK_BPT], excl[TOPK_BPT];
 #pragma unroll
   for (unsigned i = 0; i < TOPK_BPT; i++) h[i] = c->hist[TOPK_BINS - 1 - TOPK_BPT * t - i];
   topk_scan_bins(c, h, excl);
@@ -751,16 +772,7 @@ static __device__ topk_cut topk_bin_find(topk_ctl *c, unsigned take) {
     if (excl[i] < take && take <= excl[i] + h[i]) c->bstar = b, c->above = excl[i], c->cnt = h[i];
   }
   __syncthreads();
-  topk_cut cut; // (bstar TOPK_BINS, as the caller left it: fewer than take keys above the floor)
-  cut.bstar = c->bstar, cut.above = c->above, cut.cnt = c->cnt, cut.need = take - cut.above;
-  unsigned m = 0;
-#pragma unroll
-  for (unsigned i = 0; i < TOPK_BPT; i++)
-    if (TOPK_BINS - 1 - TOPK_BPT * t - i > cut.bstar) m = max(m, h[i]);
-#pragma unroll
-  for (int o = 16; o >= 1; o >>= 1) m = max(m, __shfl_xor_sync(TOPK_FULL, m, o));
-  if (lane == 0 && m) atomicMax(&c->maxb, m);
-  return cut;
+  return topk_cut_read(c, take, h);
 }
 
 static __device__ __forceinline__ void topk_hist_clear(topk_ctl *c) {
@@ -1248,7 +1260,7 @@ template <int MODE> __global__ void __launch_bounds__(TOPK_THREADS, 1) topk_kern
 // barriers: the histograms are overwritten only once every block has read
 // them.
 static __device__ topk_cut topk_cluster_find(topk_ctl *c, unsigned take, unsigned rank, unsigned C) {
-  unsigned t = threadIdx.x, lane = t & 31, h[TOPK_BPT], pre[TOPK_BPT], excl[TOPK_BPT];
+  unsigned t = threadIdx.x, h[TOPK_BPT], pre[TOPK_BPT], excl[TOPK_BPT];
   static_assert(TOPK_BPT == 4, "a thread's bins are one 16-byte word");
   // Every block's counts of this thread's four bins (hist[2044 - 4t ..
   // 2047 - 4t]), all loads issued before any is used (the first version
@@ -1283,16 +1295,7 @@ static __device__ topk_cut topk_cluster_find(topk_ctl *c, unsigned take, unsigne
     if (excl[i] < take && take <= excl[i] + h[i]) c->bstar = b, c->above = excl[i], c->cnt = h[i];
   }
   __syncthreads();
-  topk_cut cut;
-  cut.bstar = c->bstar, cut.above = c->above, cut.cnt = c->cnt, cut.need = take - cut.above;
-  unsigned m = 0;
-#pragma unroll
-  for (unsigned i = 0; i < TOPK_BPT; i++)
-    if (TOPK_BINS - 1 - TOPK_BPT * t - i > cut.bstar) m = max(m, h[i]);
-#pragma unroll
-  for (int o = 16; o >= 1; o >>= 1) m = max(m, __shfl_xor_sync(TOPK_FULL, m, o));
-  if (lane == 0 && m) atomicMax(&c->maxb, m);
-  return cut;
+  return topk_cut_read(c, take, h);
 }
 
 // The cluster's floors: each block's reduced into block 0's (one cluster
