@@ -1355,7 +1355,8 @@ __global__ void __launch_bounds__(TOPK_THREADS, 1) topk_cluster_kernel(topk_args
   topk_floors mine = {0u, 0u, 0u}; // an empty slice vouches for nothing: the floor 0, the path declines
   if (len && take) mine = row.floors(g, c);
   row.bn = topk_bins_make(topk_cluster_floors(mine, c), topk_floor_high(take, L));
-  bool ok = take > 0 && row.bn.ok;
+  bool ok = take > 0 && row.bn.ok; // (the same in every block: the same floors)
+  if (!ok) cluster_sync(); // every block has read block 0's floors before block 0 may end
   topk_cut cut = {TOPK_BINS, 0, 0, 0};
   if (ok) {
     row.hist(c);
@@ -1378,7 +1379,8 @@ __global__ void __launch_bounds__(TOPK_THREADS, 1) topk_cluster_kernel(topk_args
     }
     ok = ok && cut.bstar != TOPK_BINS && cut.cnt <= TOPK_RANK_MAX;
   }
-  if (!ok) { // block 0 takes the row alone, from global memory; the others touch no block's memory again
+  if (!ok) { // block 0 takes the row alone, from global memory; no block touches another's memory again
+            // (the last remote reads were before the barrier above or in topk_cluster_find)
     if (rank != 0) return;
     __syncthreads();
     if (t == 0) c->ctr = 0, c->maxb = 0, c->ncand = 0, c->bstar = TOPK_BINS;
