@@ -80,6 +80,7 @@ static const cplab_kb_case prefill_cases[] = {
 
 static const cplab_kb_case decode_cases[] = {
     DECODE("topk-decode-b1-32k", 1, 1, 32768, 2048, N_DECODE),
+    DECODE("topk-decode-b16-32k", 1, 16, 32768, 2048, N_DECODE),
     DECODE("topk-decode-b1-128k", 1, 1, 131072, 2048, N_DECODE),
     DECODE("topk-decode-b64-128k", 1, 64, 131072, 2048, N_DECODE),
     DECODE("topk-decode-b128-32k", 1, 128, 32768, 2048, N_DECODE),

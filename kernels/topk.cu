@@ -60,6 +60,9 @@
 //     Where one row or all rows' chunks fit the GPU at once (at most 8
 //     chunks a row), topk_cluster_kernel instead (its own section): one
 //     launch, a row a cluster of blocks sharing the bin path's steps.
+//     Rows that fit but are few (m · 2 blocks <= the SMs, or one row) take
+//     it too, over slices of at least 4096 columns (a decode row of 32768:
+//     8 blocks); many rows that fit take cplab_topk's path.
 //
 // Measured on an H200 (bench/NOTES.md, per-phase clocks of a staged row of
 // 32768 real logits, k = 2048, in SM cycles): floor pass ~8100, compaction
@@ -1574,6 +1577,22 @@ static int topk_cluster_launch(topk_args a, int64_t m, int64_t chunks, int sms, 
   return kcheck_launch(d, "topk_cluster_kernel");
 }
 
+// Rows that one block could stage (decode rows up to ~43k columns) but so
+// few that one block a row leaves most SMs idle: the cluster path over
+// slices of at least TOPK_CLUSTER_SLICE_MIN columns (and 2k), as many
+// blocks a row as there are slices, up to the portable cluster size and,
+// with several rows, the SMs shared out over them (a row's block does its
+// passes' fixed work on a slice as on the whole row, so more blocks a row
+// shorten them only while the slice is not too short: NOTES). 0 or 1: one
+// block a row.
+#ifndef TOPK_CLUSTER_SLICE_MIN
+#define TOPK_CLUSTER_SLICE_MIN 4096
+#endif
+static int64_t topk_cluster_staged_chunks(int64_t m, int64_t n, int k, int sms) {
+  int64_t c = topk_min64(TOPK_CLUSTER_MAX, n / topk_max64(TOPK_CLUSTER_SLICE_MIN, 2 * (int64_t)k));
+  return m > 1 ? topk_min64(c, sms / m) : c;
+}
+
 extern "C" int cplab_topk_split(const cplab_topk_params *p, void *stream, cplab_diag *d) {
   const char *name = "cplab_topk_split";
   int run = 0, rc = topk_check(p, &run, d, name);
@@ -1583,13 +1602,17 @@ extern "C" int cplab_topk_split(const cplab_topk_params *p, void *stream, cplab_
   if (rc) return rc;
   topk_args a = topk_args_make(p);
   int64_t chunk, chunks;
-  if (!topk_plan(p->m, p->n, p->k, sms, optin, &chunk, &chunks))
+  int launched = 0;
+  if (!topk_plan(p->m, p->n, p->k, sms, optin, &chunk, &chunks)) {
+    rc = topk_cluster_launch(a, p->m, topk_cluster_staged_chunks(p->m, p->n, p->k, sms), sms, optin, stream, d,
+                             &launched);
+    if (rc || launched) return rc;
     return topk_launch<TOPK_ROWS>(a, sms, optin, stream, d, name);
+  }
   size_t need = (size_t)p->m * (size_t)chunks * (size_t)p->k * 8;
   KCHECK_ARG(d, p->scratch_bytes >= need && p->scratch && kaligned(p->scratch, 16),
              "%s: %zu bytes of scratch given (16-byte aligned), %zu needed (cplab_topk_scratch)", name,
              p->scratch_bytes, need); // (asked even where the cluster path, which needs none, runs: one contract)
-  int launched = 0;
   rc = topk_cluster_launch(a, p->m, chunks, sms, optin, stream, d, &launched);
   if (rc || launched) return rc;
   a.scratch = (uint64_t *)p->scratch;
