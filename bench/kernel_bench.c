@@ -50,6 +50,7 @@ static const cplab_kb_kernel *const kernels[] = {
     &cplab_kb_sparse_mla_decode_fp8,
     &cplab_kb_indexer_logits_prefill,
     &cplab_kb_indexer_logits_decode,
+    &cplab_kb_indexer_topk_decode,
     &cplab_kb_topk_prefill,
     &cplab_kb_topk_decode,
     &cplab_kb_topk_merge,

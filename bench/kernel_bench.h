@@ -144,6 +144,7 @@ extern const cplab_kb_kernel cplab_kb_sparse_mla_decode_fp8;
 extern const cplab_kb_kernel cplab_kb_indexer_logits_prefill;
 /* bench/kernel_indexer_decode.c, */
 extern const cplab_kb_kernel cplab_kb_indexer_logits_decode;
+extern const cplab_kb_kernel cplab_kb_indexer_topk_decode;
 /* bench/kernel_topk.c, */
 extern const cplab_kb_kernel cplab_kb_topk_prefill;
 extern const cplab_kb_kernel cplab_kb_topk_decode;

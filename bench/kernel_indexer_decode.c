@@ -1,5 +1,9 @@
 /* cplab-kernel-bench: the decode indexer logits (cplab_indexer_logits_decode)
- * straight from the paged indexer cache. A case is `batch` decode rows of
+ * straight from the paged indexer cache, and the decode indexer as a whole
+ * (indexer_topk_decode: those logits, then cplab_topk_split on them, as the
+ * executor's decode step runs them; timed as one operation, so that its time
+ * against the two kernels' own says what the logits' round trip through
+ * memory and the second launch cost: the question a fused kernel answers). A case is `batch` decode rows of
  * `context` tokens each under DCP `dcp` (interleave 1): the rank's own keys
  * are ceil(context / dcp) a row (rank 0's count), in blocks of 64 slots
  * whose order in the cache is shuffled, as a long-running server's is. The
@@ -23,7 +27,7 @@
 #define DL_TOL_REL 2e-3 /* as the prefill logits' (bench/kernel_indexer.c) */
 
 typedef struct dl_shape {
-  int heads, dcp;
+  int heads, dcp, k; /* k: the top-k after the logits (indexer_topk_decode), 0 for the logits alone */
   int64_t batch, context;
 } dl_shape;
 
@@ -35,6 +39,11 @@ typedef struct dl_shape {
 #define N_LONG "long context; DeepSeek-V3.2's indexer (64 heads)"
 #define N_GLM "GLM-5's indexer (32 heads)"
 #define N_DCP "a DCP rank's own keys (1/D of the context, interleave 1)"
+#define DI(nm, def, h, b, c, kk, nt)                                                                             \
+  {                                                                                                              \
+    nm, def, &(const dl_shape){.heads = h, .dcp = 1, .k = kk, .batch = b, .context = c}, nt                     \
+  }
+#define N_DI "logits then top-k 2048, one operation (the published fused peers: ~17 us at b1 32k)"
 
 static const cplab_kb_case dl_cases[] = {
     DL("dlogits-h64-b1-32k", 1, 64, 1, 32768, 1, N_FM),
@@ -50,22 +59,35 @@ static const cplab_kb_case dl_cases[] = {
     DL("smoke-dlogits", 0, 32, 2, 300, 2, "tiny: the tests' smoke case (CPU emulation, GPU smoke test)"),
 };
 
+static const cplab_kb_case di_cases[] = {
+    DI("dindexer-h64-b1-32k", 1, 64, 1, 32768, 2048, N_DI),
+    DI("dindexer-h32-b1-32k", 1, 32, 1, 32768, 2048, N_DI " (GLM-5's 32 heads)"),
+    DI("dindexer-h64-b16-32k", 1, 64, 16, 32768, 2048, N_DI),
+    DI("dindexer-h64-b1-128k", 1, 64, 1, 131072, 2048, N_DI),
+    DI("smoke-dindexer", 0, 32, 2, 3000, 256, "tiny: the tests' smoke case (CPU emulation, GPU smoke test)"),
+};
+
 static json_t *dl_shape_json(const void *p) {
   const dl_shape *s = p;
-  return json_pack("{s:i, s:I, s:I, s:i}", "heads", s->heads, "batch", (json_int_t)s->batch, "context",
-                   (json_int_t)s->context, "dcp", s->dcp);
+  json_t *o = json_pack("{s:i, s:I, s:I, s:i}", "heads", s->heads, "batch", (json_int_t)s->batch, "context",
+                        (json_int_t)s->context, "dcp", s->dcp);
+  if (o && s->k) json_object_set_new(o, "k", json_integer(s->k));
+  return o;
 }
 
 static void dl_shape_text(const void *p, char *buf, size_t cap) {
   const dl_shape *s = p;
-  snprintf(buf, cap, "h%d b%lld context %lld%s", s->heads, (long long)s->batch, (long long)s->context,
-           s->dcp > 1 ? (s->dcp == 2 ? " dcp 2" : s->dcp == 4 ? " dcp 4" : " dcp 8") : "");
+  int at = snprintf(buf, cap, "h%d b%lld context %lld%s", s->heads, (long long)s->batch, (long long)s->context,
+                    s->dcp > 1 ? (s->dcp == 2 ? " dcp 2" : s->dcp == 4 ? " dcp 4" : " dcp 8") : "");
+  if (s->k && at >= 0 && (size_t)at < cap) snprintf(buf + at, cap - (size_t)at, " k %d", s->k);
 }
 
 typedef struct dl_set {
   uint8_t *cache; /* [slots][132] */
   cplab_kbi_queries q;
   float *logits; /* [batch][keys] */
+  int32_t *idx;  /* [batch][k] (indexer_topk_decode) */
+  float *score;
 } dl_set;
 
 typedef struct dl_inst {
@@ -73,7 +95,9 @@ typedef struct dl_inst {
   uint64_t seed;
   int sets, turn, check_rows, nb; /* nb: blocks a row */
   int64_t keys, slots;            /* the rank's keys a row; cache slots */
-  int32_t *bt, *d_bt, *d_req, *d_cnt;
+  int32_t *bt, *d_bt, *d_req, *d_cnt, *d_zero; /* d_cnt, d_zero: the rows' key counts and zeros (top-k ke, ks) */
+  void *scratch;                               /* cplab_topk_split's (cplab_topk_scratch) */
+  size_t scratch_bytes;
   double key_bytes, set_bytes;
   dl_set set[CPLAB_KBI_MAX_SETS];
 } dl_inst;
@@ -87,9 +111,11 @@ static void dl_teardown(void *p) {
   if (!x) return;
   for (int i = 0; i < x->sets; i++) {
     cplab_dev_free(x->set[i].cache, &d), cplab_dev_free(x->set[i].logits, &d);
+    cplab_dev_free(x->set[i].idx, &d), cplab_dev_free(x->set[i].score, &d);
     cplab_kbi_queries_free(&x->set[i].q);
   }
   cplab_dev_free(x->d_bt, &d), cplab_dev_free(x->d_req, &d), cplab_dev_free(x->d_cnt, &d);
+  cplab_dev_free(x->d_zero, &d), cplab_dev_free(x->scratch, &d);
   free(x->bt);
   free(x);
 }
@@ -121,7 +147,8 @@ static int dl_setup(const cplab_kb_case *c, const cplab_kb_env *env, void *strea
   x->nb = (int)((x->keys + DL_BLOCK - 1) / DL_BLOCK);
   x->slots = B * x->nb * DL_BLOCK;
   x->key_bytes = (double)B * x->keys * CPLAB_IDX_ENTRY_BYTES;
-  x->set_bytes = x->key_bytes + (double)B * x->keys * 4 + (double)B * s->heads * (CPLAB_IDX_DIM + 4);
+  x->set_bytes = x->key_bytes + (double)B * x->keys * 4 + (double)B * s->heads * (CPLAB_IDX_DIM + 4) +
+                 (double)B * s->k * 8;
   x->bt = malloc((size_t)B * x->nb * sizeof *x->bt);
   int32_t *req = malloc((size_t)B * 4), *cnt = malloc((size_t)B * 4);
   int rc = x->bt && req && cnt ? 0 : cplab_diag_set(d, CPLAB_ENOMEM, "out of host memory");
@@ -130,15 +157,21 @@ static int dl_setup(const cplab_kb_case *c, const cplab_kb_env *env, void *strea
   if (!rc) rc = cplab_kbi_upload((void **)&x->d_bt, x->bt, (size_t)B * x->nb * 4, d);
   if (!rc) rc = cplab_kbi_upload((void **)&x->d_req, req, (size_t)B * 4, d);
   if (!rc) rc = cplab_kbi_upload((void **)&x->d_cnt, cnt, (size_t)B * 4, d);
+  for (int64_t b = 0; !rc && b < B; b++) req[b] = 0;
+  if (!rc && s->k) rc = cplab_kbi_upload((void **)&x->d_zero, req, (size_t)B * 4, d);
+  if (!rc && s->k) rc = cplab_topk_scratch(B, x->keys, s->k, &x->scratch_bytes, d);
+  if (!rc && x->scratch_bytes) rc = cplab_dev_alloc(&x->scratch, x->scratch_bytes, d);
   free(req), free(cnt);
   double cache_bytes = (double)x->slots * CPLAB_IDX_ENTRY_BYTES;
-  int sets = rc ? 0 : cplab_kbi_sets(env, x->set_bytes, cache_bytes + (double)B * x->keys * 4);
+  int sets = rc ? 0 : cplab_kbi_sets(env, x->set_bytes, cache_bytes + (double)B * x->keys * 4 + (double)B * s->k * 8);
   for (int si = 0; !rc && si < sets; si++) {
     dl_set *st = &x->set[si];
     x->sets = si + 1;
     rc = cplab_kbi_gen_keys(env->seed, dl_cache_req(si), NULL, x->slots, &st->cache, stream, d);
     if (!rc) rc = cplab_kbi_gen_queries(env->seed, dl_query_req(si), s->context, B, s->heads, &st->q, stream, d);
     if (!rc) rc = cplab_dev_alloc((void **)&st->logits, (size_t)(B * x->keys) * 4, d);
+    if (!rc && s->k) rc = cplab_dev_alloc((void **)&st->idx, (size_t)(B * s->k) * 4, d);
+    if (!rc && s->k) rc = cplab_dev_alloc((void **)&st->score, (size_t)(B * s->k) * 4, d);
   }
   return rc;
 }
@@ -146,12 +179,17 @@ static int dl_setup(const cplab_kb_case *c, const cplab_kb_env *env, void *strea
 static int dl_run_set(dl_inst *x, int si, void *stream, cplab_diag *d) {
   const dl_shape *s = x->s;
   dl_set *st = &x->set[si];
-  return cplab_indexer_logits_decode(
+  int rc = cplab_indexer_logits_decode(
       &(cplab_indexer_logits_decode_params){.q = st->q.q, .weight = st->q.weight, .m = s->batch, .heads = s->heads,
                                             .idx_cache = st->cache, .num_slots = x->slots, .block_table = x->d_bt,
                                             .num_req = (int)s->batch, .max_blocks = x->nb, .block_size = DL_BLOCK,
                                             .row_req = x->d_req, .row_keys = x->d_cnt, .n = x->keys,
                                             .logits = st->logits}, stream, d);
+  if (!rc && s->k) /* as the executor's decode step (exec/engine_rank.c) */
+    rc = cplab_topk_split(&(cplab_topk_params){.logits = st->logits, .m = s->batch, .n = x->keys, .ks = x->d_zero,
+                                               .ke = x->d_cnt, .k = s->k, .idx = st->idx, .score = st->score,
+                                               .scratch = x->scratch, .scratch_bytes = x->scratch_bytes}, stream, d);
+  return rc;
 }
 
 static int dl_run(void *p, void *stream, cplab_diag *d) {
@@ -202,6 +240,32 @@ static int dl_check_row(const dl_inst *x, int64_t b, const float *got, double *r
   return 0;
 }
 
+/* indexer_topk_decode: the checked rows' top-k against the host top-k of
+ * the logits the kernel wrote (exact: indices and score bits); *bad the
+ * entries that differ, *compared those compared. */
+static int dl_check_topk(const dl_inst *x, int64_t *compared, int64_t *bad, cplab_diag *d) {
+  const dl_shape *s = x->s;
+  const dl_set *st = &x->set[0];
+  int64_t n = x->keys;
+  int k = s->k, rc = 0;
+  float *row = malloc((size_t)n * 4), *got_s = malloc((size_t)k * 4), *want_s = malloc((size_t)k * 4);
+  int32_t *got = malloc((size_t)k * 4), *want = malloc((size_t)k * 4);
+  if (!row || !got_s || !want_s || !got || !want) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of host memory for the check");
+  for (int i = 0; !rc && i < x->check_rows; i++) {
+    int64_t b = cplab_kbi_check_row(i, x->check_rows, s->batch);
+    rc = cplab_dev_download(row, st->logits + b * n, (size_t)n * 4, d);
+    if (!rc) rc = cplab_dev_download(got, st->idx + b * k, (size_t)k * 4, d);
+    if (!rc) rc = cplab_dev_download(got_s, st->score + b * k, (size_t)k * 4, d);
+    if (!rc) rc = cplab_kbi_host_topk(row, n, k, want, want_s, d);
+    for (int j = 0; !rc && j < k; j++) {
+      (*compared)++;
+      *bad += got[j] != want[j] || memcmp(&got_s[j], &want_s[j], sizeof(float)) != 0;
+    }
+  }
+  free(row), free(got_s), free(want_s), free(got), free(want);
+  return rc;
+}
+
 static int dl_check(void *p, void *stream, cplab_kb_check *res, cplab_diag *d) {
   dl_inst *x = p;
   const dl_shape *s = x->s;
@@ -209,6 +273,8 @@ static int dl_check(void *p, void *stream, cplab_kb_check *res, cplab_diag *d) {
   int64_t n = x->keys;
   memset(res, 0, sizeof *res);
   int rc = cplab_poison_bytes(st->logits, (size_t)(s->batch * n) * 4, 0xFF, stream, d);
+  if (!rc && s->k) rc = cplab_poison_bytes(st->idx, (size_t)(s->batch * s->k) * 4, 0xEE, stream, d);
+  if (!rc && s->k) rc = cplab_poison_bytes(st->score, (size_t)(s->batch * s->k) * 4, 0xFF, stream, d);
   if (!rc) rc = dl_run_set(x, 0, stream, d);
   if (!rc) rc = cplab_dev_sync(stream, d);
   float *got = malloc((size_t)n * 4);
@@ -223,11 +289,14 @@ static int dl_check(void *p, void *stream, cplab_kb_check *res, cplab_diag *d) {
     res->compared += n;
   }
   free(got);
+  int64_t tk_compared = 0, tk_bad = 0;
+  if (!rc && s->k) rc = dl_check_topk(x, &tk_compared, &tk_bad, d);
   if (rc) return rc;
   res->rows = x->check_rows;
-  res->mismatches = tie_bad;
+  res->compared += tk_compared;
+  res->mismatches = tie_bad + tk_bad;
   res->tol_rel_err = DL_TOL_REL;
-  res->ok = res->max_rel_err <= DL_TOL_REL && tie_bad == 0;
+  res->ok = res->max_rel_err <= DL_TOL_REL && tie_bad == 0 && tk_bad == 0;
   snprintf(res->reference, sizeof res->reference,
            "sim_indexer_logit (double) of each key the block table names: error / the row's max |logit|; copied "
            "keys' logits bit-identical, exactly");
@@ -235,6 +304,15 @@ static int dl_check(void *p, void *stream, cplab_kb_check *res, cplab_diag *d) {
            "%d rows x %lld keys: max error %.3g of the row's max |logit| (<= %g), %lld of %lld copied keys not "
            "bit-identical to their source",
            x->check_rows, (long long)n, res->max_rel_err, DL_TOL_REL, (long long)tie_bad, (long long)tie_pairs);
+  if (s->k) {
+    size_t at = strlen(res->detail);
+    snprintf(res->detail + at, sizeof res->detail - at,
+             "; top-k: %lld of %lld entries differ from the host top-k of the kernel's logits (exact)",
+             (long long)tk_bad, (long long)tk_compared);
+    snprintf(res->reference, sizeof res->reference,
+             "sim_indexer_logit (double) through the block table, error / the row's max |logit|; the top-k: the host "
+             "top-k of the logits written, exactly");
+  }
   return 0;
 }
 
@@ -244,7 +322,8 @@ static void dl_work(const void *p, cplab_kb_work *w) {
   w->bytes = x->key_bytes;
   w->sets = x->sets;
   w->set_bytes = x->set_bytes;
-  snprintf(w->launcher, sizeof w->launcher, "cplab_indexer_logits_decode");
+  snprintf(w->launcher, sizeof w->launcher, "%s",
+           x->s->k ? "cplab_indexer_logits_decode + cplab_topk_split" : "cplab_indexer_logits_decode");
 }
 
 const cplab_kb_kernel cplab_kb_indexer_logits_decode = {
@@ -263,4 +342,23 @@ const cplab_kb_kernel cplab_kb_indexer_logits_decode = {
     .rate = CPLAB_KB_RATE_BYTES,
     .work_note = "gbps: the key bytes read (132 a key of the rank's own keys, every row), against the copy ceiling; "
                  "the logits written (4 a key) and the queries are not counted",
+};
+
+const cplab_kb_kernel cplab_kb_indexer_topk_decode = {
+    .name = "indexer_topk_decode",
+    .summary = "the decode indexer in one operation: cplab_indexer_logits_decode, then cplab_topk_split on its logits",
+    .cases = di_cases,
+    .ncases = (int)(sizeof di_cases / sizeof di_cases[0]),
+    .shape_json = dl_shape_json,
+    .shape_text = dl_shape_text,
+    .setup = dl_setup,
+    .check = dl_check,
+    .run = dl_run,
+    .work = dl_work,
+    .teardown = dl_teardown,
+    .check_kind = CPLAB_KB_CHECK_TOLERANCE,
+    .rate = CPLAB_KB_RATE_BYTES,
+    .work_note = "gbps: the key bytes read (132 a key, every row), as indexer_logits_decode's; the time is the two "
+                 "kernels' together, set against theirs alone (indexer_logits_decode, topk_decode) for the cost of the "
+                 "logits' round trip through memory",
 };

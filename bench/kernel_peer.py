@@ -20,6 +20,7 @@ bench/kernel_peer.h). Needs only torch (numpy is not used).
                          scale, -inf outside the causal rows' range;
   indexer_logits_decode  the same row by row, each row's keys gathered first
                          through its block table (index_select);
+  indexer_topk_decode    that, then torch.topk (k, sorted) of each row;
   topk_prefill,          torch.topk (k, sorted) of fp32 logits [rows][keys]
   topk_decode            (-inf outside the causal rows' range);
   topk_merge             torch.topk over each row's D x k concatenated
@@ -359,6 +360,28 @@ class DecodeLogitsPeer(LogitsPeer):
         return self.b * self.n * (132 + 4) + self.b * self.h * 132
 
 
+class DecodeIndexerPeer(DecodeLogitsPeer):
+    """indexer_topk_decode: the decode logits' peer, then torch.topk (k, sorted) of every row's logits."""
+
+    def __init__(self, torch, dev, shape, gen):
+        super().__init__(torch, dev, shape, gen)
+        self.k = shape["k"]
+        self.name += " + torch.topk (sorted)"
+
+    def make_set(self):
+        st = super().make_set()
+        st["v"] = self.t.empty((self.b, self.k), dtype=self.t.float32, device=self.dev)
+        st["i"] = self.t.empty((self.b, self.k), dtype=self.t.int64, device=self.dev)
+        return st
+
+    def call(self, st):
+        super().call(st)
+        self.t.topk(st["out"], self.k, dim=-1, largest=True, sorted=True, out=(st["v"], st["i"]))
+
+    def touched_bytes(self):
+        return super().touched_bytes() + self.b * self.n * 4 + self.b * self.k * 12
+
+
 class TopkPeer(IndexerPeer):
     """topk_prefill, topk_decode: torch.topk of fp32 logits [rows][keys]."""
 
@@ -569,6 +592,7 @@ PEERS = {
     "sparse_mla_decode_fp8": lambda torch, dev, shape, gen: Peer(torch, dev, shape, True, gen),
     "indexer_logits_prefill": LogitsPeer,
     "indexer_logits_decode": DecodeLogitsPeer,
+    "indexer_topk_decode": DecodeIndexerPeer,
     "topk_prefill": TopkPeer,
     "topk_decode": TopkPeer,
     "topk_merge": MergePeer,

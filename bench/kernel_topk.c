@@ -361,7 +361,8 @@ static void work(const void *p, cplab_kb_work *w) {
   w->set_bytes = x->set_bytes;
   snprintf(w->launcher, sizeof w->launcher, "%s",
            x->mode == TOPK_MERGE    ? "cplab_topk_merge"
-           : x->mode == TOPK_DECODE ? (x->scratch_bytes ? "cplab_topk_split (split over the row + merge)" : "cplab_topk_split (not split)")
+           : x->mode == TOPK_DECODE ? (x->scratch_bytes ? "cplab_topk_split (long rows: chunks + merge, or a cluster a row)"
+                                                      : "cplab_topk_split (rows that fit: a block, or a cluster a row)")
                                     : "cplab_topk");
 }
 

@@ -6,6 +6,7 @@
 # DCP rank's rows, half the entries -1, 3 rows that the split launcher
 # spreads over more blocks on a GPU of many SMs; the indexer path's:
 # smoke-logits, causal rows over 256 keys with copied keys (exact ties);
+# smoke-dindexer, decode logits then their top-k;
 # smoke-topk, causal rows, some shorter than k (-1 padding); smoke-topk-decode;
 # smoke-topk-merge, 2 owners at interleave 2; smoke-convert-prefill and
 # -decode; smoke-gather and smoke-gather-idx, a partly used last block;
@@ -39,7 +40,7 @@ expect_grep "$WORK/out" "^# ceilings (.*): copy .* GB/s .*bf16 GEMM .* TFLOPS" "
 expect_grep "$WORK/err" "check ok (8 rows x 16 heads" "prefill: 8 rows of all heads checked"
 expect_grep "$WORK/err" "check ok (3 rows x 16 heads" "decode: every row of the batch checked"
 # The indexer path: one table line and one passed check per case.
-for c in smoke-logits smoke-dlogits smoke-topk smoke-topk-decode smoke-topk-merge smoke-convert-prefill smoke-convert-decode \
+for c in smoke-logits smoke-dlogits smoke-dindexer smoke-topk smoke-topk-decode smoke-topk-merge smoke-convert-prefill smoke-convert-decode \
   smoke-gather smoke-gather-idx smoke-restore smoke-combine; do
   expect_grep "$WORK/out" "^ $c " "$c has its table line"
 done
@@ -48,6 +49,8 @@ expect_grep "$WORK/err" "smoke-logits .*check ok (8 rows x 256 keys: max error .
   "logits: 8 rows within 2e-3 of the double reference, -inf outside, copied keys' ties exact"
 expect_grep "$WORK/err" "smoke-dlogits .*check ok (2 rows x 150 keys: max error .* (<= 0.002), 0 of [0-9]* copied keys" \
   "decode logits: both rows within 2e-3 of the double reference through the shuffled block table"
+expect_grep "$WORK/err" "smoke-dindexer .*check ok (2 rows x 3000 keys: max error .* (<= 0.002), 0 of [0-9]* copied keys.*; top-k: 0 of 512 entries differ" \
+  "the decode indexer (logits, then top-k 256 of them): both rows' logits within 2e-3, their top-k exact"
 expect_grep "$WORK/err" "smoke-topk .*check ok (8 rows x 290 entries: 0 indices or scores differ" "top-k prefill: 8 rows exact"
 expect_grep "$WORK/err" "smoke-topk-decode .*check ok (2 rows x 1024 entries: 0 " "top-k decode: every row exact"
 expect_grep "$WORK/err" "smoke-topk-merge .*check ok (2 rows x 256 entries: 0 .* all the row's keys" "merge: every row exact"
@@ -68,7 +71,7 @@ expect_grep "$WORK/err" "smoke-ceil-fp8 .*check ok (fp8 64x64x64: 256 sampled el
   "the fp8 GEMM ceiling: 256 samples checked"
 expect_grep "$WORK/err" "smoke-combine .*check ok (3 rows x 4 heads x 512: worst .* (bound 1e-06), 0 beyond" \
   "combine: every row within 1e-6 of sim_lse_combine"
-if "$PY" - "$WORK/kernels.json" <<'CHECK'; then pass "kernels.json: 16 entries, checked, timed, with their fields"; else fail "kernels.json is not as expected"; fi
+if "$PY" - "$WORK/kernels.json" <<'CHECK'; then pass "kernels.json: 17 entries, checked, timed, with their fields"; else fail "kernels.json is not as expected"; fi
 import json, sys
 doc = json.load(open(sys.argv[1]))
 assert doc["complete"] is True and doc["card"]["name"] and doc["commit"] and doc["command"] and doc["date"]
@@ -77,6 +80,7 @@ attn = ("smoke-decode", "smoke-prefill")
 shapes = {  # the indexer path's kernels: exactly their shape fields, and their rate
     "smoke-logits": ("indexer_logits_prefill", {"heads", "queries", "keys", "causal"}, "tflops"),
     "smoke-dlogits": ("indexer_logits_decode", {"heads", "batch", "context", "dcp"}, "gbps"),
+    "smoke-dindexer": ("indexer_topk_decode", {"heads", "batch", "context", "dcp", "k"}, "gbps"),
     "smoke-topk": ("topk_prefill", {"queries", "keys", "k", "causal"}, "gbps"),
     "smoke-topk-decode": ("topk_decode", {"batch", "context", "k"}, "gbps"),
     "smoke-topk-merge": ("topk_merge", {"batch", "dcp", "context", "k", "interleave"}, "gbps"),
@@ -111,7 +115,7 @@ for name, (kernel, fields, rate) in shapes.items():
     assert x[rate] > 0 and x["p10_us"] <= x["median_us"] <= x["p90_us"] and x["sets"] >= 2, name
     c = x["check"]
     assert c["ok"] is True and c["mismatches"] == 0 and c["compared"] > 0 and c["rows"] > 0 and c["reference"], name
-    if kernel.startswith("indexer_logits"):
+    if kernel.startswith("indexer_"):  # the logits, alone or before a top-k
         assert c["tol_rel_err"] == 2e-3 and 0 <= c["max_rel_err"] <= 2e-3, c
     elif kernel == "lse_combine":
         assert c["tol_rel_err"] == 1e-6 and 0 <= c["max_rel_err"] <= 1e-6, c

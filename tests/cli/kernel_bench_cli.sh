@@ -52,7 +52,7 @@ expect_grep "$WORK/out" "^>\* topk-merge-dcp8-b64-128k .* dcp 8 " "the merge of 
 expect_grep "$WORK/out" "^>\* convert-decode-b64-dcp4 .* decode rows 64 k 2048 " "a decode conversion is a default case"
 expect_grep "$WORK/out" "^>\* gather-32k .* keys 32768 " "a gather of 32k rows is a default case"
 expect_grep "$WORK/out" "^>\* restore-32k-pcp4 .* tokens 32768 pcp 4 " "a restore is a default case"
-for c in smoke-logits smoke-dlogits smoke-topk smoke-topk-decode smoke-topk-merge smoke-convert-prefill \
+for c in smoke-logits smoke-dlogits smoke-dindexer smoke-topk smoke-topk-decode smoke-topk-merge smoke-convert-prefill \
   smoke-convert-decode smoke-gather smoke-restore; do
   expect_grep "$WORK/out" "^   $c " "the smoke case $c is listed but not run by default"
 done
@@ -132,7 +132,7 @@ refuse() { # refuse DESCRIPTION PATTERN ARGS...
 if "$KB" --list --kernel gather_nccl >/dev/null 2>&1; then RANKED=yes; ranked_names=", gather_nccl, moe_paths"
 else RANKED=no; ranked_names=; fi
 refuse "an unknown kernel" "\-\-kernel: unknown kernel 'attn' (kernels: sparse_mla_prefill, sparse_mla_decode_fp8, \
-indexer_logits_prefill, indexer_logits_decode, topk_prefill, topk_decode, topk_merge, convert, gather_upconvert, \
+indexer_logits_prefill, indexer_logits_decode, indexer_topk_decode, topk_prefill, topk_decode, topk_merge, convert, gather_upconvert, \
 gather_idx, restore, lse_combine, ceiling_copy, ceiling_gemm_bf16, ceiling_gemm_fp8$ranked_names; families: ceilings)" \
   --kernel attn
 refuse "a case of another kernel (indexer path)" "'smoke-topk' matches no case of the kernels --kernel selects" \
