@@ -61,8 +61,8 @@
 //     chunks a row), topk_cluster_kernel instead (its own section): one
 //     launch, a row a cluster of blocks sharing the bin path's steps.
 //     Rows that fit but are few (m · 2 blocks <= the SMs, or one row) take
-//     it too, over slices of at least 4096 columns (a decode row of 32768:
-//     8 blocks); many rows that fit take cplab_topk's path.
+//     it too, over slices of at least 8192 columns (a decode row of 32768:
+//     4 blocks); many rows that fit take cplab_topk's path.
 //
 // Measured on an H200 (bench/NOTES.md, per-phase clocks of a staged row of
 // 32768 real logits, k = 2048, in SM cycles): floor pass ~8100, compaction
@@ -1586,7 +1586,7 @@ static int topk_cluster_launch(topk_args a, int64_t m, int64_t chunks, int sms, 
 // shorten them only while the slice is not too short: NOTES). 0 or 1: one
 // block a row.
 #ifndef TOPK_CLUSTER_SLICE_MIN
-#define TOPK_CLUSTER_SLICE_MIN 4096
+#define TOPK_CLUSTER_SLICE_MIN 8192
 #endif
 static int64_t topk_cluster_staged_chunks(int64_t m, int64_t n, int k, int sms) {
   int64_t c = topk_min64(TOPK_CLUSTER_MAX, n / topk_max64(TOPK_CLUSTER_SLICE_MIN, 2 * (int64_t)k));

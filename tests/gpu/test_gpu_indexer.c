@@ -802,7 +802,7 @@ static void tk_clustered(uint64_t *rng) {
 /* One row through cplab_topk_split: on every device (the emulation's one
  * SM included) the cluster path, one row a cluster of blocks over its
  * slices, for long rows (65536..131072 columns: the split's chunks) and for
- * rows one block could stage (8192..36000 columns: slices of max(4096, 2k)):
+ * rows one block could stage (16384..36000 columns: slices of max(8192, 2k)):
  * nearly distinct values (the bin path across the cluster), large values in
  * one warp's share of every 2048 columns (its first floor leaves too few
  * keys: the proven one, again), quantised values on a partial, unaligned
@@ -815,9 +815,9 @@ static void tk_cluster(uint64_t *rng) {
     int k, kind, ks, ke; /* kind -2: the clustered rows above; ke 0: n */
   } cs[] = {{131072, 2048, 2, 0, 0},  {131072, 2048, -2, 3, 0}, {100003, 1000, 3, 37, 99001},
             {131072, 4096, 2, 0, 0},  {65536, 2048, 2, 5, 0},   {131072, 2048, 0, 0, 0},
-            /* rows one block could stage: slices of max(4096, 2k) columns */
+            /* rows one block could stage: slices of max(8192, 2k) columns */
             {32768, 2048, 2, 0, 0},   {32768, 2048, -2, 1, 0},  {20000, 1000, 3, 11, 19001},
-            {36000, 4096, 2, 0, 0},   {8192, 2048, 0, 0, 0},    {16384, 2048, 1, 2, 16383}};
+            {36000, 4096, 2, 0, 0},   {24576, 2048, 0, 0, 0},   {16384, 2048, 1, 2, 16383}};
   int n_cases = (int)(sizeof cs / sizeof *cs), bad = 0, differ = 0;
   for (int c = 0; c < n_cases; c++) {
     int64_t n = cs[c].n;
@@ -836,7 +836,7 @@ static void tk_cluster(uint64_t *rng) {
     free(logits), free(score), free(score2), free(idx), free(idx2);
   }
   kt_check(bad == 0 && differ == 0,
-           "topk_split: %d cases of one row of 8192..131072 columns (the cluster path; k 1000 / 2048 / 4096; nearly "
+           "topk_split: %d cases of one row of 16384..131072 columns (the cluster path; k 1000 / 2048 / 4096; nearly "
            "distinct, clustered, quantised on a partial range, few values): exact (%d rows differ), bit-identical to "
            "cplab_topk (%d cases differ)",
            n_cases, bad, differ);
