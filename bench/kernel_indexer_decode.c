@@ -326,39 +326,24 @@ static void dl_work(const void *p, cplab_kb_work *w) {
            x->s->k ? "cplab_indexer_logits_decode + cplab_topk_split" : "cplab_indexer_logits_decode");
 }
 
-const cplab_kb_kernel cplab_kb_indexer_logits_decode = {
-    .name = "indexer_logits_decode",
-    .summary = "cplab_indexer_logits_decode: e4m3 q [batch][heads][128] over the paged 132-byte cache, fp32 logits",
-    .cases = dl_cases,
-    .ncases = (int)(sizeof dl_cases / sizeof dl_cases[0]),
-    .shape_json = dl_shape_json,
-    .shape_text = dl_shape_text,
-    .setup = dl_setup,
-    .check = dl_check,
-    .run = dl_run,
-    .work = dl_work,
-    .teardown = dl_teardown,
-    .check_kind = CPLAB_KB_CHECK_TOLERANCE,
-    .rate = CPLAB_KB_RATE_BYTES,
-    .work_note = "gbps: the key bytes read (132 a key of the rank's own keys, every row), against the copy ceiling; "
-                 "the logits written (4 a key) and the queries are not counted",
-};
-
-const cplab_kb_kernel cplab_kb_indexer_topk_decode = {
-    .name = "indexer_topk_decode",
-    .summary = "the decode indexer in one operation: cplab_indexer_logits_decode, then cplab_topk_split on its logits",
-    .cases = di_cases,
-    .ncases = (int)(sizeof di_cases / sizeof di_cases[0]),
-    .shape_json = dl_shape_json,
-    .shape_text = dl_shape_text,
-    .setup = dl_setup,
-    .check = dl_check,
-    .run = dl_run,
-    .work = dl_work,
-    .teardown = dl_teardown,
-    .check_kind = CPLAB_KB_CHECK_TOLERANCE,
-    .rate = CPLAB_KB_RATE_BYTES,
-    .work_note = "gbps: the key bytes read (132 a key, every row), as indexer_logits_decode's; the time is the two "
-                 "kernels' together, set against theirs alone (indexer_logits_decode, topk_decode) for the cost of the "
-                 "logits' round trip through memory",
-};
+/* The two kernels share everything but their cases, names and notes. */
+#define DL_KERNEL(kname, text, table, note)                                                                          \
+  {                                                                                                                  \
+    .name = kname, .summary = text, .cases = table, .ncases = (int)(sizeof table / sizeof table[0]),                 \
+    .shape_json = dl_shape_json, .shape_text = dl_shape_text, .setup = dl_setup, .check = dl_check, .run = dl_run,  \
+    .work = dl_work, .teardown = dl_teardown, .check_kind = CPLAB_KB_CHECK_TOLERANCE, .rate = CPLAB_KB_RATE_BYTES,   \
+    .work_note = note                                                                                                \
+  }
+const cplab_kb_kernel cplab_kb_indexer_logits_decode =
+    DL_KERNEL("indexer_logits_decode",
+              "cplab_indexer_logits_decode: e4m3 q [batch][heads][128] over the paged 132-byte cache, fp32 logits",
+              dl_cases,
+              "gbps: the key bytes read (132 a key of the rank's own keys, every row), against the copy ceiling; "
+              "the logits written (4 a key) and the queries are not counted");
+const cplab_kb_kernel cplab_kb_indexer_topk_decode =
+    DL_KERNEL("indexer_topk_decode",
+              "the decode indexer in one operation: cplab_indexer_logits_decode, then cplab_topk_split on its logits",
+              di_cases,
+              "gbps: the key bytes read (132 a key, every row), as indexer_logits_decode's; the time is the two "
+              "kernels' together, set against theirs alone (indexer_logits_decode, topk_decode) for the cost of the "
+              "logits' round trip through memory");
