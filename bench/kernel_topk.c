@@ -66,6 +66,7 @@ typedef struct topk_shape {
 #define N_FULL "a prefill chunk over a 32k context, every key in range"
 #define N_CAUSAL "cplab-bench's causal prefill chunk at the end of a 32k context"
 #define N_DECODE "decode rows: every key of the context"
+#define N_DECODE_DCP "a DCP 4 rank's decode rows at 32k: its own keys (before cplab_topk_merge)"
 #define N_MERGE "a DCP rank's decode rows: the owners' candidates merged (interleave 1)"
 #define N_SMOKE "tiny: the tests' smoke case (CPU emulation, GPU smoke test)"
 
@@ -81,6 +82,8 @@ static const cplab_kb_case prefill_cases[] = {
 static const cplab_kb_case decode_cases[] = {
     DECODE("topk-decode-b1-32k", 1, 1, 32768, 2048, N_DECODE),
     DECODE("topk-decode-b16-32k", 1, 16, 32768, 2048, N_DECODE),
+    DECODE("topk-decode-b1-8k", 1, 1, 8192, 2048, N_DECODE_DCP),
+    DECODE("topk-decode-b64-8k", 1, 64, 8192, 2048, N_DECODE_DCP),
     DECODE("topk-decode-b1-128k", 1, 1, 131072, 2048, N_DECODE),
     DECODE("topk-decode-b64-128k", 1, 64, 131072, 2048, N_DECODE),
     DECODE("topk-decode-b128-32k", 1, 128, 32768, 2048, N_DECODE),
