@@ -812,11 +812,6 @@ static __device__ __forceinline__ topk_floors topk_floor_pass(const V &visit, to
 // second histogram costs more than it saves (1 x 131072: 37.4 -> 43.0 us
 // when tried everywhere; bench/NOTES.md).
 #define TOPK_HIGH_FLOOR_RATIO 14
-// The floor pass takes groups' maxima (3j) where every thread has at least
-// TOPK_GROUP_FLOOR_RATIO · G groups.
-#ifndef TOPK_GROUP_FLOOR_RATIO
-#define TOPK_GROUP_FLOOR_RATIO 1
-#endif
 static __device__ __forceinline__ bool topk_floor_high(unsigned take, uint64_t len) {
   return len >= (uint64_t)TOPK_HIGH_FLOOR_RATIO * take;
 }
@@ -974,7 +969,7 @@ struct topk_srow {
         f(max(max(topk_ord_fast(x.x), topk_ord_fast(x.y)), max(topk_ord_fast(x.z), topk_ord_fast(x.w))));
       });
     };
-    if (groups >= TOPK_GROUP_FLOOR_RATIO * TOPK_THREADS * g) return topk_floor(g, by_group, c);
+    if (groups >= TOPK_THREADS * g) return topk_floor(g, by_group, c);
     return topk_floor(g, by_key, c);
   }
   __device__ void hist(topk_ctl *c) {
