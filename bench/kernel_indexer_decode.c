@@ -3,15 +3,17 @@
  * (indexer_topk_decode: those logits, then cplab_topk_split on them, as the
  * executor's decode step runs them; timed as one operation, so that its time
  * against the two kernels' own says what the logits' round trip through
- * memory and the second launch cost: the question a fused kernel answers). A case is `batch` decode rows of
- * `context` tokens each under DCP `dcp` (interleave 1): the rank's own keys
- * are ceil(context / dcp) a row (rank 0's count), in blocks of 64 slots
- * whose order in the cache is shuffled, as a long-running server's is. The
- * kernel is bound by the key bytes (132 a key), so its rate is GB/s of key
- * bytes against the copy ceiling (the issue's measure); the logits it
- * writes are a thirty-third of that. Checked against sim_indexer_logit
- * (double) within the same bound as the prefill logits (both run fp8
- * products on tensor cores), copied keys bit-identical. */
+ * memory and the second launch cost: the question a fused kernel answers).
+ * A case is `batch` decode rows of `context` tokens each under DCP `dcp`
+ * (interleave 1): the rank's own keys are ceil(context / dcp) a row (rank
+ * 0's count), in blocks of 64 slots whose order in the cache is shuffled, as
+ * a long-running server's is. The kernel is bound by the key bytes (132 a
+ * key), so its rate is GB/s of key bytes against the copy ceiling (the
+ * issue's measure); the logits it writes are a thirty-third of that.
+ * Checked against sim_indexer_logit (double) within the same bound as the
+ * prefill logits (both run fp8 products on tensor cores), copied keys
+ * bit-identical; indexer_topk_decode's top-k exactly against the host top-k
+ * of the logits written. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
