@@ -1557,10 +1557,10 @@ extern "C" int cplab_topk_scratch(int64_t m, int64_t n, int k, size_t *bytes, cp
 static int topk_cluster_launch(topk_args a, int64_t m, int64_t chunks, int sms, int optin, void *stream,
                                cplab_diag *d, int *launched) {
   *launched = 0;
+  if (chunks < 2 || chunks > TOPK_CLUSTER_MAX || (m > 1 && m * chunks > sms)) return 0; // (chunks 0: rows too short)
   int64_t slice = (((a.n + chunks - 1) / chunks) + 3) & ~(int64_t)3;
   topk_layout L;
-  if (chunks < 2 || chunks > TOPK_CLUSTER_MAX || (m > 1 && m * chunks > sms) || slice < a.k ||
-      !topk_layout_make(TOPK_ROWS, slice, a.k, 0, 0, optin, &L) || slice + 3 > (int64_t)L.row_words)
+  if (slice < a.k || !topk_layout_make(TOPK_ROWS, slice, a.k, 0, 0, optin, &L) || slice + 3 > (int64_t)L.row_words)
     return 0;
   a.win_cap = L.win_cap;
   a.list_cap = L.list_cap;
