@@ -187,6 +187,18 @@ int cplab_kbi_host_topk(const float *row, int64_t len, int k, int32_t *idx, floa
   return 0;
 }
 
+int cplab_kbi_topk_diff(const float *row, int64_t len, int k, const int32_t *got, const float *got_s, int32_t *want,
+                        float *want_s, int64_t *bad, int *first, cplab_diag *d) {
+  int rc = cplab_kbi_host_topk(row, len > 0 ? len : 0, k, want, want_s, d);
+  *first = -1;
+  for (int j = 0; !rc && j < k; j++) {
+    if (got[j] == want[j] && got_s[j] == want_s[j]) continue;
+    if (*first < 0) *first = j;
+    (*bad)++;
+  }
+  return rc;
+}
+
 /* ---- indexer_logits_prefill ---------------------------------------------------------- */
 
 typedef struct logits_shape {

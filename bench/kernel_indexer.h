@@ -74,4 +74,11 @@ int cplab_kbi_gen_logits(uint64_t seed, uint32_t qreq, int64_t pos0, int64_t m, 
  * else -1), score[j] its logit (-inf for -1). CPLAB_ENOMEM only. */
 int cplab_kbi_host_topk(const float *row, int64_t len, int k, int32_t *idx, float *score, cplab_diag *d);
 
+/* A row's top-k from a kernel (got, got_s: k entries) against the host
+ * top-k of row[0 .. len) (cplab_kbi_host_topk, into want, want_s: k entries
+ * of the caller's): *bad += the entries whose index or score differ, *first
+ * the first of them (-1 where none). CPLAB_ENOMEM only. */
+int cplab_kbi_topk_diff(const float *row, int64_t len, int k, const int32_t *got, const float *got_s, int32_t *want,
+                        float *want_s, int64_t *bad, int *first, cplab_diag *d);
+
 #endif

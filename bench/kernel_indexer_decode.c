@@ -243,7 +243,7 @@ static int dl_check_row(const dl_inst *x, int64_t b, const float *got, double *r
 }
 
 /* indexer_topk_decode: the checked rows' top-k against the host top-k of
- * the logits the kernel wrote (exact: indices and score bits); *bad the
+ * the logits the kernel wrote (exact, cplab_kbi_topk_diff); *bad the
  * entries that differ, *compared those compared. */
 static int dl_check_topk(const dl_inst *x, int64_t *compared, int64_t *bad, cplab_diag *d) {
   const dl_shape *s = x->s;
@@ -258,11 +258,9 @@ static int dl_check_topk(const dl_inst *x, int64_t *compared, int64_t *bad, cpla
     rc = cplab_dev_download(row, st->logits + b * n, (size_t)n * 4, d);
     if (!rc) rc = cplab_dev_download(got, st->idx + b * k, (size_t)k * 4, d);
     if (!rc) rc = cplab_dev_download(got_s, st->score + b * k, (size_t)k * 4, d);
-    if (!rc) rc = cplab_kbi_host_topk(row, n, k, want, want_s, d);
-    for (int j = 0; !rc && j < k; j++) {
-      (*compared)++;
-      *bad += got[j] != want[j] || memcmp(&got_s[j], &want_s[j], sizeof(float)) != 0;
-    }
+    int first = -1;
+    if (!rc) rc = cplab_kbi_topk_diff(row, n, k, got, got_s, want, want_s, bad, &first, d);
+    if (!rc) *compared += k;
   }
   free(row), free(got_s), free(want_s), free(got), free(want);
   return rc;

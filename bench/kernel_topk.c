@@ -330,12 +330,11 @@ static int check(void *p, void *stream, cplab_kb_check *res, cplab_diag *d) {
     }
     if (!rc) rc = cplab_dev_download(got, st->idx + r * k, (size_t)k * 4, d);
     if (!rc) rc = cplab_dev_download(got_s, st->score + r * k, (size_t)k * 4, d);
-    if (!rc) rc = cplab_kbi_host_topk(row + lo, len > 0 ? len : 0, k, want, want_s, d);
-    for (int j = 0; !rc && j < k; j++) {
-      res->compared++;
-      if (got[j] == want[j] && got_s[j] == want_s[j]) continue;
-      if (res->mismatches++ == 0) first_row = r, first_j = j;
-    }
+    int64_t before = res->mismatches;
+    int fj = -1;
+    if (!rc) rc = cplab_kbi_topk_diff(row + lo, len, k, got, got_s, want, want_s, &res->mismatches, &fj, d);
+    if (!rc) res->compared += k;
+    if (!rc && before == 0 && fj >= 0) first_row = r, first_j = fj;
     if (!rc && first_row == r)
       snprintf(res->detail, sizeof res->detail, "row %lld entry %d: got (%d, %.9g), want (%d, %.9g); ", (long long)r,
                first_j, got[first_j], (double)got_s[first_j], want[first_j], (double)want_s[first_j]);

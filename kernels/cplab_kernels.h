@@ -330,10 +330,11 @@ int cplab_topk(const cplab_topk_params *p, void *stream, cplab_diag *d);
  * m <= 4 · the device's SM count. Rows that could be staged take the
  * cluster path too where one row or few rows (m · slices <= the SM count)
  * have at least two slices of max(8192, 2k) columns (up to 8 a row);
- * otherwise it runs cplab_topk (scratch unused, may be NULL). cplab_topk_scratch gives in *bytes the scratch for
- * (m, n, k) on the current device: m · ceil(n / chunk) · k · 8 when it
- * splits, else 0. scratch: device memory of at least that, 16-byte aligned
- * (CPLAB_EINVAL otherwise), for the call's duration on its stream. */
+ * otherwise it runs cplab_topk (scratch unused, may be NULL).
+ * cplab_topk_scratch gives in *bytes the scratch for (m, n, k) on the
+ * current device: m · ceil(n / chunk) · k · 8 when it splits, else 0.
+ * scratch: device memory of at least that, 16-byte aligned (CPLAB_EINVAL
+ * otherwise), for the call's duration on its stream. */
 int cplab_topk_scratch(int64_t m, int64_t n, int k, size_t *bytes, cplab_diag *d);
 int cplab_topk_split(const cplab_topk_params *p, void *stream, cplab_diag *d);
 

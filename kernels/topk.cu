@@ -1585,9 +1585,7 @@ static int topk_cluster_launch(topk_args a, int64_t m, int64_t chunks, int sms, 
 // passes' fixed work on a slice as on the whole row, so more blocks a row
 // shorten them only while the slice is not too short: NOTES). 0 or 1: one
 // block a row.
-#ifndef TOPK_CLUSTER_SLICE_MIN
 #define TOPK_CLUSTER_SLICE_MIN 8192
-#endif
 static int64_t topk_cluster_staged_chunks(int64_t m, int64_t n, int k, int sms) {
   int64_t c = topk_min64(TOPK_CLUSTER_MAX, n / topk_max64(TOPK_CLUSTER_SLICE_MIN, 2 * (int64_t)k));
   return m > 1 ? topk_min64(c, sms / m) : c;
