@@ -1,8 +1,9 @@
 /* bench/kernel_indexer.h: what the indexer path's kernel files of
  * cplab-kernel-bench share (bench/kernel_indexer.c defines it; its users
- * are bench/kernel_topk.c and bench/kernel_convert.c): rotation sizing, the
- * checked rows, generated indexer keys, queries and real logits on the
- * device, and the host top-k the checks compare with. */
+ * are bench/kernel_indexer_decode.c, bench/kernel_topk.c and
+ * bench/kernel_convert.c): rotation sizing, the checked rows, generated
+ * indexer keys, queries and real logits on the device, and the host top-k
+ * the checks compare with. */
 #ifndef CPLAB_BENCH_KERNEL_INDEXER_H
 #define CPLAB_BENCH_KERNEL_INDEXER_H
 
