@@ -551,6 +551,11 @@ static __device__ const void *topk_stage(uint32_t *dst, const void *src, uint32_
   }
   if (threadIdx.x < tail) cp_async_4(d + head + 4 * nb + threadIdx.x, s + head + 4 * nb + threadIdx.x, true);
   cp_async_commit();
+  // the first and last 16-byte groups' words outside the item: 0xFFFFFFFF
+  // (topk_srow's passes read whole groups; the caller's barrier orders these)
+  uint32_t end = ph + words, pad = (4u - (end & 3u)) & 3u;
+  if (threadIdx.x < ph) dst[threadIdx.x] = 0xFFFFFFFFu;
+  if (threadIdx.x < pad) dst[end + threadIdx.x] = 0xFFFFFFFFu;
   return d;
 }
 
@@ -902,14 +907,25 @@ struct topk_srow {
       : buf(rowbuf), ph(ph_), len(len_), rel0(rel0_), groups((ph_ + len_ + 3) / 4), cand(cand_),
         rows(cap / TOPK_THREADS >= 2 ? cap / TOPK_THREADS - 1 : 0), n(0), spill(false), bn() {}
   // (row `rows` takes the surplus; rows 0: no room, the row is read again)
-  // f(x, j0) on every group, x its words, j0 the element of its first word;
-  // the same calls in every thread. A word that is not the item's reads as
-  // 0xFFFFFFFF (a -NaN: below every floor, and topk_ord_fast makes it 0,
-  // which changes no thread's top), so the passes test no bounds; only a
-  // row's first and last groups hold such words, and only they are masked.
+  // f(x, j0) on every group, x its words, j0 the element of its first word
+  // (it wraps below 0 in the first group); the same calls in every thread.
+  // A word that is not the item's reads as 0xFFFFFFFF (a -NaN: below every
+  // floor, and topk_ord_fast makes it 0, which changes no thread's top)
+  // (topk_stage wrote those words: the passes test no bounds.) The rounds
+  // in which every thread has all its groups load without a bounds test;
+  // the last one fills a missing group with such words.
   template <class F> __device__ __forceinline__ void each_group(F f) const {
     const uint4 *v = (const uint4 *)buf;
-    for (uint32_t g0 = 0; g0 < groups; g0 += TOPK_THREADS * TOPK_SROW_UNROLL) {
+    constexpr uint32_t round = TOPK_THREADS * TOPK_SROW_UNROLL;
+    uint32_t g0 = 0;
+    for (; g0 + round <= groups; g0 += round) {
+      uint4 x[TOPK_SROW_UNROLL];
+#pragma unroll
+      for (unsigned u = 0; u < TOPK_SROW_UNROLL; u++) x[u] = v[g0 + u * TOPK_THREADS + threadIdx.x];
+#pragma unroll
+      for (unsigned u = 0; u < TOPK_SROW_UNROLL; u++) f(x[u], 4 * (g0 + u * TOPK_THREADS + threadIdx.x) - ph);
+    }
+    if (g0 < groups) {
       uint4 x[TOPK_SROW_UNROLL];
 #pragma unroll
       for (unsigned u = 0; u < TOPK_SROW_UNROLL; u++) {
@@ -917,21 +933,8 @@ struct topk_srow {
         x[u] = g < groups ? v[g] : make_uint4(TOPK_FULL, TOPK_FULL, TOPK_FULL, TOPK_FULL);
       }
 #pragma unroll
-      for (unsigned u = 0; u < TOPK_SROW_UNROLL; u++) {
-        uint32_t g = g0 + u * TOPK_THREADS + threadIdx.x, j0 = 4 * g - ph;
-        if (g == 0 || g + 1 == groups) x[u] = edge(x[u], j0);
-        f(x[u], j0);
-      }
+      for (unsigned u = 0; u < TOPK_SROW_UNROLL; u++) f(x[u], 4 * (g0 + u * TOPK_THREADS + threadIdx.x) - ph);
     }
-  }
-  // a first or last group's words outside [0, len) made 0xFFFFFFFF (j0
-  // wraps below 0 in the first group)
-  __device__ __forceinline__ uint4 edge(uint4 x, uint32_t j0) const {
-    x.x = j0 < len ? x.x : TOPK_FULL;
-    x.y = j0 + 1 < len ? x.y : TOPK_FULL;
-    x.z = j0 + 2 < len ? x.z : TOPK_FULL;
-    x.w = j0 + 3 < len ? x.w : TOPK_FULL;
-    return x;
   }
   static __device__ __forceinline__ uint32_t word(const uint4 &x, unsigned q) {
     return q == 0 ? x.x : q == 1 ? x.y : q == 2 ? x.z : x.w;
@@ -949,11 +952,19 @@ struct topk_srow {
     return above(b) ? topk_bin(__uint_as_float(b), bn) : TOPK_NOBIN;
   }
   // Pass 1. Where every thread has at least G groups, a group gives the
-  // floor pass its largest word rather than its four: each group holds a
-  // key at or above its largest, so a thread's G-th largest group maximum
-  // has G keys at or above it (the floor's proof, with keys replaced by
-  // disjoint groups). It is at most the G-th largest key, a little looser,
-  // and costs three max a group where the chain costs 2G - 1 a key.
+  // floor pass one word rather than its four: each group holds a key at or
+  // above that word, so a thread's G-th largest of them has G keys at or
+  // above it (the floor's proof, with keys replaced by disjoint groups). It
+  // is at most the G-th largest key, a little looser, and costs two max and
+  // one order transform a group where the chain costs 2G - 1 a key. The
+  // word is the largest as a signed integer: the largest value where the
+  // group holds a sign-clear word (+NaN first: the maximum then is not
+  // finite and the path declines), else some negative word of the group,
+  // still one of its keys (-NaN, such as the padding, vouches for nothing).
+  // The row's maximum taken from these words is then exact where it is not
+  // negative; where every key is negative it may be lower, and the keys
+  // above it fall in the top bin (bin() stays monotone; a full bin goes to
+  // the sort).
   __device__ void set_bins(unsigned take, topk_ctl *c) {
     bn = topk_bins_make(floors(topk_floor_g(take, TOPK_THREADS), c), topk_floor_high(take, len));
   }
@@ -964,23 +975,24 @@ struct topk_srow {
         for (unsigned q = 0; q < 4; q++) f(topk_ord_fast(word(x, q)));
       });
     };
-    auto by_group = [&](auto f) {
+    auto by_group = [&](auto f) { // (see above: the signed maximum of the group's words)
       each_group([&](const uint4 &x, uint32_t) {
-        f(max(max(topk_ord_fast(x.x), topk_ord_fast(x.y)), max(topk_ord_fast(x.z), topk_ord_fast(x.w))));
+        int32_t m = max(max((int32_t)x.x, (int32_t)x.y), max((int32_t)x.z, (int32_t)x.w));
+        f(topk_ord_fast((uint32_t)m));
       });
     };
     if (groups >= TOPK_THREADS * g) return topk_floor(g, by_group, c);
     return topk_floor(g, by_key, c);
   }
+  // The compaction keeps a key's column only; its bin is made afterwards,
+  // once a candidate (about a tenth of a row's keys) rather than once a key.
   __device__ void hist(topk_ctl *c) {
     unsigned t = threadIdx.x, k = 0;
     if (rows) each_group([&](const uint4 &x, uint32_t j0) {
 #pragma unroll
-      for (unsigned q = 0; q < 4; q++) { // branch-free: a key below the floor goes to row `rows`, uncounted
-        uint32_t b = word(x, q);
-        bool in = above(b);
-        unsigned slot = in ? min(k, rows) : rows; // past rows: overwritten, and counted
-        cand[slot * TOPK_THREADS + t] = (j0 + q) | topk_bin(__uint_as_float(b), bn) << 16;
+      for (unsigned q = 0; q < 4; q++) { // branch-free: every key is written at slot k, only one at or
+        bool in = above(word(x, q));   // above the floor moves k on (the next key overwrites the rest)
+        cand[min(k, rows) * TOPK_THREADS + t] = j0 + q; // (slot rows: past the room, never read)
         k += in ? 1u : 0u;
       }
     });
@@ -989,7 +1001,12 @@ struct topk_srow {
     __syncthreads();
     spill = c->ncand != 0;
     if (!spill) {
-      for (unsigned i = 0; i < k; i++) atomicAdd(&c->hist[cand[i * TOPK_THREADS + t] >> 16], 1u);
+      for (unsigned i = 0; i < k; i++) {
+        uint32_t *e = &cand[i * TOPK_THREADS + t], j = *e & 0xFFFFu;
+        unsigned d = topk_bin(__uint_as_float(buf[ph + j]), bn);
+        *e = j | d << 16;
+        atomicAdd(&c->hist[d], 1u);
+      }
       return;
     }
     unsigned lane = t & 31;

@@ -799,6 +799,58 @@ static void tk_clustered(uint64_t *rng) {
            n_cases, bad);
 }
 
+/* A value of the sign cases below: nearly distinct negatives, those with
+ * -NaNs among them, positives with one +NaN a row, or ±0 among positives. */
+static float tk_sign_value(uint64_t *rng, int kind, int64_t j, int64_t nan_at) {
+  uint32_t b;
+  float f;
+  switch (kind) {
+  case 0: return (float)(-1.0 - 100.0 * kt_unit(rng));
+  case 1:
+    if (kt_int(rng, 0, 9) != 0) return (float)(-1.0 - 100.0 * kt_unit(rng));
+    b = 0xFFC00000u | (uint32_t)kt_int(rng, 0, 0x3FFFFF);
+    memcpy(&f, &b, sizeof f);
+    return f;
+  case 2:
+    if (j != nan_at) return (float)(100.0 * kt_unit(rng));
+    b = 0x7FC00000u | (uint32_t)kt_int(rng, 0, 0x3FFFFF);
+    memcpy(&f, &b, sizeof f);
+    return f;
+  default: return kt_int(rng, 0, 3) ? (kt_int(rng, 0, 1) ? 0.0f : -0.0f) : (float)(100.0 * kt_unit(rng));
+  }
+}
+
+/* Staged rows long enough for the floor pass by 16-byte group (a group
+ * gives it its largest word as a signed integer: for a group of negative
+ * words some other word of it, -NaN vouching for nothing, +NaN making the
+ * maximum not finite) through cplab_topk and one row of each through
+ * cplab_topk_split's cluster path, unaligned starts: exact. */
+static void tk_signs(uint64_t *rng) {
+  static const char *kinds[] = {"negative", "negative with -NaNs", "one +NaN", "+0 and -0 among positives"};
+  int bad = 0, cases = 0;
+  for (int kind = 0; kind < 4; kind++)
+    for (int split = 0; split < 2; split++, cases++) {
+      int64_t m = split ? 1 : 3, n = 32768;
+      int k = 2048;
+      float *logits = kt_host((size_t)(m * n) * sizeof *logits), *score = kt_host((size_t)m * k * sizeof *score);
+      int32_t *ks = kt_host((size_t)m * 4), *ke = kt_host((size_t)m * 4), *idx = kt_host((size_t)m * k * 4);
+      for (int64_t r = 0; r < m; r++) {
+        int64_t nan_at = kt_int(rng, 0, n - 1);
+        for (int64_t j = 0; j < n; j++) logits[r * n + j] = tk_sign_value(rng, kind, j, nan_at);
+        ks[r] = (int32_t)(r % 3), ke[r] = (int32_t)(n - r % 2);
+      }
+      tk_run(logits, m, n, ks, ke, k, split, cases % 4, idx, score, NULL);
+      int b = tk_bad_rows(logits, m, n, ks, ke, k, idx, score, "topk (signs)");
+      if (b) printf("# sign case %s, %s: %d rows differ\n", kinds[kind], split ? "cplab_topk_split" : "cplab_topk", b);
+      bad += b != 0;
+      free(logits), free(score), free(ks), free(ke), free(idx);
+    }
+  kt_check(bad == 0,
+           "topk: %d cases of staged rows of 32768 columns, k 2048 (all negative, negative with -NaNs, one +NaN a row, "
+           "+0 and -0 among positives), through cplab_topk and the cluster path: exact (%d cases differ)",
+           cases, bad);
+}
+
 /* One row through cplab_topk_split: on every device (the emulation's one
  * SM included) the cluster path, one row a cluster of blocks over its
  * slices, for long rows (65536..131072 columns: the split's chunks) and for
@@ -1096,6 +1148,7 @@ int main(void) {
   tk_staged(&rng);
   tk_floor_edge(&rng);
   tk_clustered(&rng);
+  tk_signs(&rng);
   tk_cluster(&rng);
   tk_many_rows(&rng);
   tk_split(&rng);
