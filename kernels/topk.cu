@@ -661,6 +661,7 @@ static __device__ bool topk_stageable(const topk_args &a, const topk_item &it) {
 #define TOPK_BUCKET_MAX 256 // bins above b* ranked by counting, else the bitonic sort
 #define TOPK_FLOOR_G (CPLAB_TOPK_MAX / TOPK_THREADS) // the floor's g at most
 #define TOPK_CAND_NONE 0xFFFFFFFFu
+#define TOPK_CAND_BATCH 4 // a staged row's compacted entries a thread loads at once (topk_srow::each_cand)
 // Shared-memory groups a thread loads before using them in the bin path's
 // staged passes (sm_100's code for 4 spills).
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
@@ -941,8 +942,9 @@ struct topk_srow {
   static __device__ __forceinline__ uint32_t word(const uint4 &x, unsigned q) {
     return q == 0 ? x.x : q == 1 ? x.y : q == 2 ? x.z : x.w;
   }
-  __device__ __forceinline__ uint64_t key(uint32_t j) const {
-    return (uint64_t)topk_ord_bits(buf[ph + j]) << 32 | (uint64_t)(0xFFFFFFFFu - (rel0 + j));
+  __device__ __forceinline__ uint64_t key(uint32_t j) const { return key_of(j, buf[ph + j]); }
+  __device__ __forceinline__ uint64_t key_of(uint32_t j, uint32_t b) const {
+    return (uint64_t)topk_ord_bits(b) << 32 | (uint64_t)(0xFFFFFFFFu - (rel0 + j));
   }
   // At or above the floor: a float compare, the same as topk_ord_bits(b) >=
   // bn.floor wherever the path applies (bn.lo finite, no +NaN in the row:
@@ -986,6 +988,24 @@ struct topk_srow {
     if (groups >= TOPK_THREADS * g) return topk_floor(g, by_group, c);
     return topk_floor(g, by_key, c);
   }
+  // f(i, e, b) for this thread's compacted entries i < cnt, e the entry
+  // (its column in the low 16 bits), b the column's word in the row: in
+  // batches of TOPK_CAND_BATCH, every load of a batch (entries, then words)
+  // issued before f runs on any, so that a thread's chain of dependent
+  // shared loads is cnt / TOPK_CAND_BATCH long, not cnt.
+  template <class F> __device__ __forceinline__ void each_cand(unsigned cnt, F f) const {
+    for (unsigned i0 = 0; i0 < cnt; i0 += TOPK_CAND_BATCH) {
+      uint32_t e[TOPK_CAND_BATCH], b[TOPK_CAND_BATCH];
+#pragma unroll
+      for (unsigned u = 0; u < TOPK_CAND_BATCH; u++)
+        e[u] = i0 + u < cnt ? cand[(i0 + u) * TOPK_THREADS + threadIdx.x] : 0u;
+#pragma unroll
+      for (unsigned u = 0; u < TOPK_CAND_BATCH; u++) b[u] = buf[ph + (e[u] & 0xFFFFu)];
+#pragma unroll
+      for (unsigned u = 0; u < TOPK_CAND_BATCH; u++)
+        if (i0 + u < cnt) f(i0 + u, e[u], b[u]);
+    }
+  }
   // The compaction keeps a key's column only; its bin is made afterwards,
   // once a candidate (about a tenth of a row's keys) rather than once a key.
   __device__ void hist(topk_ctl *c) {
@@ -1003,12 +1023,11 @@ struct topk_srow {
     __syncthreads();
     spill = c->ncand != 0;
     if (!spill) {
-      for (unsigned i = 0; i < k; i++) {
-        uint32_t *e = &cand[i * TOPK_THREADS + t], j = *e & 0xFFFFu;
-        unsigned d = topk_bin(__uint_as_float(buf[ph + j]), bn);
-        *e = j | d << 16;
+      each_cand(k, [&](unsigned i, uint32_t j, uint32_t b) {
+        unsigned d = topk_bin(__uint_as_float(b), bn);
+        cand[i * TOPK_THREADS + t] = j | d << 16;
         atomicAdd(&c->hist[d], 1u);
-      }
+      });
       return;
     }
     unsigned lane = t & 31;
@@ -1026,12 +1045,9 @@ struct topk_srow {
   // put(d, key) for every key of a bin d >= bstar
   template <class P> __device__ __forceinline__ void place_each(unsigned bstar, P put) const {
     if (!spill) {
-      uint32_t e = n ? cand[threadIdx.x] : 0u;
-      for (unsigned i = 0; i < n; i++) { // (the next entry loaded before this one is placed)
-        uint32_t nx = i + 1 < n ? cand[(i + 1) * TOPK_THREADS + threadIdx.x] : 0u, d = e >> 16;
-        if (d >= bstar) put(d, key(e & 0xFFFFu));
-        e = nx;
-      }
+      each_cand(n, [&](unsigned i, uint32_t e, uint32_t b) {
+        if (e >> 16 >= bstar) put(e >> 16, key_of(e & 0xFFFFu, b));
+      });
       return;
     }
     each_group([&](const uint4 &x, uint32_t j0) {
