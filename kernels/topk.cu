@@ -70,9 +70,10 @@
 // stage ~4400 (then 512 threads' cp.async; one bulk copy since, 691 -> 641
 // µs for 4096 rows), ranking ~5100: ~41000 a row (the radix path: ~75000 a
 // row, the sort ~23500 of them). The passes are bound by instruction issue
-// and latency, not by the 512 MiB read (~130 µs). Since then (3g-3m) the
-// higher floor, the cheaper passes and the bins made once a candidate: 406
-// µs for 4096 rows, ~26000 cycles and 49,000 warp instructions a row.
+// and latency, not by the 512 MiB read (~130 µs). Since then (3g-3n) the
+// higher floor, the cheaper passes, the bins made once a candidate and the
+// candidates loaded in batches: 377 µs for 4096 rows (3m: ~26000 cycles and
+// 49,000 warp instructions a row).
 #include <cuda_runtime.h>
 
 #include <math.h>
