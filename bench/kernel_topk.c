@@ -150,6 +150,7 @@ typedef struct topk_inst {
   float *rows0;                   /* merge: the checked rows' logits over all keys, by position [check_rows][n] */
   void *scratch;                  /* decode: cplab_topk_split's (cplab_topk_scratch) */
   size_t scratch_bytes;
+  char route[96];                 /* decode: cplab_topk_split's path on this device (kernels.json's launcher) */
   double set_bytes;
   topk_set set[CPLAB_KBI_MAX_SETS];
 } topk_inst;
@@ -170,6 +171,25 @@ static void teardown(void *p) {
   free(x);
 }
 
+/* cplab_topk_split's path for (m, n, k) on the current device, in words. */
+static int route_text(int64_t m, int64_t n, int k, char *buf, size_t cap, cplab_diag *d) {
+  cplab_device_facts f;
+  cplab_topk_route r;
+  int rc = cplab_device_facts_get(&f, d);
+  if (!rc) rc = cplab_topk_split_route(m, n, k, f.sm_count, f.smem_optin, &r, d);
+  if (rc) return rc;
+  char alt[40];
+  if (r.refused == CPLAB_TOPK_PATH_CHUNKS)
+    snprintf(alt, sizeof alt, "%d chunks a row, then the merge", (int)r.chunks);
+  else
+    snprintf(alt, sizeof alt, "one block a row");
+  if (r.path == CPLAB_TOPK_PATH_CLUSTER)
+    snprintf(buf, cap, "cplab_topk_split: a cluster of %d a row (else %s)", r.blocks, alt);
+  else
+    snprintf(buf, cap, "cplab_topk_split: %s", alt);
+  return 0;
+}
+
 /* Top-k: the shared keys, each set's logits of its own queries. */
 static int setup_topk(topk_inst *x, const cplab_kb_env *env, void *stream, cplab_diag *d) {
   const topk_shape *s = x->s;
@@ -184,6 +204,7 @@ static int setup_topk(topk_inst *x, const cplab_kb_env *env, void *stream, cplab
   if (!rc) rc = cplab_kbi_upload((void **)&x->d_ke, x->ke, (size_t)m * 4, d);
   if (!rc) rc = cplab_kbi_gen_keys(env->seed, KEYS_REQ, NULL, n, &keys, stream, d);
   if (!rc && x->mode == TOPK_DECODE) rc = cplab_topk_scratch(m, n, (int)k, &x->scratch_bytes, d);
+  if (!rc && x->mode == TOPK_DECODE) rc = route_text(m, n, (int)k, x->route, sizeof x->route, d);
   if (!rc && x->scratch_bytes) rc = cplab_dev_alloc(&x->scratch, x->scratch_bytes, d);
   for (int si = 0; !rc && si < sets; si++) {
     topk_set *st = &x->set[si];
@@ -363,8 +384,7 @@ static void work(const void *p, cplab_kb_work *w) {
   w->set_bytes = x->set_bytes;
   snprintf(w->launcher, sizeof w->launcher, "%s",
            x->mode == TOPK_MERGE    ? "cplab_topk_merge"
-           : x->mode == TOPK_DECODE ? (x->scratch_bytes ? "cplab_topk_split (long rows: chunks + merge, or a cluster a row)"
-                                                      : "cplab_topk_split (rows that fit: a block, or a cluster a row)")
+           : x->mode == TOPK_DECODE ? x->route
                                     : "cplab_topk");
 }
 
@@ -379,8 +399,8 @@ const cplab_kb_kernel cplab_kb_topk_prefill =
     TOPK_KERNEL("topk_prefill", "cplab_topk: the top-k of a prefill chunk's fp32 logits [queries][keys]", prefill_cases,
                 prefill_json, prefill_text, setup_prefill, NOTE_TOPK);
 const cplab_kb_kernel cplab_kb_topk_decode =
-    TOPK_KERNEL("topk_decode", "cplab_topk: the top-k of a few long rows of fp32 logits [batch][context]", decode_cases,
-                decode_json, decode_text, setup_decode, NOTE_TOPK);
+    TOPK_KERNEL("topk_decode", "cplab_topk_split: the top-k of a few long rows of fp32 logits [batch][context]",
+                decode_cases, decode_json, decode_text, setup_decode, NOTE_TOPK);
 const cplab_kb_kernel cplab_kb_topk_merge =
     TOPK_KERNEL("topk_merge", "cplab_topk_merge: D owners' top-k candidates [D][batch][k] merged into the row's top-k",
                 merge_cases, merge_json, merge_text, setup_merge_case,

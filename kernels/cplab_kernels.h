@@ -313,7 +313,7 @@ int cplab_topk(const cplab_topk_params *p, void *stream, cplab_diag *d);
  * with sm_90's 227 KiB a block), the next row's range loading while this
  * one is ranked; a longer row is read from global memory once per pass
  * (three for real logits). On an H200, 4096 staged rows of 32768 real
- * logits take ~650 us at k = 2048 (kernels/topk.cu). Few long rows leave
+ * logits take ~380 us at k = 2048 (bench/NOTES.md). Few long rows leave
  * most SMs idle and read slowly: cplab_topk_split below spreads them. */
 
 /* The same result, with few long rows spread over the GPU: a row's range is
@@ -337,6 +337,26 @@ int cplab_topk(const cplab_topk_params *p, void *stream, cplab_diag *d);
  * otherwise), for the call's duration on its stream. */
 int cplab_topk_scratch(int64_t m, int64_t n, int k, size_t *bytes, cplab_diag *d);
 int cplab_topk_split(const cplab_topk_params *p, void *stream, cplab_diag *d);
+
+/* The path cplab_topk_split takes for (m, n, k) on a device of `sms` SMs
+ * and `smem_optin` bytes of shared memory a block (cplab_device_facts), for
+ * a benchmark's record and the tests: computed on the host, touching no
+ * device. CPLAB_EINVAL for a NULL route or arguments outside the launchers'
+ * (m, n >= 0, n <= INT32_MAX, k 1..CPLAB_TOPK_MAX, sms >= 1). */
+typedef enum {
+  CPLAB_TOPK_PATH_ROWS = 0,    /* cplab_topk: one block a row */
+  CPLAB_TOPK_PATH_CLUSTER = 1, /* one row a thread-block cluster */
+  CPLAB_TOPK_PATH_CHUNKS = 2   /* the chunks' kernel, then the rows' merge */
+} cplab_topk_path;
+typedef struct cplab_topk_route {
+  cplab_topk_path path;    /* the path tried first */
+  cplab_topk_path refused; /* the path taken where the device refuses the cluster (path otherwise) */
+  int blocks;              /* blocks a row: the cluster's, the chunks, or 1 (ROWS) */
+  int64_t chunk, chunks;   /* the split's columns a chunk and chunks a row (refused CHUNKS), else 0 */
+  size_t scratch_bytes;    /* what cplab_topk_scratch gives on such a device */
+} cplab_topk_route;
+int cplab_topk_split_route(int64_t m, int64_t n, int k, int sms, int smem_optin, cplab_topk_route *r,
+                           cplab_diag *d);
 
 /* The exact top-k of rows whose keys are split among D owners (DCP):
  * cand_idx int32 [D][m][k] and cand_score fp32 [D][m][k] hold each owner's

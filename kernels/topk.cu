@@ -1568,18 +1568,6 @@ extern "C" int cplab_topk(const cplab_topk_params *p, void *stream, cplab_diag *
   return topk_launch<TOPK_ROWS>(topk_args_make(p), sms, optin, stream, d, "cplab_topk");
 }
 
-extern "C" int cplab_topk_scratch(int64_t m, int64_t n, int k, size_t *bytes, cplab_diag *d) {
-  KCHECK_ARG(d, bytes && m >= 0 && n >= 0 && n <= INT32_MAX && k >= 1 && k <= CPLAB_TOPK_MAX,
-             "cplab_topk_scratch: bad arguments (m %lld, n %lld, k %d)", (long long)m, (long long)n, k);
-  *bytes = 0;
-  if (m == 0 || n == 0) return 0;
-  int sms = 0, optin = 0;
-  int rc = topk_device(&sms, &optin, d);
-  if (rc) return rc;
-  int64_t chunk, chunks;
-  if (topk_plan(m, n, k, sms, optin, &chunk, &chunks)) *bytes = (size_t)m * (size_t)chunks * (size_t)k * 8;
-  return 0;
-}
 
 // The cluster path for the split's rows (chunks of them a row, at most the
 // portable cluster size) where all clusters run at once (m · chunks blocks
@@ -1590,14 +1578,17 @@ extern "C" int cplab_topk_scratch(int64_t m, int64_t n, int k, size_t *bytes, cp
 // and nothing run, where not, where its layout does not fit or where the
 // device refuses the cluster (its blocks, one an SM, must fit one GPC at
 // once); the caller then takes the split path.
+static int topk_cluster_fits(int64_t m, int64_t n, int k, int64_t chunks, int sms, int optin, topk_layout *L) {
+  if (chunks < 2 || chunks > TOPK_CLUSTER_MAX || (m > 1 && m * chunks > sms)) return 0; // (chunks 0: rows too short)
+  int64_t slice = (((n + chunks - 1) / chunks) + 3) & ~(int64_t)3;
+  return slice >= k && topk_layout_make(TOPK_ROWS, slice, k, 0, 0, optin, L) && slice + 3 <= (int64_t)L->row_words;
+}
+
 static int topk_cluster_launch(topk_args a, int64_t m, int64_t chunks, int sms, int optin, void *stream,
                                cplab_diag *d, int *launched) {
   *launched = 0;
-  if (chunks < 2 || chunks > TOPK_CLUSTER_MAX || (m > 1 && m * chunks > sms)) return 0; // (chunks 0: rows too short)
-  int64_t slice = (((a.n + chunks - 1) / chunks) + 3) & ~(int64_t)3;
   topk_layout L;
-  if (slice < a.k || !topk_layout_make(TOPK_ROWS, slice, a.k, 0, 0, optin, &L) || slice + 3 > (int64_t)L.row_words)
-    return 0;
+  if (!topk_cluster_fits(m, a.n, a.k, chunks, sms, optin, &L)) return 0;
   a.win_cap = L.win_cap;
   a.list_cap = L.list_cap;
   a.row_words = L.row_words;
@@ -1627,6 +1618,32 @@ static int64_t topk_cluster_staged_chunks(int64_t m, int64_t n, int k, int sms) 
   return m > 1 ? topk_min64(c, sms / m) : c;
 }
 
+extern "C" int cplab_topk_split_route(int64_t m, int64_t n, int k, int sms, int smem_optin, cplab_topk_route *r,
+                                      cplab_diag *d) {
+  KCHECK_ARG(d, r && m >= 0 && n >= 0 && n <= INT32_MAX && k >= 1 && k <= CPLAB_TOPK_MAX && sms >= 1 &&
+                    smem_optin >= 0,
+             "cplab_topk_split_route: bad arguments (m %lld, n %lld, k %d, %d SMs, %d bytes)", (long long)m,
+             (long long)n, k, sms, smem_optin);
+  r->path = r->refused = CPLAB_TOPK_PATH_ROWS;
+  r->blocks = 1;
+  r->chunk = r->chunks = 0;
+  r->scratch_bytes = 0;
+  if (m == 0 || n == 0) return 0;
+  int64_t chunk, chunks, cl;
+  if (topk_plan(m, n, k, sms, smem_optin, &chunk, &chunks)) {
+    r->path = r->refused = CPLAB_TOPK_PATH_CHUNKS;
+    r->blocks = (int)chunks;
+    r->chunk = chunk, r->chunks = chunks;
+    r->scratch_bytes = (size_t)m * (size_t)chunks * (size_t)k * 8;
+    cl = chunks;
+  } else {
+    cl = topk_cluster_staged_chunks(m, n, k, sms);
+  }
+  topk_layout L;
+  if (topk_cluster_fits(m, n, k, cl, sms, smem_optin, &L)) r->path = CPLAB_TOPK_PATH_CLUSTER, r->blocks = (int)cl;
+  return 0;
+}
+
 extern "C" int cplab_topk_split(const cplab_topk_params *p, void *stream, cplab_diag *d) {
   const char *name = "cplab_topk_split";
   int run = 0, rc = topk_check(p, &run, d, name);
@@ -1634,29 +1651,42 @@ extern "C" int cplab_topk_split(const cplab_topk_params *p, void *stream, cplab_
   int sms = 0, optin = 0;
   rc = topk_device(&sms, &optin, d);
   if (rc) return rc;
+  cplab_topk_route route;
+  rc = cplab_topk_split_route(p->m, p->n, p->k, sms, optin, &route, d);
+  if (rc) return rc;
   topk_args a = topk_args_make(p);
-  int64_t chunk, chunks;
   int launched = 0;
-  if (!topk_plan(p->m, p->n, p->k, sms, optin, &chunk, &chunks)) {
-    rc = topk_cluster_launch(a, p->m, topk_cluster_staged_chunks(p->m, p->n, p->k, sms), sms, optin, stream, d,
-                             &launched);
+  if (route.refused == CPLAB_TOPK_PATH_CHUNKS)
+    KCHECK_ARG(d, p->scratch_bytes >= route.scratch_bytes && p->scratch && kaligned(p->scratch, 16),
+               "%s: %zu bytes of scratch given (16-byte aligned), %zu needed (cplab_topk_scratch)", name,
+               p->scratch_bytes, route.scratch_bytes); // (asked even where the cluster path, which needs none, runs)
+  if (route.path == CPLAB_TOPK_PATH_CLUSTER) {
+    rc = topk_cluster_launch(a, p->m, route.blocks, sms, optin, stream, d, &launched);
     if (rc || launched) return rc;
-    return topk_launch<TOPK_ROWS>(a, sms, optin, stream, d, name);
   }
-  size_t need = (size_t)p->m * (size_t)chunks * (size_t)p->k * 8;
-  KCHECK_ARG(d, p->scratch_bytes >= need && p->scratch && kaligned(p->scratch, 16),
-             "%s: %zu bytes of scratch given (16-byte aligned), %zu needed (cplab_topk_scratch)", name,
-             p->scratch_bytes, need); // (asked even where the cluster path, which needs none, runs: one contract)
-  rc = topk_cluster_launch(a, p->m, chunks, sms, optin, stream, d, &launched);
-  if (rc || launched) return rc;
+  if (route.refused == CPLAB_TOPK_PATH_ROWS) return topk_launch<TOPK_ROWS>(a, sms, optin, stream, d, name);
   a.scratch = (uint64_t *)p->scratch;
-  a.chunk = chunk;
-  a.chunks = chunks;
-  a.items = p->m * chunks;
+  a.chunk = route.chunk;
+  a.chunks = route.chunks;
+  a.items = p->m * route.chunks;
   rc = topk_launch<TOPK_CHUNKS>(a, sms, optin, stream, d, name);
   if (rc) return rc;
   a.items = p->m;
   return topk_launch<TOPK_MERGE>(a, sms, optin, stream, d, name);
+}
+
+extern "C" int cplab_topk_scratch(int64_t m, int64_t n, int k, size_t *bytes, cplab_diag *d) {
+  KCHECK_ARG(d, bytes && m >= 0 && n >= 0 && n <= INT32_MAX && k >= 1 && k <= CPLAB_TOPK_MAX,
+             "cplab_topk_scratch: bad arguments (m %lld, n %lld, k %d)", (long long)m, (long long)n, k);
+  *bytes = 0;
+  if (m == 0 || n == 0) return 0;
+  int sms = 0, optin = 0;
+  int rc = topk_device(&sms, &optin, d);
+  if (rc) return rc;
+  cplab_topk_route r;
+  rc = cplab_topk_split_route(m, n, k, sms, optin, &r, d);
+  if (!rc) *bytes = r.scratch_bytes;
+  return rc;
 }
 
 // ---- the exact merge of DCP owners' top-k lists --------------------------

@@ -21,6 +21,9 @@ for l in cplab_indexer_logits cplab_indexer_logits_decode cplab_topk cplab_topk_
   cplab_gather_mla cplab_restore_rows; do
   expect_grep "$WORK/err" ": $l, 2 input sets" "the emulated $l ran its smoke case (2 input sets: no L2 here)"
 done
+# cplab_topk_split's route, from cplab_topk_split_route on the emulation's one SM: two short rows, one block a row.
+expect_grep "$WORK/err" "smoke-topk-decode (b2 context 1100 k 1024): cplab_topk_split: one block a row, 2 input sets" \
+  "topk_decode's launcher names the route cplab_topk_split takes on this device"
 # The ranked kernels (NCCL over MPI ranks) do not exist in the emulation: not offered, refused by name.
 expect_exit 0 "--list --all" "$KB" --list --all
 if grep -q "gather_nccl\|moe_paths\|dcp-ag-\|smoke-moe-" "$WORK/out"; then fail "the emulated --list offers a ranked kernel"

@@ -851,6 +851,59 @@ static void tk_signs(uint64_t *rng) {
            cases, bad);
 }
 
+/* cplab_topk_split's routes on an H200 (132 SMs, 227 KiB of shared memory a
+ * block), as bench/NOTES.md's measurements took them: the prefill chunks one
+ * block a row; few decode rows that one block could stage, a cluster of
+ * slices of at least max(8192, 2k) columns; few long rows, the cluster of
+ * the split's chunks where all clusters fit the SMs at once, else the
+ * chunks' kernel and the merge; many long rows, one block a row. */
+static void tk_route(void) {
+  static const struct {
+    int64_t m, n;
+    int k;
+    cplab_topk_path path, refused;
+    int blocks;
+    int64_t chunk;
+  } cs[] = {
+      {4096, 32768, 2048, CPLAB_TOPK_PATH_ROWS, CPLAB_TOPK_PATH_ROWS, 1, 0},
+      {1, 32768, 2048, CPLAB_TOPK_PATH_CLUSTER, CPLAB_TOPK_PATH_ROWS, 4, 0},
+      {16, 32768, 2048, CPLAB_TOPK_PATH_CLUSTER, CPLAB_TOPK_PATH_ROWS, 4, 0},
+      {64, 32768, 2048, CPLAB_TOPK_PATH_CLUSTER, CPLAB_TOPK_PATH_ROWS, 2, 0},
+      {128, 32768, 2048, CPLAB_TOPK_PATH_ROWS, CPLAB_TOPK_PATH_ROWS, 1, 0},
+      {1, 8192, 2048, CPLAB_TOPK_PATH_ROWS, CPLAB_TOPK_PATH_ROWS, 1, 0},
+      {1, 131072, 2048, CPLAB_TOPK_PATH_CLUSTER, CPLAB_TOPK_PATH_CHUNKS, 8, 16384},
+      {64, 131072, 2048, CPLAB_TOPK_PATH_CHUNKS, CPLAB_TOPK_PATH_CHUNKS, 8, 16384},
+      {1, 131072, 4096, CPLAB_TOPK_PATH_CLUSTER, CPLAB_TOPK_PATH_CHUNKS, 4, 32768},
+      {1, 262144, 2048, CPLAB_TOPK_PATH_CHUNKS, CPLAB_TOPK_PATH_CHUNKS, 16, 16384},
+      {1000, 131072, 2048, CPLAB_TOPK_PATH_ROWS, CPLAB_TOPK_PATH_ROWS, 1, 0},
+      {0, 131072, 2048, CPLAB_TOPK_PATH_ROWS, CPLAB_TOPK_PATH_ROWS, 1, 0},
+  };
+  int bad = 0, n_cases = (int)(sizeof cs / sizeof *cs);
+  for (int c = 0; c < n_cases; c++) {
+    cplab_topk_route r;
+    int rc = cplab_topk_split_route(cs[c].m, cs[c].n, cs[c].k, 132, 232448, &r, kt_diag());
+    int64_t chunks = cs[c].chunk ? (cs[c].n + cs[c].chunk - 1) / cs[c].chunk : 0;
+    size_t scratch = (size_t)cs[c].m * (size_t)chunks * (size_t)cs[c].k * 8;
+    if (rc || r.path != cs[c].path || r.refused != cs[c].refused || r.blocks != cs[c].blocks ||
+        r.chunk != cs[c].chunk || r.chunks != chunks || r.scratch_bytes != scratch) {
+      if (bad++ == 0)
+        printf("# route %" PRId64 " x %" PRId64 " k %d: rc %d, path %d (refused %d), %d blocks, chunk %" PRId64
+               " x %" PRId64 ", scratch %zu\n",
+               cs[c].m, cs[c].n, cs[c].k, rc, (int)r.path, (int)r.refused, r.blocks, r.chunk, r.chunks,
+               r.scratch_bytes);
+    }
+  }
+  cplab_topk_route r;
+  int refused = cplab_topk_split_route(1, 100, 2048, 0, 232448, &r, kt_diag()) == CPLAB_EINVAL &&
+                cplab_topk_split_route(1, 100, 0, 132, 232448, &r, kt_diag()) == CPLAB_EINVAL &&
+                cplab_topk_split_route(1, 100, 2048, 132, 232448, NULL, kt_diag()) == CPLAB_EINVAL;
+  kt_check(bad == 0 && refused,
+           "topk_split routes on an H200's 132 SMs: %d shapes (prefill rows, decode rows as clusters of 2..8, "
+           "the split's chunks, many long rows) take the measured paths (%d differ); 0 SMs, k 0 and a NULL route "
+           "refused",
+           n_cases, bad);
+}
+
 /* One row through cplab_topk_split: on every device (the emulation's one
  * SM included) the cluster path, one row a cluster of blocks over its
  * slices, for long rows (65536..131072 columns: the split's chunks) and for
@@ -1149,6 +1202,7 @@ int main(void) {
   tk_floor_edge(&rng);
   tk_clustered(&rng);
   tk_signs(&rng);
+  tk_route();
   tk_cluster(&rng);
   tk_many_rows(&rng);
   tk_split(&rng);
