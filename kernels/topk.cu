@@ -913,11 +913,12 @@ struct topk_srow {
   // (row `rows` takes the surplus; rows 0: no room, the row is read again)
   // f(x, j0) on every group, x its words, j0 the element of its first word
   // (it wraps below 0 in the first group); the same calls in every thread.
-  // A word that is not the item's reads as 0xFFFFFFFF (a -NaN: below every
-  // floor, and topk_ord_fast makes it 0, which changes no thread's top)
-  // (topk_stage wrote those words: the passes test no bounds.) The rounds
-  // in which every thread has all its groups load without a bounds test;
-  // the last one fills a missing group with such words.
+  // A word that is not the item's reads as 0xFFFFFFFF, a -NaN: below every
+  // floor, and topk_ord_fast makes it 0, which changes no thread's top.
+  // topk_stage wrote those words into the first and last groups, so the
+  // passes test no bounds: the rounds in which every thread has all its
+  // groups load without a test, and the last round fills a missing group
+  // with such words.
   template <class F> __device__ __forceinline__ void each_group(F f) const {
     const uint4 *v = (const uint4 *)buf;
     constexpr uint32_t round = TOPK_THREADS * TOPK_SROW_UNROLL;
@@ -1567,7 +1568,6 @@ extern "C" int cplab_topk(const cplab_topk_params *p, void *stream, cplab_diag *
   if (rc) return rc;
   return topk_launch<TOPK_ROWS>(topk_args_make(p), sms, optin, stream, d, "cplab_topk");
 }
-
 
 // The cluster path for the split's rows (chunks of them a row, at most the
 // portable cluster size) where all clusters run at once (m · chunks blocks
