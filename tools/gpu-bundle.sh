@@ -8,7 +8,9 @@
 #      node never runs autoreconf);
 #   2. downloads the missing Debian 12 packages and unpacks them with dpkg -x
 #      into BUNDLE_DIR/sysroot;
-#   3. copies tools/gpu-node-check.sh and tools/gpu-kernel-prof.sh beside them.
+#   3. copies tools/gpu-node-check.sh, tools/gpu-kernel-prof.sh and
+#      tools/gpu-kernel-versions.sh (versions of a kernel file timed in one
+#      call) beside them.
 # Then carry BUNDLE_DIR to the node and run: sh BUNDLE_DIR/gpu-node-check.sh BUNDLE_DIR
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,5 +26,5 @@ cp "$top"/build/cplab-*.tar.gz "$bundle/"
 (cd "$bundle/debs" && apt-get download $packages >/dev/null)
 for deb in "$bundle"/debs/*.deb; do dpkg -x "$deb" "$bundle/sysroot"; done
 rm -rf "$bundle/debs"
-cp "$top/tools/gpu-node-check.sh" "$top/tools/gpu-kernel-prof.sh" "$bundle/"
+cp "$top/tools/gpu-node-check.sh" "$top/tools/gpu-kernel-prof.sh" "$top/tools/gpu-kernel-versions.sh" "$bundle/"
 du -sh "$bundle"
