@@ -12,6 +12,7 @@
 #   indexer.cu    indexer logits over gathered keys (prefill)
 #   indexer_decode.cu  indexer logits straight from the paged cache (decode)
 #   topk.cu       per-row exact top-k
+#   topk_merge.cu the exact merge of DCP owners' top-k lists
 #   convert.cu    top-k -> workspace rows (prefill) / cache slots (decode)
 #   attention_prefill.cu  sparse MLA prefill attention (bf16 workspace rows), tensor cores
 #   attention_decode.cu   sparse MLA decode attention (fp8 cache), tensor cores, split over
@@ -34,13 +35,14 @@
 #   mla_tc.cuh    what both attention kernels do with a tile of 64 bf16 rows
 #   idx_tc.cuh    what the indexer logits kernels do with a tile of 64 fp8 keys
 #   kformat.cuh   the cache formats on the device
+#   topk_key.cuh  the top-k's 64-bit keys (topk.cu and topk_merge.cu)
 # GPU tests: tests/gpu/local.mk.
 KERNEL_SOURCES = %reldir%/probe.cu %reldir%/devinfo.cu %reldir%/devmem.cu %reldir%/poison.cu %reldir%/gen.cu %reldir%/gather.cu \
-	%reldir%/indexer.cu %reldir%/indexer_decode.cu %reldir%/topk.cu %reldir%/convert.cu %reldir%/attention_prefill.cu %reldir%/attention_decode.cu %reldir%/combine.cu %reldir%/restore.cu \
+	%reldir%/indexer.cu %reldir%/indexer_decode.cu %reldir%/topk.cu %reldir%/topk_merge.cu %reldir%/convert.cu %reldir%/attention_prefill.cu %reldir%/attention_decode.cu %reldir%/combine.cu %reldir%/restore.cu \
 	%reldir%/gemm.cu %reldir%/moe.cu %reldir%/quant.cu %reldir%/stream.cu
 KERNEL_INCLUDES = %reldir%/cplab_kernels.h %reldir%/check.cuh %reldir%/kformat.cuh %reldir%/cplab_moe.h \
 	%reldir%/cplab_stream.h %reldir%/gemm_args.cuh %reldir%/dev_copy.cuh %reldir%/mma.cuh %reldir%/cluster.cuh \
-	%reldir%/mla_tc.cuh %reldir%/idx_tc.cuh
+	%reldir%/mla_tc.cuh %reldir%/idx_tc.cuh %reldir%/topk_key.cuh
 EXTRA_DIST += $(KERNEL_SOURCES) $(KERNEL_INCLUDES)
 
 if HAVE_CUDA
@@ -62,7 +64,8 @@ KERNEL_COMMON_DEPS = $(srcdir)/%reldir%/cplab_kernels.h $(top_srcdir)/include/cp
 KERNEL_CHECK_DEPS = $(KERNEL_COMMON_DEPS) $(srcdir)/%reldir%/check.cuh
 KERNEL_FORMAT_DEPS = $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/kformat.cuh $(top_srcdir)/include/cplab/kvformat.h
 %reldir%/probe.o: $(KERNEL_COMMON_DEPS)
-%reldir%/topk.o: $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/mma.cuh $(srcdir)/%reldir%/cluster.cuh
+%reldir%/topk.o: $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/mma.cuh $(srcdir)/%reldir%/cluster.cuh $(srcdir)/%reldir%/topk_key.cuh
+%reldir%/topk_merge.o: $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/topk_key.cuh
 %reldir%/devmem.o %reldir%/poison.o %reldir%/convert.o %reldir%/combine.o %reldir%/restore.o: \
 	$(KERNEL_CHECK_DEPS)
 %reldir%/gemm.o: $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/gemm_args.cuh

@@ -49,16 +49,16 @@ EMU_DEPS = $(EMU_HDRS) $(top_srcdir)/tools/cuda-emu/cu2emu.py $(top_srcdir)/kern
 	$(top_srcdir)/kernels/check.cuh $(top_srcdir)/kernels/kformat.cuh $(top_srcdir)/kernels/cplab_moe.h \
 	$(top_srcdir)/kernels/cplab_stream.h $(top_srcdir)/kernels/gemm_args.cuh $(top_srcdir)/kernels/mma.cuh \
 	$(top_srcdir)/kernels/cluster.cuh $(top_srcdir)/kernels/mla_tc.cuh $(top_srcdir)/kernels/idx_tc.cuh \
-	$(top_srcdir)/include/cplab/error.h $(top_srcdir)/include/cplab/kvformat.h $(top_srcdir)/include/cplab/philox.h
+	$(top_srcdir)/kernels/topk_key.cuh $(top_srcdir)/include/cplab/error.h $(top_srcdir)/include/cplab/kvformat.h $(top_srcdir)/include/cplab/philox.h
 
 EMU_KERNEL_OBJECTS = tests/emu/gen/probe.emu.o tests/emu/gen/devinfo.emu.o tests/emu/gen/devmem.emu.o tests/emu/gen/poison.emu.o \
 	tests/emu/gen/gen.emu.o tests/emu/gen/gather.emu.o tests/emu/gen/indexer.emu.o tests/emu/gen/indexer_decode.emu.o tests/emu/gen/topk.emu.o \
-	tests/emu/gen/convert.emu.o tests/emu/gen/attention_prefill.emu.o tests/emu/gen/attention_decode.emu.o tests/emu/gen/combine.emu.o \
+	tests/emu/gen/topk_merge.emu.o tests/emu/gen/convert.emu.o tests/emu/gen/attention_prefill.emu.o tests/emu/gen/attention_decode.emu.o tests/emu/gen/combine.emu.o \
 	tests/emu/gen/restore.emu.o tests/emu/gen/moe.emu.o tests/emu/gen/quant.emu.o
 EMU_OBJECTS = $(EMU_KERNEL_OBJECTS) tests/emu/cuda_emu.o tests/emu/gemm_host.o tests/emu/stream_host.o
 EMU_GENERATED = tests/emu/gen/probe.emu.cpp tests/emu/gen/devinfo.emu.cpp tests/emu/gen/devmem.emu.cpp tests/emu/gen/poison.emu.cpp \
 	tests/emu/gen/gen.emu.cpp tests/emu/gen/gather.emu.cpp tests/emu/gen/indexer.emu.cpp tests/emu/gen/indexer_decode.emu.cpp \
-	tests/emu/gen/topk.emu.cpp tests/emu/gen/convert.emu.cpp tests/emu/gen/attention_prefill.emu.cpp tests/emu/gen/attention_decode.emu.cpp \
+	tests/emu/gen/topk.emu.cpp tests/emu/gen/topk_merge.emu.cpp tests/emu/gen/convert.emu.cpp tests/emu/gen/attention_prefill.emu.cpp tests/emu/gen/attention_decode.emu.cpp \
 	tests/emu/gen/combine.emu.cpp tests/emu/gen/restore.emu.cpp tests/emu/gen/moe.emu.cpp tests/emu/gen/quant.emu.cpp \
 	tests/emu/gen/test_emu_self.emu.cpp tests/emu/gen/fp8_device.emu.cpp
 CLEANFILES += $(EMU_GENERATED) $(EMU_OBJECTS) tests/emu/gen/test_emu_self.emu.o tests/emu/gen/fp8_device.emu.o \
@@ -90,6 +90,9 @@ tests/emu/gen/indexer.emu.cpp: $(top_srcdir)/kernels/indexer.cu $(top_srcdir)/to
 tests/emu/gen/topk.emu.cpp: $(top_srcdir)/kernels/topk.cu $(top_srcdir)/tools/cuda-emu/cu2emu.py
 	@$(MKDIR_P) tests/emu/gen
 	$(AM_V_GEN)$(EMU_CU2EMU) $(top_srcdir)/kernels/topk.cu $@
+tests/emu/gen/topk_merge.emu.cpp: $(top_srcdir)/kernels/topk_merge.cu $(top_srcdir)/tools/cuda-emu/cu2emu.py
+	@$(MKDIR_P) tests/emu/gen
+	$(AM_V_GEN)$(EMU_CU2EMU) $(top_srcdir)/kernels/topk_merge.cu $@
 tests/emu/gen/convert.emu.cpp: $(top_srcdir)/kernels/convert.cu $(top_srcdir)/tools/cuda-emu/cu2emu.py
 	@$(MKDIR_P) tests/emu/gen
 	$(AM_V_GEN)$(EMU_CU2EMU) $(top_srcdir)/kernels/convert.cu $@
@@ -139,6 +142,8 @@ tests/emu/gen/indexer_decode.emu.o: tests/emu/gen/indexer_decode.emu.cpp $(EMU_D
 	$(AM_V_EMU)$(EMU_COMPILE) -c -o $@ tests/emu/gen/indexer_decode.emu.cpp
 tests/emu/gen/topk.emu.o: tests/emu/gen/topk.emu.cpp $(EMU_DEPS)
 	$(AM_V_EMU)$(EMU_COMPILE) -c -o $@ tests/emu/gen/topk.emu.cpp
+tests/emu/gen/topk_merge.emu.o: tests/emu/gen/topk_merge.emu.cpp $(EMU_DEPS)
+	$(AM_V_EMU)$(EMU_COMPILE) -c -o $@ tests/emu/gen/topk_merge.emu.cpp
 tests/emu/gen/convert.emu.o: tests/emu/gen/convert.emu.cpp $(EMU_DEPS)
 	$(AM_V_EMU)$(EMU_COMPILE) -c -o $@ tests/emu/gen/convert.emu.cpp
 tests/emu/gen/attention_decode.emu.o: tests/emu/gen/attention_decode.emu.cpp $(EMU_DEPS)
