@@ -148,7 +148,7 @@ typedef struct topk_inst {
   int32_t *ks, *ke, *d_ks, *d_ke; /* top-k: the rows' ranges */
   int64_t in_range;               /* logits in range */
   float *rows0;                   /* merge: the checked rows' logits over all keys, by position [check_rows][n] */
-  void *scratch;                  /* decode: cplab_topk_split's (cplab_topk_scratch) */
+  void *scratch;                  /* decode: cplab_topk_split's (its route's scratch_bytes) */
   size_t scratch_bytes;
   char route[96];                 /* decode: cplab_topk_split's path on this device (kernels.json's launcher) */
   double set_bytes;
@@ -171,13 +171,15 @@ static void teardown(void *p) {
   free(x);
 }
 
-/* cplab_topk_split's path for (m, n, k) on the current device, in words. */
-static int route_text(int64_t m, int64_t n, int k, char *buf, size_t cap, cplab_diag *d) {
+/* cplab_topk_split's path for (m, n, k) on the current device: its scratch
+ * (what cplab_topk_scratch gives) and, in words, kernels.json's launcher. */
+static int decode_route(int64_t m, int64_t n, int k, size_t *scratch_bytes, char *buf, size_t cap, cplab_diag *d) {
   cplab_device_facts f;
   cplab_topk_route r;
   int rc = cplab_device_facts_get(&f, d);
   if (!rc) rc = cplab_topk_split_route(m, n, k, f.sm_count, f.smem_optin, &r, d);
   if (rc) return rc;
+  *scratch_bytes = r.scratch_bytes;
   char alt[40];
   if (r.refused == CPLAB_TOPK_PATH_CHUNKS)
     snprintf(alt, sizeof alt, "%d chunks a row, then the merge", (int)r.chunks);
@@ -203,8 +205,8 @@ static int setup_topk(topk_inst *x, const cplab_kb_env *env, void *stream, cplab
   int rc = cplab_kbi_upload((void **)&x->d_ks, x->ks, (size_t)m * 4, d);
   if (!rc) rc = cplab_kbi_upload((void **)&x->d_ke, x->ke, (size_t)m * 4, d);
   if (!rc) rc = cplab_kbi_gen_keys(env->seed, KEYS_REQ, NULL, n, &keys, stream, d);
-  if (!rc && x->mode == TOPK_DECODE) rc = cplab_topk_scratch(m, n, (int)k, &x->scratch_bytes, d);
-  if (!rc && x->mode == TOPK_DECODE) rc = route_text(m, n, (int)k, x->route, sizeof x->route, d);
+  if (!rc && x->mode == TOPK_DECODE)
+    rc = decode_route(m, n, (int)k, &x->scratch_bytes, x->route, sizeof x->route, d);
   if (!rc && x->scratch_bytes) rc = cplab_dev_alloc(&x->scratch, x->scratch_bytes, d);
   for (int si = 0; !rc && si < sets; si++) {
     topk_set *st = &x->set[si];
