@@ -34,6 +34,10 @@
 //     calls mbar_arrive_expect_tx(bar, bytes) and bulk_copy_g2s; readers
 //     call mbar_wait(bar, parity), parity 0 for the barrier's first
 //     completed phase, 1 for the second, and so on.
+//   bulk_prefetch_l2 (cp.async.bulk.prefetch.L2, sm_90+): a hint that
+//     `bytes` (a multiple of 16, 16-byte aligned, < 2^20) of global memory
+//     will be read soon: they are brought into L2; nothing completes, nothing
+//     to wait for.
 // sm_80 and later: the build's sm_90 and sm_100 targets have them all. But
 // Hopper has no fp8 mma.sync in hardware: ptxas lowers mma_m16n8k32_e4m3 on
 // sm_90 to f16 HMMA pairs behind byte conversions (~5x the instructions;
@@ -117,6 +121,10 @@ static __device__ __forceinline__ void bulk_copy_g2s(void *dst, const void *src,
                    mma_smem_addr(dst)),
                "l"(src), "r"(bytes), "r"(mma_smem_addr(bar))
                : "memory");
+}
+
+static __device__ __forceinline__ void bulk_prefetch_l2(const void *src, uint32_t bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
 }
 
 // Shared memory written (or read) by ordinary accesses or cp.async, then

@@ -45,8 +45,12 @@
 // item no longer reads it (after the placing or split pass), the aligned
 // body by one bulk copy (cp.async.bulk on an mbarrier) and the scalar head
 // and tail by cp.async, so the next row's global read overlaps this row's
-// ranking or sort. 512, not
-// 1024: at 64 registers a thread the passes spilled.
+// ranking or sort. The item after that is meanwhile brought into L2
+// (cp.async.bulk.prefetch), so that the stage reads from L2, not DRAM:
+// from DRAM it outlasted the ranking. (A stage issued before the placing
+// pass, the keys' values then read back from global memory, was tried: the
+// scattered 4-byte loads cost more than the overlap gained; bench/NOTES.md.)
+// 512 threads, not 1024: at 64 registers a thread the passes spilled.
 //
 // Paths (the launchers):
 //   - cplab_topk: one item per row (TOPK_ROWS). Rows whose range fits the
@@ -74,7 +78,9 @@
 // and latency, not by the 512 MiB read (~130 µs). Since then (3g-3n) the
 // higher floor, the cheaper passes, the bins made once a candidate and the
 // candidates loaded in batches: 377 µs for 4096 rows (3m: ~26000 cycles and
-// 49,000 warp instructions a row).
+// 49,000 warp instructions a row); then (3s) the item after next prefetched
+// into L2, so that a stage no longer outlasts the ranking it overlaps, and
+// two-slope bins, so that the ranking is shorter: 350 µs.
 #include <cuda_runtime.h>
 
 #include <math.h>
@@ -103,6 +109,7 @@
 #define TOPK_LIST_MIN 4096     // candidate list entries kept beside the row buffer
 #define TOPK_SORT_MIN 128      // the sort works on whole 128-key warp segments
 #define TOPK_SPLIT_ROWS_PER_SM 4 // the split path's row limit, per SM (bounds its scratch)
+#define TOPK_L2_THREAD (TOPK_THREADS - 32) // issues the L2 prefetch of the item after next (not warp 0: it stages)
 #define TOPK_FULL 0xFFFFFFFFu
 #define TOPK_NOBIN 0xFFFFFFFFu
 
@@ -515,6 +522,20 @@ static __device__ void topk_sort(uint64_t *a, unsigned P) {
 
 // ---- staging ------------------------------------------------------------------
 
+// A source of `words` 4-byte words split as topk_stage copies it: head
+// words up to the first 16-byte boundary, nb 16-byte groups (one bulk copy),
+// the rest a tail. ph: the source's word offset in its 16-byte group.
+struct topk_span {
+  uint32_t ph, head, nb, tail;
+};
+static __device__ __forceinline__ topk_span topk_span_of(const void *src, uint32_t words) {
+  topk_span sp;
+  sp.ph = (uint32_t)((uintptr_t)src >> 2) & 3u;
+  sp.head = min((4u - sp.ph) & 3u, words);
+  sp.nb = (words - sp.head) / 4, sp.tail = words - sp.head - 4 * sp.nb;
+  return sp;
+}
+
 // Block-wide: stage words 32-bit words at src into dst (16-byte aligned)
 // with src's 16-byte phase kept, so that the vector groups of the staged copy
 // are those of the source; returns where the copy starts (dst + 0..3 words)
@@ -525,10 +546,9 @@ static __device__ void topk_sort(uint64_t *a, unsigned P) {
 // 32768 words: bench/NOTES.md.)
 static __device__ const void *topk_stage(uint32_t *dst, const void *src, uint32_t words, topk_ctl *c, bool *bulk) {
   const uint32_t *s = (const uint32_t *)src;
-  uint32_t ph = (uint32_t)((uintptr_t)src >> 2) & 3u, head = (4u - ph) & 3u;
+  topk_span sp = topk_span_of(src, words);
+  uint32_t ph = sp.ph, head = sp.head, nb = sp.nb, tail = sp.tail;
   uint32_t *d = dst + ph;
-  head = head < words ? head : words;
-  uint32_t nb = (words - head) / 4, tail = words - head - 4 * nb;
   if (threadIdx.x < head) cp_async_4(d + threadIdx.x, s + threadIdx.x, true);
   *bulk = nb > 0;
   if (nb > 0 && threadIdx.x == 0) {
@@ -600,6 +620,17 @@ static __device__ bool topk_stageable(const topk_args &a, const topk_item &it) {
   return it.len > 0 && it.words + 3 <= a.row_words;
 }
 
+// Item w's body, the part topk_stage's bulk copy reads, brought into L2 (a
+// hint, nothing to wait for), so that the stage issued an item later reads
+// from L2 rather than DRAM. One thread calls it.
+template <int MODE> static __device__ void topk_prefetch_l2(const topk_args &a, int64_t w) {
+  if (w >= a.items) return;
+  topk_item it = topk_decode<MODE>(a, w);
+  if (!topk_stageable(a, it)) return;
+  topk_span sp = topk_span_of(it.src, it.words);
+  if (sp.nb) bulk_prefetch_l2((const uint32_t *)it.src + sp.head, 16 * sp.nb);
+}
+
 // ---- the bin path: one linear histogram, winners placed by bin -----------------
 //
 // Most rows take this path; the radix path above stays for the rows it
@@ -617,11 +648,18 @@ static __device__ bool topk_stageable(const topk_args &a, const topk_item &it) {
 //     higher floor, the largest of the warps' smallest g-th largest, which
 //     the histogram (2.) checks: where fewer than take keys lie above it,
 //     the histogram runs again from the proven floor.
-//  2. The keys at or above the floor, binned over 2048 equal slices of
-//     [floor, max]:
-//       bin(f) = min(round((f - floor) · 2048 / (max - floor)), 2047),
-//     every operation rounded to nearest as written (round: adding 2^23).
-//     Rounding is monotone, so bin() never decreases along the keys' order:
+//  2. The keys at or above the floor, binned over 2048 slices of [floor,
+//     max], the lower half of them over the range's first sixteenth (real
+//     logits have a long upper tail, so the winners crowd into the range's
+//     low end; with equal slices a winner's bin held ~40 keys and ranking
+//     inside bins was a fifth of the instructions: bench/NOTES.md):
+//       x = f - floor, r = max - floor,
+//       bin(f) = min(round(min(x · 16384 / r,
+//                              x · (16384/15) / r + 2048·7/15)), 2047),
+//     every operation rounded to nearest as written (round: adding 2^23; the
+//     second line one fused multiply-add). Each line is monotone, rounding
+//     is monotone, and so is the least of them, so bin() never decreases
+//     along the keys' order:
 //     every key of a higher bin is above every key of a lower one, the
 //     take-th largest key lies in one bin b*, the keys of the bins above it
 //     all win and b*'s keys (a few dozen for real logits) are the only
@@ -657,24 +695,29 @@ static __device__ bool topk_stageable(const topk_args &a, const topk_item &it) {
 
 struct topk_bins {
   uint32_t floor; // keys whose value word is below it take no part
-  float lo, scale;
+  float lo, scale, scale_top; // the slopes of the range's first sixteenth and of the rest
   bool ok;            // the path applies
   uint32_t proven;    // the floor that is sure to leave take keys (== floor: floor is that one)
   uint32_t hi;        // the row's largest value word
 };
 
-// The bins over [floor value word fl, hi]: lo, scale, ok.
+// The bins over [floor value word fl, hi]: lo, scale, scale_top, ok.
 static __device__ __forceinline__ void topk_bins_span(topk_bins &bn, uint32_t fl, uint32_t hi) {
-  float lo = topk_unord(fl), range = __fsub_rn(topk_unord(hi), lo), s = __fdiv_rn((float)TOPK_BINS, range);
+  float lo = topk_unord(fl), range = __fsub_rn(topk_unord(hi), lo);
+  float s = __fdiv_rn(8.0f * TOPK_BINS, range), st = __fdiv_rn(8.0f * TOPK_BINS / 15.0f, range);
   bn.floor = fl, bn.lo = lo;
   bn.ok = isfinite(lo) && isfinite(topk_unord(hi)) && isfinite(range);
-  bn.scale = range > 0.0f && isfinite(s) ? s : 0.0f; // 0: every key in bin 0
+  bool finite = range > 0.0f && isfinite(s) && isfinite(st);
+  bn.scale = finite ? s : 0.0f; // 0: every key in bin 0
+  bn.scale_top = finite ? st : 0.0f;
 }
 
 // The bin of a value f >= lo (a key at or above the floor).
 static __device__ __forceinline__ unsigned topk_bin(float f, const topk_bins &bn) {
-  float x = __fadd_rn(__fmul_rn(__fsub_rn(f, bn.lo), bn.scale), 8388608.0f); // 2^23 + round(...)
-  return min(__float_as_uint(x) - 0x4B000000u, (unsigned)TOPK_BINS - 1);
+  float x = __fsub_rn(f, bn.lo);
+  float t = fminf(__fmul_rn(x, bn.scale), __fmaf_rn(x, bn.scale_top, TOPK_BINS * 7.0f / 15.0f));
+  float r = __fadd_rn(t, 8388608.0f); // 2^23 + round(t)
+  return min(__float_as_uint(r) - 0x4B000000u, (unsigned)TOPK_BINS - 1);
 }
 
 static __device__ __forceinline__ unsigned topk_bin_key(uint64_t key, const topk_bins &bn) {
@@ -1233,6 +1276,7 @@ template <int MODE> __global__ void __launch_bounds__(TOPK_THREADS, 1) topk_kern
     topk_item first = topk_decode<MODE>(a, w);
     if (topk_stageable(a, first)) staged = topk_stage(rowbuf, first.src, first.words, c, &bulk);
   }
+  if (threadIdx.x == TOPK_L2_THREAD) topk_prefetch_l2<MODE>(a, w + gridDim.x);
   for (; w < a.items; w += gridDim.x) {
     cp_async_wait<0>();
     if (threadIdx.x == 0) c->ctr = 0, c->maxb = 0, c->ncand = 0, c->bstar = TOPK_BINS;
@@ -1250,6 +1294,7 @@ template <int MODE> __global__ void __launch_bounds__(TOPK_THREADS, 1) topk_kern
       if (wn >= a.items) return;
       topk_item nx = topk_decode<MODE>(a, wn);
       if (topk_stageable(a, nx)) nstaged = topk_stage(rowbuf, nx.src, nx.words, c, &nbulk);
+      if (threadIdx.x == TOPK_L2_THREAD) topk_prefetch_l2<MODE>(a, wn + gridDim.x); // the item after it
     };
     // an unstaged item's list may use the row buffer too (the radix path)
     unsigned cap = staged ? a.list_cap : a.list_cap + a.row_words / 2;

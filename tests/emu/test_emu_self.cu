@@ -471,6 +471,41 @@ __global__ void bulk_kernel(const uint4 *src, uint32_t *out, int bad) {
   }
 }
 
+// The L2 prefetch's contract: a 16-byte aligned range of device memory
+// (bad 1: misaligned, 2: a size not a multiple of 16, 3: host memory).
+__global__ void prefetch_kernel(const uint4 *src, int bad, uint32_t *out) {
+  static uint4 host[4];
+  const char *p = (const char *)src + (bad == 1 ? 4 : 0);
+  if (bad == 3) p = (const char *)host;
+  bulk_prefetch_l2(p, bad == 2 ? 40u : 48u);
+  out[threadIdx.x] = 1;
+}
+
+static void check_prefetch(void) {
+  uint4 *dsrc = (uint4 *)kt_dev(64 * sizeof(uint4));
+  uint32_t *dout = (uint32_t *)kt_dev(sizeof(uint32_t)), got = 0;
+  prefetch_kernel<<<1, 1>>>(dsrc, 0, dout);
+  cudaError_t err = cudaGetLastError();
+  kt_down(&got, dout, sizeof got);
+  kt_check(err == cudaSuccess && got == 1, "bulk_prefetch_l2 of 48 aligned bytes of device memory runs");
+  for (int bad = 1; bad <= 3; bad++) {
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+      int fd = open("/dev/null", O_WRONLY);
+      if (fd >= 0) dup2(fd, 2), dup2(fd, 1);
+      prefetch_kernel<<<1, 1>>>(dsrc, bad, dout);
+      _exit(0);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    kt_check(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "bulk_prefetch_l2 %s aborts: %s",
+             bad == 1 ? "of a misaligned address" : bad == 2 ? "of 40 bytes" : "of host memory",
+             WIFSIGNALED(st) ? strsignal(WTERMSIG(st)) : "exited");
+  }
+  kt_free(dsrc), kt_free(dout);
+}
+
 static void check_bulk(void) {
   uint4 src[128];
   uint32_t got[128];
@@ -710,6 +745,7 @@ int main(void) {
   check_mma(&rng);
   check_mma_e4m3(&rng);
   check_bulk();
+  check_prefetch();
   check_clusters();
   return kt_end();
 }

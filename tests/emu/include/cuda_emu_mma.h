@@ -32,7 +32,8 @@
 // ordering is checked on the GPU only (tests/gpu, compute-sanitizer's
 // racecheck).
 //
-// cp.async.bulk (bulk_copy_g2s) likewise completes in the call. The
+// cp.async.bulk (bulk_copy_g2s) likewise completes in the call; its L2
+// prefetch (bulk_prefetch_l2) only checks its arguments. The
 // mbarrier's state lives in its 64 bits: bit 63 the phase's parity, bits
 // 48..62 the arrival count, 32..47 the arrivals pending, 0..31 the
 // transaction bytes pending (signed); a phase completes when both pending
@@ -266,6 +267,12 @@ static inline void bulk_copy_g2s(void *dst, const void *src, uint32_t bytes, uin
   uint64_t v = *bar;
   *bar = (v & ~0xFFFFFFFFull) | (uint32_t)((uint32_t)v - bytes);
   mbar_settle(bar);
+}
+// A hint with nothing to model but its contract.
+static inline void bulk_prefetch_l2(const void *src, uint32_t bytes) {
+  if ((uintptr_t)src % 16 || bytes % 16 || bytes == 0 || bytes >= 1u << 20)
+    cuda_emu::mma_fail("cp.async.bulk.prefetch: address or size not 16-byte multiples (or size 0, or >= 2^20)");
+  if (!cuda_emu::is_device_range(src, bytes)) cuda_emu::mma_fail("cp.async.bulk.prefetch: source outside device memory");
 }
 static inline void mbar_wait(uint64_t *bar, unsigned parity) {
   mbar_check(bar);
