@@ -5,24 +5,33 @@
 #   KV_FILE      the source file the versions replace, e.g. kernels/topk.cu
 #   KV_VERSIONS  "LABEL=FILE ...": FILE relative to the bundle directory
 #                (where tools/gpu-bundle.sh put this script), or "." for the
-#                build's own file; timed in this order; distinct labels (a
-#                label's files are overwritten by a later run of it)
+#                build's own file; distinct labels
 #   KV_ARGS      cplab-kernel-bench's selection, e.g. "--kernel topk_prefill --case topk-4k-32k"
-# Times versions of one kernel file on one node in one call: each version
-# rebuilt (make bench/cplab-kernel-bench), then run with KV_ARGS,
-# --no-ceilings and --commit LABEL (OUT/LABEL.txt, .json, .err; OUT/build-LABEL.log).
-# Run the build's own version first and last (two labels) to see the call's
-# drift. The build's own file is put back at the end (not rebuilt). Exit 1
-# where a build or a run fails. Example (bench/results/2026-12-03-topk-3n-h200/
-# was made with a script of this shape):
-#   KV_FILE=kernels/topk.cu KV_VERSIONS="3n=. 3m=topk_3m.cu 3n-again=." \
+#   KV_ROUNDS    how many times each version runs (default 2)
+# Times versions of one kernel file on one node in one call: each version is
+# built once (make bench/cplab-kernel-bench; OUT/build-LABEL.log) and its
+# program kept beside KB; then the programs run in turns, round after round
+# (round 1: every version in KV_VERSIONS' order, then round 2, ...), each with
+# KV_ARGS, --no-ceilings and --commit LABEL (OUT/LABEL-ROUND.txt, .json,
+# .err). Interleaved rounds show the call's drift beside the versions'
+# differences (bench/NOTES.md: a version's rounds agreed within 1%, where
+# one run after the ceilings' GEMMs was 2-4% slow). The build's own file is
+# put back at the end (not rebuilt) and the kept programs removed. Exit 1
+# where a version's file is missing, a build fails or a run fails. Example
+# (bench/results/2026-12-03-topk-3s-h200/ was made with a script of this
+# shape):
+#   KV_FILE=kernels/topk.cu KV_VERSIONS="3n=topk_3n.cu 3s=." \
 #   KV_ARGS="--kernel topk_prefill --case topk-4k-32k" CPLAB_KERNEL_PROF=BUNDLE/gpu-kernel-versions.sh ...
 set -u
 bundle=$(cd "$(dirname "$0")" && pwd)
 : "${KB:?}" "${OUT:?}" "${KV_FILE:?}" "${KV_VERSIONS:?}" "${KV_ARGS:?}"
+rounds=${KV_ROUNDS:-2}
+case $rounds in '' | *[!0-9]* | 0) echo "gpu-kernel-versions.sh: KV_ROUNDS must be a positive integer, not '$rounds'" >&2; exit 1 ;; esac
 own=$(mktemp)
 cp "$KV_FILE" "$own" || exit 1
+kept=$(dirname "$KB")/kv
 status=0
+labels=""
 for v in $KV_VERSIONS; do
   label=${v%%=*} file=${v#*=}
   if [ "$file" = . ]; then cp "$own" "$KV_FILE"; else cp "$bundle/$file" "$KV_FILE"; fi || { status=1; break; }
@@ -31,12 +40,21 @@ for v in $KV_VERSIONS; do
     status=1
     break
   fi
-  # shellcheck disable=SC2086 # KV_ARGS are words
-  timeout 300 "$KB" $KV_ARGS --no-ceilings --commit "$label" --json "$OUT/$label.json" >"$OUT/$label.txt" \
-    2>"$OUT/$label.err" || status=1
-  echo "== $label"
-  grep -v '^#' "$OUT/$label.txt"
+  cp "$KB" "$kept-$label" || { status=1; break; }
+  labels="$labels $label"
 done
 cp "$own" "$KV_FILE"
 rm -f "$own"
+round=1
+while [ $status -eq 0 ] && [ "$round" -le "$rounds" ]; do
+  for label in $labels; do
+    # shellcheck disable=SC2086 # KV_ARGS are words
+    timeout 300 "$kept-$label" $KV_ARGS --no-ceilings --commit "$label" --json "$OUT/$label-$round.json" \
+      >"$OUT/$label-$round.txt" 2>"$OUT/$label-$round.err" || status=1
+    echo "== $label, round $round"
+    grep -v '^#' "$OUT/$label-$round.txt"
+  done
+  round=$((round + 1))
+done
+for label in $labels; do rm -f "$kept-$label"; done
 exit $status
