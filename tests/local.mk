@@ -68,6 +68,9 @@ EXTRA_DIST += tests/cli/layout_one_file.sh
 # tools/gpu-kernel-versions.sh (a GPU call's versions of one kernel file) with stand-ins for make and the program.
 TESTS += tests/cli/kernel_versions.sh
 EXTRA_DIST += tests/cli/kernel_versions.sh
+# tools/ncu-sass-phases.py (an ncu report's SASS samples by phase) on a made-up report.
+TESTS += tests/cli/ncu_sass_phases.sh
+EXTRA_DIST += tests/cli/ncu_sass_phases.sh
 EXTRA_DIST += tests/lib.sh tests/cli/sim_cli.sh tests/cli/trace_cli.sh tests/cli/trace_rows.sh tests/cli/setup_cli.sh tests/mpi/sim_mpi.sh tests/gpu/gpu_probe.sh tests/gpu/gpu_probe.c
 
 if HAVE_CUDA
