@@ -92,6 +92,11 @@
 #include "cluster.cuh" // the cluster path's barriers and distributed shared memory
 #include "topk_bins.cuh" // (and through it topk_radix.cuh and topk_block.cuh)
 
+// ---- the kernel: persistent blocks over the work items ---------------------------
+
+// Item after item (w, w + gridDim.x, ...): the next one staged as soon as the
+// current one no longer reads the row buffer (topk_run_item's prefetch), the
+// one after that brought into L2 meanwhile.
 template <int MODE> __global__ void __launch_bounds__(TOPK_THREADS, 1) topk_kernel(topk_args a) {
   extern __shared__ uint4 topk_raw[];
   topk_ctl *c = (topk_ctl *)topk_raw;
