@@ -62,7 +62,6 @@
 #define TOPK_RANK_MAX 512   // b*'s keys ranked by counting (its keys each read all of them)
 #define TOPK_BUCKET_MAX 256 // bins above b* ranked by counting, else the bitonic sort
 #define TOPK_FLOOR_G (CPLAB_TOPK_MAX / TOPK_THREADS) // the floor's g at most
-#define TOPK_CAND_NONE 0xFFFFFFFFu
 #define TOPK_CAND_BATCH 4 // a staged row's compacted entries a thread loads at once (topk_srow::each_cand)
 // Shared-memory groups a thread loads before using them in the bin path's
 // staged passes (sm_100's code for 4 spills).
@@ -352,7 +351,7 @@ struct topk_srow {
   }
   __device__ __forceinline__ uint64_t key(uint32_t j) const { return key_of(j, buf[ph + j]); }
   __device__ __forceinline__ uint64_t key_of(uint32_t j, uint32_t b) const {
-    return (uint64_t)topk_ord_bits(b) << 32 | (uint64_t)(0xFFFFFFFFu - (rel0 + j));
+    return topk_key_bits(b, rel0 + j);
   }
   // At or above the floor: a float compare, the same as topk_ord_bits(b) >=
   // bn.floor wherever the path applies (bn.lo finite, no +NaN in the row:

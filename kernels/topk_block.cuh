@@ -94,7 +94,7 @@ struct topk_fsrc {
   }
   __device__ uint64_t key(const uint4 &raw, uint32_t j0, unsigned q) const {
     uint32_t b = q == 0 ? raw.x : q == 1 ? raw.y : q == 2 ? raw.z : raw.w;
-    return ((uint64_t)topk_ord_bits(b) << 32) | (uint64_t)(0xFFFFFFFFu - (rel0 + j0 + q));
+    return topk_key_bits(b, rel0 + j0 + q);
   }
 };
 

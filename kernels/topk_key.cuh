@@ -25,8 +25,11 @@ static __device__ __forceinline__ float topk_unord(uint32_t o) {
   return __uint_as_float((o & 0x80000000u) ? (o & 0x7FFFFFFFu) : ~o);
 }
 
-static __device__ __forceinline__ uint64_t topk_key(float f, uint32_t rel) {
-  return ((uint64_t)topk_ord(f) << 32) | (uint64_t)(0xFFFFFFFFu - rel);
+// The key of a logit given by its bits b, at request-relative index rel.
+static __device__ __forceinline__ uint64_t topk_key_bits(uint32_t b, uint32_t rel) {
+  return ((uint64_t)topk_ord_bits(b) << 32) | (uint64_t)(0xFFFFFFFFu - rel);
 }
+
+static __device__ __forceinline__ uint64_t topk_key(float f, uint32_t rel) { return topk_key_bits(__float_as_uint(f), rel); }
 
 #endif
