@@ -313,7 +313,7 @@ int cplab_topk(const cplab_topk_params *p, void *stream, cplab_diag *d);
  * with sm_90's 227 KiB a block), the next row's range loading while this
  * one is ranked; a longer row is read from global memory once per pass
  * (three for real logits). On an H200, 4096 staged rows of 32768 real
- * logits take ~380 us at k = 2048 (bench/NOTES.md). Few long rows leave
+ * logits take ~350 us at k = 2048 (bench/NOTES.md). Few long rows leave
  * most SMs idle and read slowly: cplab_topk_split below spreads them. */
 
 /* The same result, with few long rows spread over the GPU: a row's range is
