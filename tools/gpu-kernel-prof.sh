@@ -3,13 +3,19 @@
 #   sh BUNDLE_DIR/gpu-kernel-prof.sh BUNDLE_DIR SCRIPT
 # Builds cplab-kernel-bench from a bundle of tools/gpu-bundle.sh (its tarball
 # against its sysroot's libraries, sm_90 only), then runs SCRIPT (sh) in the
-# build directory with KB set to the program and OUT to where results go
-# ($OUT, else BUNDLE_DIR/logs): the profiling loops of the results folders
-# (bench/results/*-ncu-h200/prof.sh) are such scripts.
+# build directory with KB set to the program and OUT to a scratch folder for
+# its results: the profiling loops of the results folders
+# (bench/results/*-ncu-h200/prof.sh, tools/gpu-kernel-versions.sh) are such
+# scripts. At the end that folder, with the configure and build logs, becomes
+# one file, prof.tar.gz, in $OUT (else BUNDLE_DIR/logs): the device tool
+# brings back at most 8 files a call, and a loop over versions and rounds
+# writes dozens. Exit status: SCRIPT's (2: the build failed).
 set -u
 bundle=$(cd "${1:?bundle directory}" && pwd); script=$(cd "$(dirname "${2:?script}")" && pwd)/$(basename "$2")
 sys=$bundle/sysroot
-OUT=${OUT:-$bundle/logs}; mkdir -p "$OUT"; export OUT
+final=${OUT:-$bundle/logs}; mkdir -p "$final"; final=$(cd "$final" && pwd)
+OUT=$(mktemp -d); export OUT
+trap 'tar czf "$final/prof.tar.gz" -C "$OUT" .' EXIT
 # The unpacked .pc files say /usr; point them at the sysroot.
 for pc in "$sys"/usr/lib/*/pkgconfig/*.pc "$sys"/usr/lib/pkgconfig/*.pc; do
   [ -f "$pc" ] && sed -i "s|=/usr|=$sys/usr|g" "$pc"
