@@ -21,6 +21,7 @@
  * 2 bad usage or an error (an unreadable or malformed peer file, no GPU, a
  * failed call: a case that fails is recorded and the others still run; under
  * more than one rank, an error on any rank ends the whole job). */
+#include <errno.h>
 #include <fnmatch.h>
 #include <getopt.h>
 #include <jansson.h>
@@ -73,7 +74,7 @@ static const cplab_kb_kernel *const kernels[] = {
 
 typedef struct opts {
   const char *kernel_list, *case_list, *peer, *json, *list_json, *commit;
-  int all, list, reps, warmup, check_rows, max_sets, ceilings, quiet, help, version;
+  int all, list, reps, warmup, check_rows, max_sets, ceilings, settle_ms, quiet, help, version;
   size_t mem_budget, copy_bytes;
   uint64_t seed;
   cplab_ceil_shape gemm;
@@ -91,7 +92,7 @@ typedef struct selection {
 static void usage(FILE *f) {
   fputs("Usage: " PROG " [--kernel LIST] [--case LIST] [--all] [--list] [--list-json FILE] [--peer FILE]\n"
         "       [--json FILE] [--reps N] [--warmup N] [--check-rows N] [--seed N] [--max-sets N] [--mem-gib N]\n"
-        "       [--no-ceilings] [--copy-mib N] [--gemm MxNxK] [--commit ID] [-q]\n"
+        "       [--no-ceilings] [--copy-mib N] [--gemm MxNxK] [--settle-ms N] [--commit ID] [-q]\n"
         "Times cplab's kernels alone over a table of shapes (FlashMLA's and cplab-bench's per-rank shapes):\n"
         "each case's inputs generated on the device and rotated over 4x the L2, its output checked against\n"
         "the double-precision reference before it is timed (CUDA events, warm-up, median / p10 / p90), set\n"
@@ -120,6 +121,8 @@ static void usage(FILE *f) {
         "  --no-ceilings     do not measure the ceilings (no ratios then)\n"
         "  --copy-mib N      the ceilings' copy size in MiB (default 1024)\n"
         "  --gemm MxNxK      the ceilings' GEMM shape (default 8192x8192x8192)\n"
+        "  --settle-ms N     an idle pause of N ms after the ceilings, before the first case (default 1000:\n"
+        "                    right after the ceilings' GEMMs a case ran ~3% slow, after the pause ~1%)\n"
         "  --commit ID       the commit to record (default: the one configure saw)\n"
         "  -q, --quiet       no progress lines on stderr\n"
         "  -h, --help        this help\n"
@@ -137,7 +140,7 @@ static int parse_opts(int argc, char **argv, opts *o, cplab_diag *d) {
   enum {
     OPT_KERNEL = CPLAB_OPT_PROGRAM, OPT_CASE, OPT_ALL, OPT_LIST, OPT_LIST_JSON, OPT_PEER, OPT_JSON, OPT_REPS,
     OPT_WARMUP, OPT_CHECK_ROWS, OPT_SEED, OPT_MAX_SETS, OPT_MEM_GIB, OPT_NO_CEILINGS, OPT_COPY_MIB, OPT_GEMM,
-    OPT_COMMIT
+    OPT_SETTLE_MS, OPT_COMMIT
   };
   static const struct option longopts[] = {
       {"kernel", required_argument, NULL, OPT_KERNEL}, {"case", required_argument, NULL, OPT_CASE},
@@ -148,10 +151,11 @@ static int parse_opts(int argc, char **argv, opts *o, cplab_diag *d) {
       {"check-rows", required_argument, NULL, OPT_CHECK_ROWS}, {"seed", required_argument, NULL, OPT_SEED},
       {"max-sets", required_argument, NULL, OPT_MAX_SETS}, {"mem-gib", required_argument, NULL, OPT_MEM_GIB},
       {"no-ceilings", no_argument, NULL, OPT_NO_CEILINGS}, {"copy-mib", required_argument, NULL, OPT_COPY_MIB},
-      {"gemm", required_argument, NULL, OPT_GEMM}, {"commit", required_argument, NULL, OPT_COMMIT},
+      {"gemm", required_argument, NULL, OPT_GEMM}, {"settle-ms", required_argument, NULL, OPT_SETTLE_MS},
+      {"commit", required_argument, NULL, OPT_COMMIT},
       {"quiet", no_argument, NULL, 'q'}, {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'},
       {NULL, 0, NULL, 0}};
-  *o = (opts){.reps = 30, .warmup = 5, .check_rows = 8, .max_sets = 256, .ceilings = 1, .seed = 1,
+  *o = (opts){.reps = 30, .warmup = 5, .check_rows = 8, .max_sets = 256, .ceilings = 1, .settle_ms = 1000, .seed = 1,
               .mem_budget = (size_t)48 << 30, .copy_bytes = (size_t)1024 << 20, .commit = CPLAB_GIT_COMMIT,
               .gemm = {8192, 8192, 8192}};
   opterr = 0;
@@ -191,6 +195,9 @@ static int parse_opts(int argc, char **argv, opts *o, cplab_diag *d) {
         if (!(rc = parse_int_opt(optarg, "--copy-mib", 1, 16384, &v, d))) o->copy_bytes = (size_t)v << 20;
         break;
       case OPT_GEMM: rc = cplab_ceil_parse_shapes("--gemm", optarg, &o->gemm, 1, &n, d); break;
+      case OPT_SETTLE_MS:
+        if (!(rc = parse_int_opt(optarg, "--settle-ms", 0, 60000, &v, d))) o->settle_ms = (int)v;
+        break;
       case OPT_COMMIT: o->commit = optarg; break;
       case 'q': o->quiet = 1; break;
       case 'h': o->help = 1; break;
@@ -899,6 +906,16 @@ int main(int argc, char **argv) {
       cplab_diag_clear(&d);
     }
     if (!o.quiet) fprintf(stderr, "ceilings: %.1f s\n", elapsed(&t0));
+    /* The card idle before the first case: right after the ceilings' 8192^3 GEMMs the first case ran
+     * 2.9-3.3% slow (0.2% after the 1 GiB copy with 1024^3 GEMMs), after 1000 ms idle 0.9-1.3%; 400
+     * warm-up runs of the case had not helped (bench/results/2026-12-03-kb-first-case-h200/). */
+    if (o.settle_ms > 0) {
+      struct timespec pause = {o.settle_ms / 1000, (long)(o.settle_ms % 1000) * 1000000L};
+      while (nanosleep(&pause, &pause) != 0 && errno == EINTR) {
+      }
+      if (lead) printf("# an idle pause of %d ms after the ceilings\n", o.settle_ms);
+      if (ceil.json) json_object_set_new(ceil.json, "settle_ms", json_integer(o.settle_ms)); /* (kernels.json) */
+    }
   }
   fflush(stdout);
 

@@ -148,6 +148,8 @@ refuse "--check-rows 65" "\-\-check-rows: expected an integer in \[1, 64\], got 
 refuse "--max-sets 1" "\-\-max-sets: expected an integer in \[2, 256\], got '1'" --max-sets 1
 refuse "--mem-gib 0" "\-\-mem-gib: expected an integer" --mem-gib 0
 refuse "--copy-mib 0" "\-\-copy-mib: expected an integer" --copy-mib 0
+refuse "--settle-ms negative" "\-\-settle-ms: expected an integer in \[0, 60000\], got '-1'" --settle-ms -1
+refuse "--settle-ms over a minute" "\-\-settle-ms: expected an integer in \[0, 60000\], got '60001'" --settle-ms 60001
 refuse "--seed not a number" "\-\-seed: expected a non-negative integer, got 'x'" --seed x
 refuse "--gemm not a multiple of 16" "\-\-gemm: 100 is not a multiple of 16" --gemm 100x128x128
 refuse "--gemm with two numbers" "\-\-gemm: expected MxNxK, got '64x64'" --gemm 64x64
