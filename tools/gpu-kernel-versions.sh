@@ -5,7 +5,9 @@
 #   KV_FILE      the source file the versions replace, e.g. kernels/topk.cu
 #   KV_VERSIONS  "LABEL=FILE ...": FILE relative to the bundle directory
 #                (where tools/gpu-bundle.sh put this script), or "." for the
-#                build's own file; distinct labels
+#                build's own file; distinct labels. A FILE that is a folder
+#                is a version of several files: each of its files replaces
+#                the file of that name beside KV_FILE (or is added there)
 #   KV_ARGS      cplab-kernel-bench's selection, e.g. "--kernel topk_prefill --case topk-4k-32k"
 #   KV_ROUNDS    how many times each version runs (default 2)
 # Times versions of one kernel file on one node in one call: each version is
@@ -15,8 +17,9 @@
 # KV_ARGS, --no-ceilings and --commit LABEL (OUT/LABEL-ROUND.txt, .json,
 # .err). Interleaved rounds show the call's drift beside the versions'
 # differences (bench/NOTES.md: a version's rounds agreed within 1%, where
-# one run after the ceilings' GEMMs was 2-4% slow). The build's own file is
-# put back at the end (not rebuilt) and the kept programs removed. Exit 1
+# one run after the ceilings' GEMMs was 2-4% slow). The build's own files
+# are put back after each version's build and at the end (not rebuilt), the
+# files a folder added removed, and the kept programs removed. Exit 1
 # where a version's file is missing, a build fails or a run fails. Example
 # (bench/results/2026-12-03-topk-3s-h200/ was made with a script of this
 # shape):
@@ -27,14 +30,31 @@ bundle=$(cd "$(dirname "$0")" && pwd)
 : "${KB:?}" "${OUT:?}" "${KV_FILE:?}" "${KV_VERSIONS:?}" "${KV_ARGS:?}"
 rounds=${KV_ROUNDS:-2}
 case $rounds in '' | *[!0-9]* | 0) echo "gpu-kernel-versions.sh: KV_ROUNDS must be a positive integer, not '$rounds'" >&2; exit 1 ;; esac
-own=$(mktemp)
-cp "$KV_FILE" "$own" || exit 1
+kdir=$(dirname "$KV_FILE")
+own=$(mktemp -d)   # the build's own files that some version replaces
+added=""           # files a folder version adds (removed again)
+cp "$KV_FILE" "$own/" || exit 1
+for v in $KV_VERSIONS; do
+  file=${v#*=}
+  [ "$file" != . ] && [ -d "$bundle/$file" ] || continue
+  for f in "$bundle/$file"/*; do
+    n=$(basename "$f")
+    if [ -f "$kdir/$n" ]; then [ -e "$own/$n" ] || cp "$kdir/$n" "$own/" || exit 1
+    else case " $added " in *" $n "*) ;; *) added="$added $n" ;; esac; fi
+  done
+done
+restore() { # the build's own files back, added ones gone
+  cp "$own"/* "$kdir/"
+  for n in $added; do rm -f "$kdir/$n"; done
+}
 kept=$(dirname "$KB")/kv
 status=0
 labels=""
 for v in $KV_VERSIONS; do
   label=${v%%=*} file=${v#*=}
-  if [ "$file" = . ]; then cp "$own" "$KV_FILE"; else cp "$bundle/$file" "$KV_FILE"; fi || { status=1; break; }
+  if [ "$file" = . ]; then :
+  elif [ -d "$bundle/$file" ]; then cp "$bundle/$file"/* "$kdir/"
+  else cp "$bundle/$file" "$KV_FILE"; fi || { status=1; break; }
   if ! make -j16 bench/cplab-kernel-bench >"$OUT/build-$label.log" 2>&1; then
     tail -20 "$OUT/build-$label.log"
     status=1
@@ -42,9 +62,10 @@ for v in $KV_VERSIONS; do
   fi
   cp "$KB" "$kept-$label" || { status=1; break; }
   labels="$labels $label"
+  restore
 done
-cp "$own" "$KV_FILE"
-rm -f "$own"
+restore
+rm -rf "$own"
 round=1
 while [ $status -eq 0 ] && [ "$round" -le "$rounds" ]; do
   for label in $labels; do

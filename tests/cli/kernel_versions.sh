@@ -12,12 +12,18 @@ cp "$tool" "$bundle/"
 echo "version A" >"$bundle/a.cu"
 echo "version B" >"$bundle/b.cu"
 echo "own version" >"$build/kernels/k.cu"
+echo "own other" >"$build/kernels/other.cuh"
+mkdir -p "$bundle/dirv"
+echo "version D" >"$bundle/dirv/k.cu"
+echo "other D" >"$bundle/dirv/other.cuh"
+echo "extra D" >"$bundle/dirv/extra.cuh"
 cat >"$WORK/bin/make" <<'EOF'
 #!/bin/sh
 # the stand-in build: fails where the kernel file says so
 echo "make $*" >>"$WORK_LOG/make.log"
 grep -q 'does not build' kernels/k.cu && { echo "k.cu: error" >&2; exit 2; }
-text=$(cat kernels/k.cu)
+text=$(cat kernels/k.cu kernels/other.cuh; [ -f kernels/extra.cuh ] && echo "with extra")
+text=$(echo $text)
 printf '#!/bin/sh\n# the stand-in program\nlabel=; while [ $# -gt 0 ]; do [ "$1" = --commit ] && label=$2; shift; done\necho "$label" >>"%s/runs.log"\necho "# header"\necho " case  %s"\n' \
   "$WORK_LOG" "$text" >bench/cplab-kernel-bench
 chmod +x bench/cplab-kernel-bench
@@ -58,6 +64,16 @@ expect_exit 0 "a version that does not build: exit 1" test $rc -eq 1
 expect_grep "$WORK/tool.out" "k.cu: error" "  its build log's tail shown"
 expect_exit 0 "  and the own file put back" grep -qx "own version" "$build/kernels/k.cu"
 expect_exit 0 "  and no kept program left" no_kept
+
+# a folder version: several files replaced (one added), all put back after its build
+rm -f "$WORK/make.log" "$WORK/runs.log" "$out"/*
+run_tool "d=dirv a=a.cu" 1; rc=$?
+expect_exit 0 "a folder version and a file version: exit 0" test $rc -eq 0
+expect_grep "$out/d-1.txt" "version D other D with extra" "d: built from all three of the folder's files"
+expect_grep "$out/a-1.txt" "version A own other" "a (after d): k.cu replaced, d's other files gone again"
+expect_exit 0 "  the own files put back" sh -c "grep -qx 'own version' '$build/kernels/k.cu' && grep -qx 'own other' '$build/kernels/other.cuh'"
+expect_exit 0 "  the added file removed" test ! -e "$build/kernels/extra.cuh"
+expect_exit 0 "  no kept program left" no_kept
 
 run_tool "a=a.cu" 0; rc=$?
 expect_exit 0 "KV_ROUNDS 0 refused: exit 1" test $rc -eq 1
