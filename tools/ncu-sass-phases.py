@@ -15,8 +15,9 @@ BAR (__syncthreads), a SYNCS (an mbarrier's wait or arrive), an EXIT or a RET.
 A kernel whose passes end at barriers (the top-k's floor pass, compaction,
 scans, placing, ranking) thus shows one line a pass: its share of the warp
 samples (time) and of the executed warp instructions, the stall reasons that
-hold most of its samples (percent of all samples) and its most sampled
-instruction. Phases under --min percent of both samples and instructions
+hold most of its samples (percent of all samples), where the report has
+them its shared-memory wavefronts against the ideal count (bank conflicts:
+above 1.00x) and its most sampled instruction. Phases under --min percent of both samples and instructions
 (default 0.4) are not listed. Line numbers are the instruction's index (0 =
 the first instruction).
 
@@ -29,10 +30,12 @@ bench/NOTES.md's phase shares of the top-k were read this way.
 """
 import csv
 import gzip
+import signal
 import sys
 
 STALLS = ["barrier", "branch_resolving", "dispatch", "drain", "imc", "lg", "long_sb", "math", "membar", "mio",
           "misc", "no_inst", "not_selected", "selected", "short_sb", "sleep", "tex", "wait"]
+SHARED_WAVES = ["L1 Wavefronts Shared", "L1 Wavefronts Shared Ideal"]
 
 
 class Usage(Exception):
@@ -65,6 +68,8 @@ def load(path):
         raise Usage(f"{path}: no column {', '.join(repr(c) for c in missing)} (a report without SourceCounters?)")
     cols = {c: head.index(c) for c in need}
     stalls = {s: head.index("stall_" + s) for s in STALLS if "stall_" + s in head}
+    wave = [head.index(c) for c in SHARED_WAVES if c in head]  # both or neither used
+    wave = wave if len(wave) == 2 else []
     out = []
     for n, r in enumerate(rows[2:], start=3):
         if len(r) != len(head):
@@ -72,7 +77,8 @@ def load(path):
         try:
             ins = {"src": r[cols["Source"]].strip(), "samples": int(r[cols["Warp Stall Sampling (All Samples)"]]),
                    "executed": int(r[cols["Instructions Executed"]]),
-                   "stalls": {s: int(r[i]) for s, i in stalls.items()}}
+                   "stalls": {s: int(r[i]) for s, i in stalls.items()},
+                   "waves": [int(r[i]) if r[i] not in ("", "-") else 0 for i in wave]}
         except ValueError:
             raise Usage(f"{path}:{n}: a count that is not an integer")
         out.append(ins)
@@ -107,9 +113,11 @@ def phases(ins, tot_s, tot_i, min_pct, out):
             why = {k: sum(y["stalls"].get(k, 0) for y in seg) for k in STALLS}
             top = sorted((v, k) for k, v in why.items() if v)[::-1][:4]
             hot = max(seg, key=lambda y: y["samples"])
+            waves = [sum(y["waves"][j] for y in seg if y["waves"]) for j in (0, 1)]
             out.write(f"{start:6d}-{i:<6d} samples {pct(s, tot_s):5.1f}%  instructions {pct(n, tot_i):5.1f}%  "
                       f"ends {opcode(x['src']):6s} stalls "
                       + (" ".join(f"{k} {pct(v, tot_s):.1f}" for v, k in top) or "-")
+                      + (f"  shared wavefronts {waves[0] / waves[1]:.2f}x ideal" if waves[1] else "")
                       + f"  hottest: {hot['src'][:48]}\n")
         start = i + 1
 
@@ -174,6 +182,7 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # (piped into head: end quietly)
     try:
         sys.exit(main(sys.argv[1:]))
     except Usage as e:

@@ -29,6 +29,12 @@ expect_grep "$WORK/out" "^     2 samples 50.00%  instructions 62.50%  IMAD 50.00
 expect_grep "$WORK/out" "^     4 samples 10.00%  instructions 10.00%  EXIT 10.00$" "  block 4 (past B: cut at B)"
 expect_exit 0 "--hot 0:4:30" $tool --hot 0:4:30 "$csv"
 expect_exit 0 "  two instructions of 30 samples or more: 1 and 2" test "$(grep -v '^#' "$WORK/out" | awk '{print $1}' | tr '\n' ' ')" = "1 2 "
+# with the shared-memory wavefront columns: phase 0-1 at 2x its ideal count, phase 2-4 none ("-")
+awk -F, 'BEGIN { OFS = "," } NR == 1 { print; next } NR == 2 { print $0, "\"L1 Wavefronts Shared\"", "\"L1 Wavefronts Shared Ideal\""; next }
+  NR == 3 { print $0, "\"20\"", "\"10\""; next } NR == 4 { print $0, "\"0\"", "\"0\""; next } { print $0, "\"-\"", "\"-\"" }' "$csv" >"$WORK/waves.csv"
+expect_exit 0 "a report with shared-memory wavefronts" $tool "$WORK/waves.csv"
+expect_grep "$WORK/out" "^     0-1 .*wait 10.0  shared wavefronts 2.00x ideal  hottest: BAR" "  phase 0-1: 2.00x its ideal"
+expect_grep "$WORK/out" "^     2-4 .*wait 20.0  hottest: IMAD" "  phase 2-4: no shared wavefronts, no figure"
 gzip -c "$csv" >"$csv.gz"
 expect_exit 0 "a gzipped CSV" $tool "$csv.gz"
 expect_grep "$WORK/out" "ends EXIT" "  the same phases"
