@@ -15,6 +15,10 @@ KB="$top_builddir/tests/emu/cplab-kernel-bench-emu"
 KB_ARGS="--reps 1 --warmup 0 --copy-mib 1 --gemm 64x64x64"
 . "$top_srcdir/tests/kernel_bench_smoke.sh"
 expect_grep "$WORK/err" "cplab_sparse_mla_decode_split (no split pays: the plain kernel)" "decode: the split launcher's model on one SM runs the plain kernel"
+# The idle pause after the ceilings (--settle-ms, default 1000 ms), in the table and in kernels.json.
+expect_grep "$WORK/out" "^# an idle pause of 1000 ms after the ceilings$" "the default pause after the ceilings"
+"$PY" -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["ceilings"].get("settle_ms") != 1000)' \
+  "$WORK/kernels.json" && pass "  kernels.json: ceilings.settle_ms 1000" || fail "  kernels.json: ceilings.settle_ms not 1000"
 # The indexer path's launchers, each run once (the emulated kernels/indexer.cu, indexer_decode.cu, topk.cu, convert.cu, gather.cu,
 # restore.cu).
 for l in cplab_indexer_logits cplab_indexer_logits_decode cplab_topk cplab_topk_merge cplab_convert_prefill_topk cplab_convert_decode_topk \
@@ -33,4 +37,8 @@ for k in gather_nccl moe_paths; do
   expect_grep "$WORK/err" "\-\-kernel: '$k' is a ranked kernel (NCCL collectives over MPI ranks): this build has no NCCL" \
     "the emulation refuses $k by name"
 done
+# --settle-ms 0: no pause.
+# shellcheck disable=SC2086 # KB_ARGS is a list of options
+expect_exit 0 "--settle-ms 0: no pause" "$KB" --case smoke-ceil-copy $KB_ARGS --settle-ms 0
+if grep -q "idle pause" "$WORK/out"; then fail "  --settle-ms 0 still paused"; else pass "  no pause line"; fi
 finish
