@@ -57,41 +57,55 @@ static __device__ __forceinline__ uint32_t topk_ord_nz(uint32_t o) { return o ==
 // runs every thread through the same number of groups (invalid ones empty),
 // so that it may use full-warp collectives.
 
-// Floats p[0, len): element j is the column of request-relative index rel0 + j.
-struct topk_fsrc {
-  static constexpr unsigned W = 4; // keys per group
-  const float *p;
-  uint32_t len, rel0, head, nbody;
-  __device__ topk_fsrc(const float *p_, uint32_t len_, uint32_t rel0_) : p(p_), len(len_), rel0(rel0_) {
-    uint32_t h = (uint32_t)((16u - ((uintptr_t)p_ & 15u)) & 15u) >> 2;
-    head = h < len ? h : len;
-    nbody = (len - head) >> 2;
+// What both sources share: elements p[0, len) of T (W of them to a 16-byte
+// group), their head up to the first 16-byte boundary and their groups.
+template <class T, unsigned W_> struct topk_vsrc {
+  static constexpr unsigned W = W_; // keys per group
+  const T *p;
+  uint32_t len, head, nbody;
+  __device__ topk_vsrc(const T *p_, uint32_t len_, uint32_t head_) : p(p_), len(len_), head(head_) {
+    nbody = (len - head) / W;
   }
   __device__ uint32_t groups() const { return nbody + 2; }
   // Group g into raw: returns how many keys it holds; j0 = its first element.
   __device__ unsigned load(uint32_t g, uint4 &raw, uint32_t &j0) const {
     if (g - 1 < nbody) { // body (g >= 1)
-      j0 = head + 4 * (g - 1);
+      j0 = head + W * (g - 1);
       raw = *(const uint4 *)(p + j0);
-      return 4;
+      return W;
     }
     uint32_t cnt;
     if (g == 0) {
       j0 = 0;
       cnt = head;
     } else if (g == nbody + 1) {
-      j0 = head + 4 * nbody;
+      j0 = head + W * nbody;
       cnt = len - j0;
     } else {
       return 0;
     }
+    // (a head or tail is shorter than a group: at most 3 words, of
+    // 3 floats or of one 64-bit key)
     const uint32_t *s = (const uint32_t *)(p + j0);
-    raw.x = cnt > 0 ? s[0] : 0u;
-    raw.y = cnt > 1 ? s[1] : 0u;
-    raw.z = cnt > 2 ? s[2] : 0u;
+    if (W == 4) {
+      raw.x = cnt > 0 ? s[0] : 0u;
+      raw.y = cnt > 1 ? s[1] : 0u;
+      raw.z = cnt > 2 ? s[2] : 0u;
+    } else {
+      raw.x = cnt ? s[0] : 0u;
+      raw.y = cnt ? s[1] : 0u;
+      raw.z = 0u;
+    }
     raw.w = 0u;
     return cnt;
   }
+};
+
+// Floats p[0, len): element j is the column of request-relative index rel0 + j.
+struct topk_fsrc : topk_vsrc<float, 4> {
+  uint32_t rel0;
+  __device__ topk_fsrc(const float *p_, uint32_t len_, uint32_t rel0_)
+      : topk_vsrc(p_, len_, min((uint32_t)((16u - ((uintptr_t)p_ & 15u)) & 15u) >> 2, len_)), rel0(rel0_) {}
   __device__ uint64_t key(const uint4 &raw, uint32_t j0, unsigned q) const {
     uint32_t b = q == 0 ? raw.x : q == 1 ? raw.y : q == 2 ? raw.z : raw.w;
     return topk_key_bits(b, rel0 + j0 + q);
@@ -99,37 +113,9 @@ struct topk_fsrc {
 };
 
 // 64-bit keys p[0, len) (8-byte aligned).
-struct topk_ksrc {
-  static constexpr unsigned W = 2;
-  const uint64_t *p;
-  uint32_t len, head, nbody;
-  __device__ topk_ksrc(const uint64_t *p_, uint32_t len_) : p(p_), len(len_) {
-    head = ((uintptr_t)p_ & 15u) && len_ ? 1u : 0u;
-    nbody = (len - head) >> 1;
-  }
-  __device__ uint32_t groups() const { return nbody + 2; }
-  __device__ unsigned load(uint32_t g, uint4 &raw, uint32_t &j0) const {
-    if (g - 1 < nbody) {
-      j0 = head + 2 * (g - 1);
-      raw = *(const uint4 *)(p + j0);
-      return 2;
-    }
-    uint32_t cnt;
-    if (g == 0) {
-      j0 = 0;
-      cnt = head;
-    } else if (g == nbody + 1) {
-      j0 = head + 2 * nbody;
-      cnt = len - j0;
-    } else {
-      return 0;
-    }
-    const uint32_t *s = (const uint32_t *)(p + j0);
-    raw.x = cnt ? s[0] : 0u;
-    raw.y = cnt ? s[1] : 0u;
-    raw.z = raw.w = 0u;
-    return cnt;
-  }
+struct topk_ksrc : topk_vsrc<uint64_t, 2> {
+  __device__ topk_ksrc(const uint64_t *p_, uint32_t len_)
+      : topk_vsrc(p_, len_, ((uintptr_t)p_ & 15u) && len_ ? 1u : 0u) {}
   __device__ uint64_t key(const uint4 &raw, uint32_t, unsigned q) const {
     return q == 0 ? ((uint64_t)raw.y << 32 | raw.x) : ((uint64_t)raw.w << 32 | raw.z);
   }
