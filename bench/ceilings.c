@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cplab/fp8.h"
 #include "cplab_stream.h"
@@ -217,18 +218,29 @@ void cplab_ceil_work(const cplab_ceil_op *o, double *work, double *unit) {
 
 /* ---- timing and statistics ---------------------------------------------------- */
 
-int cplab_bench_time(int nops, cplab_bench_run_fn run, void *const *ctx, int reps, int warmup, void *stream,
-                     double *const *t, double *busy, cplab_diag *d) {
+unsigned cplab_bench_lead_us(unsigned per_run_us, int nops, int reps, int warmup) {
+  double us = (double)per_run_us * nops * (reps + warmup);
+  return us < CPLAB_BENCH_LEAD_MAX_US ? (unsigned)us : CPLAB_BENCH_LEAD_MAX_US;
+}
+
+int cplab_bench_time(int nops, cplab_bench_run_fn run, void *const *ctx, int reps, int warmup, unsigned lead_us,
+                     void *stream, double *const *t, cplab_bench_loop *loop, cplab_diag *d) {
   int runs = (warmup + reps) * nops, made = 0, rc = 0;
+  struct timespec q0, q1;
+  *loop = (cplab_bench_loop){0};
   cplab_event **ev = calloc(2 * (size_t)runs, sizeof *ev);
   if (!ev) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of host memory for %d timing events", 2 * runs);
   for (; !rc && made < 2 * runs; made++) rc = cplab_event_create(&ev[made], d);
+  if (!rc) rc = cplab_dev_hold_async(stream, lead_us, d);
+  clock_gettime(CLOCK_MONOTONIC, &q0);
   for (int r = 0, e = 0; !rc && r < warmup + reps; r++)
     for (int i = 0; !rc && i < nops; i++, e += 2) {
       rc = cplab_event_record(ev[e], stream, d);
       if (!rc) rc = run(ctx[i], stream, d);
       if (!rc) rc = cplab_event_record(ev[e + 1], stream, d);
     }
+  clock_gettime(CLOCK_MONOTONIC, &q1);
+  loop->queue_s = (double)(q1.tv_sec - q0.tv_sec) + 1e-9 * (double)(q1.tv_nsec - q0.tv_nsec);
   if (!rc) rc = cplab_dev_sync(stream, d);
   double sum = 0;
   float ms = 0;
@@ -238,7 +250,7 @@ int cplab_bench_time(int nops, cplab_bench_run_fn run, void *const *ctx, int rep
       t[i][r - warmup] = 1e-3 * ms, sum += 1e-3 * ms;
     }
   if (!rc && reps > 0) rc = cplab_event_elapsed_ms(ev[2 * warmup * nops], ev[2 * runs - 1], &ms, d);
-  if (!rc) *busy = ms > 0 ? sum / (1e-3 * ms) : 1.0;
+  if (!rc) loop->busy = ms > 0 ? sum / (1e-3 * ms) : 1.0;
   for (int i = 0; i < made; i++) cplab_event_destroy(ev[i]);
   free(ev);
   return rc;

@@ -102,15 +102,29 @@ void cplab_ceil_work(const cplab_ceil_op *o, double *work, double *unit);
 /* One timed operation: enqueue one run on stream, asynchronously. */
 typedef int (*cplab_bench_run_fn)(void *ctx, void *stream, cplab_diag *d);
 
-/* Enqueue warmup + reps rounds of the nops operations (run(ctx[i]) for each
- * i in turn), one event pair around each run, without waiting, then wait:
- * the host stays ahead, so the GPU does not idle between runs and no event
- * pair includes host time. t[i][r] receives run r's seconds of operation i
- * (t[i] holds reps values, caller-allocated); *busy the sum of the timed runs
- * over the span from the first timed start to the last timed stop (near 1:
- * the premise held). */
-int cplab_bench_time(int nops, cplab_bench_run_fn run, void *const *ctx, int reps, int warmup, void *stream,
-                     double *const *t, double *busy, cplab_diag *d);
+/* Hold the stream lead_us microseconds (cplab_dev_hold_async; 0: no hold),
+ * then enqueue warmup + reps rounds of the nops operations (run(ctx[i]) for
+ * each i in turn), one event pair around each run, without waiting, then
+ * wait. The hold lets the host queue the runs ahead of the GPU: without it a
+ * run that the host enqueues more slowly than the GPU runs it has the host's
+ * launch time inside its event pair (the GPU reaches the start event, then
+ * waits for the launch). t[i][r] receives run r's seconds of operation i
+ * (t[i] holds reps values, caller-allocated); *loop what the loop saw: the
+ * GPU's busy fraction (near 1: it did not idle between runs; on an H200
+ * runs of 5-9 us still leave ~1.3 us gaps with the host far ahead: the
+ * GPU's own launch and event overheads) and the host's queueing time. */
+typedef struct cplab_bench_loop {
+  double busy;    /* the timed runs' sum over their span (first timed start to last timed stop) */
+  double queue_s; /* host seconds to queue every run, after the hold: longer than the hold, and the
+                   * GPU may have caught up with the host */
+} cplab_bench_loop;
+int cplab_bench_time(int nops, cplab_bench_run_fn run, void *const *ctx, int reps, int warmup, unsigned lead_us,
+                     void *stream, double *const *t, cplab_bench_loop *loop, cplab_diag *d);
+
+/* The hold before nops operations' warmup + reps runs: per_run_us a run, at
+ * most CPLAB_BENCH_LEAD_MAX_US (per_run_us 0: none). */
+#define CPLAB_BENCH_LEAD_MAX_US 200000u
+unsigned cplab_bench_lead_us(unsigned per_run_us, int nops, int reps, int warmup);
 
 /* The ceilings' JSON object of one operation: time_us {median, min, max,
  * p10, p90}, the rate at the median, p10 and p90 times, what was measured. */

@@ -74,7 +74,7 @@ static const cplab_kb_kernel *const kernels[] = {
 
 typedef struct opts {
   const char *kernel_list, *case_list, *peer, *json, *list_json, *commit;
-  int all, list, reps, warmup, check_rows, max_sets, ceilings, settle_ms, quiet, help, version;
+  int all, list, reps, warmup, check_rows, max_sets, ceilings, settle_ms, lead_us, quiet, help, version;
   size_t mem_budget, copy_bytes;
   uint64_t seed;
   cplab_ceil_shape gemm;
@@ -92,7 +92,7 @@ typedef struct selection {
 static void usage(FILE *f) {
   fputs("Usage: " PROG " [--kernel LIST] [--case LIST] [--all] [--list] [--list-json FILE] [--peer FILE]\n"
         "       [--json FILE] [--reps N] [--warmup N] [--check-rows N] [--seed N] [--max-sets N] [--mem-gib N]\n"
-        "       [--no-ceilings] [--copy-mib N] [--gemm MxNxK] [--settle-ms N] [--commit ID] [-q]\n"
+        "       [--no-ceilings] [--copy-mib N] [--gemm MxNxK] [--settle-ms N] [--lead-us N] [--commit ID] [-q]\n"
         "Times cplab's kernels alone over a table of shapes (FlashMLA's and cplab-bench's per-rank shapes):\n"
         "each case's inputs generated on the device and rotated over 4x the L2, its output checked against\n"
         "the double-precision reference before it is timed (CUDA events, warm-up, median / p10 / p90), set\n"
@@ -123,6 +123,9 @@ static void usage(FILE *f) {
         "  --gemm MxNxK      the ceilings' GEMM shape (default 8192x8192x8192)\n"
         "  --settle-ms N     an idle pause of N ms after the ceilings, before the first case (default 1000:\n"
         "                    right after the ceilings' GEMMs a case ran ~3% slow, after the pause ~1%)\n"
+        "  --lead-us N       before each case's runs the GPU waits N us a run (default 50; at most 0.2 s in all)\n"
+        "                    while the host queues them, so no run's time holds the host's launch time;\n"
+        "                    0: no wait (then a run the host launches more slowly than the GPU runs it does)\n"
         "  --commit ID       the commit to record (default: the one configure saw)\n"
         "  -q, --quiet       no progress lines on stderr\n"
         "  -h, --help        this help\n"
@@ -140,7 +143,7 @@ static int parse_opts(int argc, char **argv, opts *o, cplab_diag *d) {
   enum {
     OPT_KERNEL = CPLAB_OPT_PROGRAM, OPT_CASE, OPT_ALL, OPT_LIST, OPT_LIST_JSON, OPT_PEER, OPT_JSON, OPT_REPS,
     OPT_WARMUP, OPT_CHECK_ROWS, OPT_SEED, OPT_MAX_SETS, OPT_MEM_GIB, OPT_NO_CEILINGS, OPT_COPY_MIB, OPT_GEMM,
-    OPT_SETTLE_MS, OPT_COMMIT
+    OPT_SETTLE_MS, OPT_LEAD_US, OPT_COMMIT
   };
   static const struct option longopts[] = {
       {"kernel", required_argument, NULL, OPT_KERNEL}, {"case", required_argument, NULL, OPT_CASE},
@@ -152,11 +155,11 @@ static int parse_opts(int argc, char **argv, opts *o, cplab_diag *d) {
       {"max-sets", required_argument, NULL, OPT_MAX_SETS}, {"mem-gib", required_argument, NULL, OPT_MEM_GIB},
       {"no-ceilings", no_argument, NULL, OPT_NO_CEILINGS}, {"copy-mib", required_argument, NULL, OPT_COPY_MIB},
       {"gemm", required_argument, NULL, OPT_GEMM}, {"settle-ms", required_argument, NULL, OPT_SETTLE_MS},
-      {"commit", required_argument, NULL, OPT_COMMIT},
+      {"lead-us", required_argument, NULL, OPT_LEAD_US}, {"commit", required_argument, NULL, OPT_COMMIT},
       {"quiet", no_argument, NULL, 'q'}, {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'},
       {NULL, 0, NULL, 0}};
-  *o = (opts){.reps = 30, .warmup = 5, .check_rows = 8, .max_sets = 256, .ceilings = 1, .settle_ms = 1000, .seed = 1,
-              .mem_budget = (size_t)48 << 30, .copy_bytes = (size_t)1024 << 20, .commit = CPLAB_GIT_COMMIT,
+  *o = (opts){.reps = 30, .warmup = 5, .check_rows = 8, .max_sets = 256, .ceilings = 1, .settle_ms = 1000, .lead_us = 50,
+              .seed = 1, .mem_budget = (size_t)48 << 30, .copy_bytes = (size_t)1024 << 20, .commit = CPLAB_GIT_COMMIT,
               .gemm = {8192, 8192, 8192}};
   opterr = 0;
   int opt, rc = 0, n;
@@ -198,6 +201,9 @@ static int parse_opts(int argc, char **argv, opts *o, cplab_diag *d) {
       case OPT_SETTLE_MS:
         if (!(rc = parse_int_opt(optarg, "--settle-ms", 0, 60000, &v, d))) o->settle_ms = (int)v;
         break;
+      case OPT_LEAD_US:
+        if (!(rc = parse_int_opt(optarg, "--lead-us", 0, 10000, &v, d))) o->lead_us = (int)v;
+        break;
       case OPT_COMMIT: o->commit = optarg; break;
       case 'q': o->quiet = 1; break;
       case 'h': o->help = 1; break;
@@ -207,6 +213,11 @@ static int parse_opts(int argc, char **argv, opts *o, cplab_diag *d) {
   }
   if (!rc && optind < argc) rc = cplab_diag_set(d, CPLAB_EUSAGE, "unexpected argument '%s'", argv[optind]);
   return rc;
+}
+
+/* The hold before a timing loop of nops operations (--lead-us a run). */
+static unsigned lead_us(const opts *o, int nops) {
+  return cplab_bench_lead_us((unsigned)o->lead_us, nops, o->reps, o->warmup);
 }
 
 /* ---- selection ----------------------------------------------------------------------- */
@@ -379,7 +390,9 @@ static int measure_ceilings(const opts *o, size_t l2, void *stream, ceilings *ou
   }
   for (int i = 0; !rc && i < 3; i++)
     if (!(t[i] = malloc((size_t)o->reps * sizeof **t))) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of host memory");
-  if (!rc) rc = cplab_bench_time(3, cplab_ceil_run, ctx, o->reps, o->warmup, stream, t, &out->busy, d);
+  cplab_bench_loop loop = {0};
+  if (!rc) rc = cplab_bench_time(3, cplab_ceil_run, ctx, o->reps, o->warmup, lead_us(o, 3), stream, t, &loop, d);
+  out->busy = loop.busy;
   if (!rc) {
     json_t *results = json_array();
     for (int i = 0; i < 3; i++) {
@@ -395,6 +408,8 @@ static int measure_ceilings(const opts *o, size_t l2, void *stream, ceilings *ou
                           "copy: GB/s = 2 x bytes (read + write) / time / 1e9; GEMM: TFLOPS = 2 M N K / time / 1e12; "
                           "rates at the median time (bench/ceilings.h)",
                           "results", results);
+    json_object_set_new(out->json, "lead_us", json_integer(lead_us(o, 3)));
+    json_object_set_new(out->json, "host_queue_us", json_real(1e6 * loop.queue_s));
     printf("# ceilings (%d repetitions, interleaved): copy %.4g GB/s (read + write, %s), bf16 GEMM %.4g TFLOPS, "
            "fp8 GEMM %.4g TFLOPS (%s)\n",
            o->reps, rate[0], ops[0].name, rate[1], rate[2], ops[1].name + 5);
@@ -460,12 +475,14 @@ static json_t *check_json(const cplab_kb_kernel *k, const cplab_kb_check *c) {
 /* The timing and rate fields of a timed case: the times, then the rates of the kernel's kind, each against
  * its ceiling when the ceilings were measured. Fills the table's rate columns. */
 static json_t *timing_json(const opts *o, const cplab_kb_kernel *k, const cplab_kb_work *w, const cplab_spread *st,
-                           double busy, const ceilings *ceil, char cols[5][16]) {
+                           const cplab_bench_loop *loop, const ceilings *ceil, char cols[5][16]) {
   double tf = w->flop / st->median / 1e12, tfv = w->flop_valid / st->median / 1e12, gbps = w->bytes / st->median / 1e9;
   json_t *j = json_pack("{s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:i, s:f, s:f}", "median_us", 1e6 * st->median, "p10_us",
                         1e6 * st->p10, "p90_us", 1e6 * st->p90, "min_us", 1e6 * st->min, "max_us", 1e6 * st->max,
                         "reps", o->reps, "warmup", o->warmup, "sets", w->sets, "rotation_bytes", w->sets * w->set_bytes,
-                        "gpu_busy_fraction", busy);
+                        "gpu_busy_fraction", loop->busy);
+  json_object_set_new(j, "lead_us", json_integer(lead_us(o, 1)));
+  json_object_set_new(j, "host_queue_us", json_real(1e6 * loop->queue_s));
   for (int i = 0; i < 5; i++) snprintf(cols[i], 16, "-");
   if (k->rate != CPLAB_KB_RATE_BYTES) {
     double gemm = k->rate == CPLAB_KB_RATE_FP8_FLOPS ? ceil->fp8_tflops : ceil->bf16_tflops;
@@ -523,21 +540,40 @@ static int same_size_copy(const opts *o, const cplab_kb_kernel *k, const cplab_k
   size_t bytes = (size_t)(w->bytes / 2) / 16 * 16;
   if (bytes < 16) bytes = 16;
   cplab_ceil_op op;
-  double *t = malloc((size_t)o->reps * sizeof *t), busy = 0;
+  double *t = malloc((size_t)o->reps * sizeof *t);
+  cplab_bench_loop loop = {0};
   if (!t) return cplab_diag_set(d, CPLAB_ENOMEM, "out of host memory");
   void *ctx[1] = {&op};
   int rc = cplab_ceil_setup_copy(&op, bytes, 4 * env->l2_bytes, d);
-  if (!rc) rc = cplab_bench_time(1, cplab_ceil_run, ctx, o->reps, o->warmup, stream, &t, &busy, d);
+  if (!rc) rc = cplab_bench_time(1, cplab_ceil_run, ctx, o->reps, o->warmup, lead_us(o, 1), stream, &t, &loop, d);
   if (!rc) {
     cplab_spread st = cplab_stats_spread(t, (size_t)o->reps);
     *gbps = 2.0 * (double)bytes / st.median / 1e9;
     json_object_set_new(e, "copy_same_size",
-                        json_pack("{s:I, s:i, s:f, s:f}", "bytes_per_copy", (json_int_t)bytes, "sets", op.sets,
-                                  "median_us", 1e6 * st.median, "gbps", *gbps));
+                        json_pack("{s:I, s:i, s:f, s:f, s:i}", "bytes_per_copy", (json_int_t)bytes, "sets", op.sets,
+                                  "median_us", 1e6 * st.median, "gbps", *gbps, "lead_us", lead_us(o, 1)));
   }
   cplab_ceil_free(&op);
   free(t);
   return rc;
+}
+
+/* Whether the host may have fallen behind the GPU while it queued the case's runs: it took longer than the hold
+ * (or there was none and the GPU idled between runs). With the host ahead the GPU still idles ~1.3 us between
+ * runs on an H200 (its own launch and event overheads: bench/NOTES.md), so the busy fraction alone proves
+ * nothing. */
+static void host_behind_warning(const opts *o, const cplab_kb_case *c, const cplab_bench_loop *loop) {
+  double lead_s = 1e-6 * lead_us(o, 1);
+  if (lead_s > 0 && loop->queue_s > lead_s)
+    fprintf(stderr,
+            "%s: %s: WARNING: the host took %.2f ms to queue the runs, longer than the GPU's hold of %.2f ms: some "
+            "runs may include its launch time (raise --lead-us)\n",
+            PROG, c->name, 1e3 * loop->queue_s, 1e3 * lead_s);
+  else if (lead_s == 0 && loop->busy < 0.95)
+    fprintf(stderr,
+            "%s: %s: WARNING: the GPU was busy only %.0f%% of the timed span and nothing held it while the host "
+            "queued the runs (--lead-us 0): some runs may include the host's launch time\n",
+            PROG, c->name, 100 * loop->busy);
 }
 
 /* Set up, check, time and report case c; its kernels.json entry into entries. */
@@ -548,7 +584,8 @@ static void run_case(const opts *o, int index, int total, const cplab_kb_kernel 
   struct timespec t0;
   char text[160];
   void *inst = NULL;
-  double *t = NULL, busy = 0;
+  double *t = NULL;
+  cplab_bench_loop loop = {0};
   cplab_kb_check chk = {0};
   cplab_kb_work w = {0};
   clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -579,12 +616,12 @@ static void run_case(const opts *o, int index, int total, const cplab_kb_kernel 
   if (!rc && chk.ok) {
     void *ctx[1] = {inst};
     if (!(t = malloc((size_t)o->reps * sizeof *t))) rc = cplab_diag_set(&d, CPLAB_ENOMEM, "out of host memory");
-    if (!rc) rc = cplab_bench_time(1, k->run, ctx, o->reps, o->warmup, stream, &t, &busy, &d);
+    if (!rc) rc = cplab_bench_time(1, k->run, ctx, o->reps, o->warmup, lead_us(o, 1), stream, &t, &loop, &d);
   }
   if (!rc && chk.ok) {
     cplab_spread st = cplab_stats_spread(t, (size_t)o->reps);
     char rcol[5][16], ecol[2][16];
-    json_t *timing = timing_json(o, k, &w, &st, busy, ceil, rcol);
+    json_t *timing = timing_json(o, k, &w, &st, &loop, ceil, rcol);
     json_object_update(e, timing);
     json_decref(timing);
     json_object_set_new(e, "launcher", json_string(w.launcher));
@@ -610,9 +647,7 @@ static void run_case(const opts *o, int index, int total, const cplab_kb_kernel 
     fflush(stdout);
     if (!o->quiet)
       fprintf(stderr, "; median %.1f us, %s TFLOPS, %s GB/s; %.1f s\n", 1e6 * st.median, rcol[0], rcol[2], elapsed(&t0));
-    if (busy < 0.95)
-      fprintf(stderr, "%s: %s: WARNING: the GPU was busy only %.0f%% of the timed span: the host fell behind\n", PROG,
-              c->name, 100 * busy);
+    host_behind_warning(o, c, &loop);
   } else {
     json_object_set_new(e, "peer", peer_json(peer, 0, k, &w));
   }
@@ -889,6 +924,8 @@ int main(int argc, char **argv) {
            date);
     printf("# %d cases, %d repetitions after %d warm-up each; inputs rotate over >= 4x the L2; peer: %s; %d rank(s)\n",
            sel.n, o.reps, o.warmup, o.peer ? o.peer : "none (no --peer)", job.world);
+    printf("# before each case's runs the GPU waits %d us a run (%u us) while the host queues them%s\n", o.lead_us,
+           lead_us(&o, 1), o.lead_us ? "" : ": none, so a run's time may hold the host's launch time");
   }
   ceilings ceil = {0};
   int ceil_failed = 0;

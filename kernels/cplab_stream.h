@@ -41,6 +41,15 @@ int cplab_dev_copy_async(void *dst, const void *src, size_t bytes, void *stream,
 int cplab_dev_copy2d_async(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows,
                            void *stream, cplab_diag *d);
 
+/* Keep stream busy for `us` microseconds (one GPU thread waiting on the
+ * global timer; us 0: nothing; more than CPLAB_HOLD_MAX_US: CPLAB_EINVAL).
+ * What the host queues behind it meanwhile then runs back to back: the
+ * timing loops (bench/ceilings.h, cplab_bench_time) start with one, so that
+ * no event pair holds the host's launch time where the host enqueues a run
+ * more slowly than the GPU runs it. */
+#define CPLAB_HOLD_MAX_US 10000000u
+int cplab_dev_hold_async(void *stream, unsigned us, cplab_diag *d);
+
 /* ---- timing events -------------------------------------------------------- */
 
 typedef struct cplab_event cplab_event;

@@ -1,8 +1,8 @@
 // Streams, timing events and CUDA graphs for C callers: the measurement
 // engine of cplab-bench times and replays its work on streams it creates and
 // captures into graphs (the legacy default stream cannot be captured).
-// Contracts in cplab_stream.h. No kernels here: the CPU emulation replaces
-// this file by tests/emu/stream_host.cpp.
+// Contracts in cplab_stream.h. One kernel only (the hold): the CPU emulation
+// replaces this file by tests/emu/stream_host.cpp.
 #include <cuda_runtime.h>
 
 #include <stdlib.h>
@@ -34,6 +34,26 @@ extern "C" int cplab_stream_destroy(void *stream, cplab_diag *d) {
   if (!stream) return 0;
   KCHECK_CUDA(d, cudaStreamDestroy(kstream(stream)));
   return 0;
+}
+
+// ---- holding a stream ------------------------------------------------------------
+
+// One thread reads the global timer (nanoseconds) until ns have passed;
+// __nanosleep between reads leaves the SM's issue slots alone.
+__global__ void hold_kernel(unsigned long long ns) {
+  unsigned long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    __nanosleep(1000);
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
+}
+
+extern "C" int cplab_dev_hold_async(void *stream, unsigned us, cplab_diag *d) {
+  KCHECK_ARG(d, us <= CPLAB_HOLD_MAX_US, "cplab_dev_hold_async: %u us is more than %u", us, CPLAB_HOLD_MAX_US);
+  if (us == 0) return 0;
+  hold_kernel<<<1, 1, 0, kstream(stream)>>>(1000ull * us);
+  return kcheck_launch(d, "hold_kernel");
 }
 
 // ---- timing events -------------------------------------------------------------

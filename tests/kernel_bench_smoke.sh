@@ -99,7 +99,7 @@ ceil = {  # the ceilings' cases: shape fields, rates (no same-size copy: the cop
 e = {x["case"]: x for x in doc["entries"]}
 assert sorted(e) == sorted(attn + tuple(shapes) + tuple(ceil)), sorted(e)
 common = {"kernel", "case", "median_us", "p10_us", "p90_us", "min_us", "max_us", "reps", "warmup", "sets",
-          "rotation_bytes", "gpu_busy_fraction", "launcher", "check", "peer"}
+          "rotation_bytes", "gpu_busy_fraction", "lead_us", "host_queue_us", "launcher", "check", "peer"}
 for name, (kernel, fields, rate) in shapes.items():
     x = e[name]
     assert x["kernel"] == kernel, (name, x["kernel"])

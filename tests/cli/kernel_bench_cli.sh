@@ -150,6 +150,8 @@ refuse "--mem-gib 0" "\-\-mem-gib: expected an integer" --mem-gib 0
 refuse "--copy-mib 0" "\-\-copy-mib: expected an integer" --copy-mib 0
 refuse "--settle-ms negative" "\-\-settle-ms: expected an integer in \[0, 60000\], got '-1'" --settle-ms -1
 refuse "--settle-ms over a minute" "\-\-settle-ms: expected an integer in \[0, 60000\], got '60001'" --settle-ms 60001
+refuse "--lead-us negative" "\-\-lead-us: expected an integer in \[0, 10000\], got '-1'" --lead-us -1
+refuse "--lead-us over 10 ms a run" "\-\-lead-us: expected an integer in \[0, 10000\], got '10001'" --lead-us 10001
 refuse "--seed not a number" "\-\-seed: expected a non-negative integer, got 'x'" --seed x
 refuse "--gemm not a multiple of 16" "\-\-gemm: 100 is not a multiple of 16" --gemm 100x128x128
 refuse "--gemm with two numbers" "\-\-gemm: expected MxNxK, got '64x64'" --gemm 64x64

@@ -8,6 +8,8 @@
 //   - cplab_dev_copy_async is an immediate copy through the emulation's
 //     cudaMemcpyAsync (device -> device), with its range checks: a range
 //     outside a cudaMalloc'd allocation is CPLAB_ECUDA;
+//   - cplab_dev_hold_async sleeps the host for its microseconds (the
+//     stream busy that long: a launch behind it runs after it);
 //   - an event records a host steady_clock time: the work queued before it
 //     has already run. Elapsed time of a never-recorded event is CPLAB_ECUDA,
 //     as cudaEventElapsedTime's cudaErrorInvalidResourceHandle;
@@ -26,6 +28,7 @@
 
 #include <chrono>
 #include <new>
+#include <thread>
 
 #include "check.cuh"
 #include "cplab_stream.h"
@@ -55,6 +58,14 @@ extern "C" int cplab_stream_create(void **stream, cplab_diag *d) {
 extern "C" int cplab_stream_destroy(void *stream, cplab_diag *d) {
   if (!stream) return 0;
   KCHECK_CUDA(d, cudaStreamDestroy(kstream(stream)));
+  return 0;
+}
+
+// ---- holding a stream ------------------------------------------------------------
+
+extern "C" int cplab_dev_hold_async(void *, unsigned us, cplab_diag *d) {
+  KCHECK_ARG(d, us <= CPLAB_HOLD_MAX_US, "cplab_dev_hold_async: %u us is more than %u", us, CPLAB_HOLD_MAX_US);
+  std::this_thread::sleep_for(std::chrono::microseconds(us));
   return 0;
 }
 

@@ -14,6 +14,9 @@
  *     capture, and the stream then still copies and captures; the legacy
  *     stream (NULL) cannot be captured;
  *   - events: elapsed time around some work finite and >= 0;
+ *   - holds: an event pair around a hold of 0, 1 and 3000 us spans at least
+ *     that; work queued behind a hold runs in full; one over the maximum is
+ *     refused;
  *   - bad arguments: CPLAB_EINVAL.
  * The same program runs under the CPU emulation (tests/emu/emu_stream.sh),
  * where tests/emu/stream_host.cpp stands in for kernels/stream.cu: there a
@@ -303,6 +306,42 @@ static void check_events(uint64_t *rng, void *stream) {
   kt_free(buf);
 }
 
+/* ---- holding a stream --------------------------------------------------------------- */
+
+/* A hold keeps the stream busy its microseconds: an event pair around it
+ * spans them, and work queued behind it runs after it, in full. */
+static void check_hold(uint64_t *rng, void *stream) {
+  cplab_event *e0 = NULL, *e1 = NULL;
+  kt_ok(cplab_event_create(&e0, kt_diag()), "cplab_event_create");
+  kt_ok(cplab_event_create(&e1, kt_diag()), "cplab_event_create");
+  static const unsigned holds[] = {0, 1, 3000};
+  for (int i = 0; i < 3; i++) {
+    float ms = -1;
+    kt_ok(cplab_event_record(e0, stream, kt_diag()), "cplab_event_record");
+    kt_ok(cplab_dev_hold_async(stream, holds[i], kt_diag()), "cplab_dev_hold_async");
+    kt_ok(cplab_event_record(e1, stream, kt_diag()), "cplab_event_record");
+    kt_ok(cplab_event_elapsed_ms(e0, e1, &ms, kt_diag()), "cplab_event_elapsed_ms");
+    kt_check(isfinite(ms) && ms >= 1e-3 * holds[i] && ms < 1e-3 * holds[i] + 1000,
+             "a hold of %u us: the event pair around it spans %.3f ms", holds[i], (double)ms);
+  }
+  int64_t n = 4099;
+  uint64_t seed = kt_next(rng);
+  uint16_t *buf = kt_dev((size_t)n * 2), *want = kt_host((size_t)n * 2);
+  for (int64_t i = 0; i < n; i++) want[i] = cplab_gen_bf16_host(seed, 3, i, 1.0f);
+  kt_ok(cplab_poison_bytes(buf, (size_t)n * 2, SENTINEL_BYTE, stream, kt_diag()), "cplab_poison_bytes");
+  kt_ok(cplab_dev_hold_async(stream, 2000, kt_diag()), "cplab_dev_hold_async");
+  kt_ok(cplab_gen_bf16(seed, 3, buf, n, 1.0f, stream, kt_diag()), "cplab_gen_bf16");
+  kt_ok(cplab_dev_sync(stream, kt_diag()), "cplab_dev_sync");
+  kt_check(count_wrong(buf, n, want) == 0, "gen_bf16 queued behind a 2 ms hold ran in full after it");
+  cplab_diag dd = {0};
+  kt_check(cplab_dev_hold_async(stream, CPLAB_HOLD_MAX_US + 1, &dd) == CPLAB_EINVAL && strstr(dd.msg, "more than"),
+           "a hold over CPLAB_HOLD_MAX_US is refused: \"%s\"", dd.msg);
+  free(want);
+  kt_free(buf);
+  cplab_event_destroy(e0);
+  cplab_event_destroy(e1);
+}
+
 /* ---- bad arguments ------------------------------------------------------------------ */
 
 static void check_bad_arguments(void *stream) {
@@ -359,6 +398,7 @@ int main(void) {
   check_copy2d(&rng, stream);
   check_graph(&rng, stream);
   check_events(&rng, stream);
+  check_hold(&rng, stream);
   check_bad_arguments(stream);
   kt_ok(cplab_stream_destroy(stream, kt_diag()), "cplab_stream_destroy");
   return kt_end();
