@@ -6,14 +6,17 @@
 // Design of its fast path (kv_cache and out 16-byte aligned, as cudaMalloc
 // gives; every entry is then 16-byte aligned too, 656 = 41·16, and every
 // row, 1152 = 72·16):
-//   - one warp takes GATHER_FAST_ROWS = 4 rows; it loads their 4 slots
-//     (broadcast loads), then every load of the 4 entries before any store,
-//     so 4 · 656 = 2.6 KiB of reads are in flight per warp behind one slot
-//     latency (the first version had one row, ~20 bytes a lane, and the slot
-//     and entry latencies in series: 64% of copy at 131072 rows, far less at
-//     8192). ptxas (CUDA 13, sm_90a) gives it 48 registers: 5 blocks of 8
-//     warps per SM, 40 warps x 2.6 KiB = 105 KiB of reads in flight per SM,
-//     more than the 40-64 KiB HBM3e needs;
+//   - one warp takes GATHER_FAST_ROWS = 1 row: its slot (a broadcast
+//     load), then every load of the entry before any store (the first
+//     version had ~20 bytes a lane and the slot and entry latencies in
+//     series: 64% of copy at 131072 rows, far less at 8192). ptxas (CUDA
+//     13, sm_90a) gives it 31 registers: 8 blocks of 8 warps an SM, so 8192
+//     rows are one wave of 62 warps an SM. Fewer, fuller warps lost on an
+//     H200 (bench/NOTES.md; each pair in one call, three interleaved
+//     rounds): 2 rows a warp against 1 took 66.7-67.0 us against 65.2-65.4
+//     at 131072 rows, 20.3-20.4 against 20.1-20.3 at 32768; 4 rows (2.6 KiB
+//     in flight a warp, 48 registers: 5 blocks an SM) against 2 took
+//     67.2-67.4 against 65.8-66.4 and 20.8-20.9 against 20.3-20.4;
 //   - latent part: lane l reads the 8-byte words l and l + 32 of the 512
 //     fp8 bytes (tiles l / 16 and 2 + l / 16: one 4-byte scale load each,
 //     the same address for 16 lanes) and writes their 8 + 8 bf16 as the
@@ -22,14 +25,14 @@
 //     instead would give each lane two output words 32 bytes apart, i.e.
 //     half-sector stores, or shuffles to fix that;
 //   - RoPE part (128 bytes = 8 x 16): lanes 8i .. 8i + 7 copy row i's, one
-//     16-byte load and store per lane for all 4 rows;
+//     16-byte load and store per lane (lanes 8-31 idle at 1 row a warp);
 //   - padding rows (slot -1 or outside [0, num_slots)) load nothing and
 //     store the poison; rows past `rows` (the grid's last warp) nothing.
 // The conversion is kf_dequant8_bf16 (the same bits as kf_dequant4_bf16,
 // in about a third of the instructions for what the format writes).
-// Expected (not measured: no GPU): 131072 rows (238 MB) ~66-70 us
-// (3.4-3.6 TB/s, 80-85% of copy), 32768 rows ~18 us (3.3 TB/s), 8192
-// rows latency- and launch-bound, ~5-6 us (~2.6 TB/s).
+// Measured (H200, 1 row a warp): 131072 rows (238 MB) 65.2-65.4 us, 32768
+// rows 20.1-20.3 us, 8192 rows 8.2-8.5 us (one DRAM trip for the slots
+// before the entries' and the launch weigh most there).
 // Any other alignment (the contract allows 4-byte caches and 8-byte rows)
 // takes the general kernel: one warp per row, 4-byte entry words, 8-byte
 // stores; lane l takes latent words l, l+32, l+64, l+96.
@@ -41,14 +44,14 @@
 
 #define GATHER_THREADS 256
 #define GATHER_ROWS_PER_BLOCK (GATHER_THREADS / 32)
-#define GATHER_FAST_ROWS 4 // rows per warp of the fast path (its RoPE copy uses 32 / 4 = 8 lanes a row)
+#define GATHER_FAST_ROWS 1 // rows per warp of the fast path (at most 4: its RoPE copy takes 8 lanes a row)
 #define GATHER_FAST_ROWS_PER_BLOCK (GATHER_ROWS_PER_BLOCK * GATHER_FAST_ROWS)
 
 // What the fast path's index arithmetic assumes of the format.
 static_assert(CPLAB_MLA_ENTRY_BYTES % 16 == 0 && CPLAB_MLA_ROPE_OFFSET % 16 == 0, "entries of 16-byte words");
 static_assert(CPLAB_MLA_NOPE_OFFSET == 0 && CPLAB_MLA_NOPE_DIM == 32 * 2 * 8 && CPLAB_KV_TILE == 16 * 8,
               "latent: 2 8-byte words per lane, 16 words per tile");
-static_assert(CPLAB_MLA_ROPE_DIM * 2 == (32 / GATHER_FAST_ROWS) * 16, "RoPE: one 16-byte word per lane of 8");
+static_assert(CPLAB_MLA_ROPE_DIM * 2 == 8 * 16 && GATHER_FAST_ROWS <= 4, "RoPE: one 16-byte word per lane of 8");
 static_assert(CPLAB_MLA_ROW_DIM * 2 % 16 == 0, "rows of 16-byte words");
 
 static __device__ __forceinline__ bool slot_valid(int64_t s, int64_t num_slots) { return s >= 0 && s < num_slots; }
@@ -90,7 +93,7 @@ __global__ void __launch_bounds__(GATHER_THREADS)
   for (int i = 1; i < GATHER_FAST_ROWS; i++)
     if (rope_row == i) rope_entry = entry[i];
   uint4 rope = poison;
-  if (rope_entry) rope = ((const uint4 *)(rope_entry + CPLAB_MLA_ROPE_OFFSET))[rope_word];
+  if (rope_entry && rope_row < nrows) rope = ((const uint4 *)(rope_entry + CPLAB_MLA_ROPE_OFFSET))[rope_word];
 #pragma unroll
   for (int i = 0; i < GATHER_FAST_ROWS; i++) {
     if (i >= nrows) break;

@@ -11,24 +11,25 @@
 //   - rows move as 16-byte words (T = uint4) when both buffers are 16-byte
 //     aligned and row_elems % 8 == 0 (1152-byte rows: 72 words); otherwise as
 //     the contract's 4-byte words (T = uint32), the same code;
-//   - a warp takes RESTORE_WARP_ROWS = 2 rows: it loads both map entries,
-//     then every word of both rows (lane l: words l, l+32, l+64 of each, per
-//     pass of 96 words: one pass for a 576-bf16 row), and only then stores;
-//     so 2 · 1152 = 2.3 KiB per warp are in flight behind one map latency.
-//     ptxas (CUDA 13, sm_90a) gives the uint4 kernel 45 registers (48 as
-//     allocated): 5 blocks of 8 warps per SM, 40 x 2.3 KiB = 92 KiB in
-//     flight per SM (HBM3e needs ~40-64 KiB);
+//   - a warp takes RESTORE_WARP_ROWS = 1 row: it loads the map entry, then
+//     every word of the row (lane l: words l, l+32, l+64, per pass of 96
+//     words: one pass for a 576-bf16 row), and only then stores. ptxas
+//     (CUDA 13, sm_90a) gives the uint4 kernel 31 registers: 8 blocks of 8
+//     warps an SM, 64 x 1152 B = 72 KiB in flight per SM (HBM3e needs
+//     ~40-64 KiB), and 8192 rows one wave. 2 rows a warp (45 registers, 5
+//     blocks an SM) was 1-2% slower on an H200 (bench/NOTES.md): 8192 tokens
+//     9.1-9.2 us against 9.0-9.1, 32768 tokens 23.5-23.8 against 23.1-23.3;
 //   - index math: one 64-bit row offset per row, 32-bit word indices.
-// Expected (not measured: no GPU): 32768 tokens (75.6 MB) ~21-22 us
-// (3.4-3.6 TB/s, 80-85% of copy), 8192 tokens ~6-7 us, latency- and
-// launch-bound (two dependent DRAM round trips and the launch).
+// Measured (H200, 1 row a warp): 32768 tokens (75.6 MB) 23.1-23.3 us,
+// 8192 tokens 9.0-9.1 us (latency- and launch-bound: two dependent DRAM
+// round trips, the map's and the row's, and the launch).
 #include <cuda_runtime.h>
 
 #include "check.cuh"
 #include "cplab_kernels.h"
 
 #define RESTORE_THREADS 256
-#define RESTORE_WARP_ROWS 2 // rows per warp
+#define RESTORE_WARP_ROWS 1 // rows per warp
 #define RESTORE_UNROLL 3    // words per lane and row in one pass
 #define RESTORE_ROWS_PER_BLOCK (RESTORE_THREADS / 32 * RESTORE_WARP_ROWS)
 
