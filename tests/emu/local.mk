@@ -13,8 +13,8 @@
 #      tests/gpu/gpu_probe.c) and kt.c against it; tests/emu/emu_X.sh runs it;
 #      test_emu_numeric_fp8 is tests/numeric/fp8_on_device.c with
 #      tests/numeric/fp8_device.cu through the same pipeline;
-#      test_emu_restore (tests/emu/test_emu_restore.c) tests restore.cu, which
-#      no test of tests/gpu covers (plain C: it would run on a GPU as well).
+#      test_emu_restore (tests/emu/test_emu_restore.c) tests restore.cu (plain
+#      C: tests/gpu/gpu_restore.sh runs the same program on a GPU).
 # test_emu_self checks the emulator itself (conversions against cplab/fp8.h,
 # barriers, warp collectives, shared memory, launch errors, deadlocks, the
 # models of kernels/mma.cuh and kernels/cluster.cuh).

@@ -1,7 +1,8 @@
-/* Kernel test of cplab_restore_rows (kernels/restore.cu), which no test of
- * tests/gpu covers (the executor's output path runs it on a GPU): written for
- * the CPU emulation, and plain C against cplab_kernels.h, so it runs on a GPU
- * too. Against the contract in cplab_kernels.h, bit for bit:
+/* Kernel test of cplab_restore_rows (kernels/restore.cu): written for the
+ * CPU emulation, and plain C against cplab_kernels.h, so it runs on a GPU
+ * too (tests/gpu/gpu_restore.sh builds it against the real kernels; the
+ * executor's output path runs the kernel there as well). Against the
+ * contract in cplab_kernels.h, bit for bit:
  *   - out[g] = gathered[restore_idx[g]] for an index in [0, gathered_rows),
  *     a row of CPLAB_BF16_POISON for any other (-1, gathered_rows, INT32_MIN,
  *     INT32_MAX), rows of 576 bf16 (the MLA row) and of 2, 62 and 1030
