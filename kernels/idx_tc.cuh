@@ -138,9 +138,16 @@ template <int NT, int HP> struct it_sums {
   static constexpr int Q = NT * 8 / HP, N = Q > 1 ? Q / 2 : 1;
 };
 
+// The weights of this thread's head columns, w[8j + 2t], w[8j + 2t + 1] (t = lane % 4) as wv[j]: what
+// it_head_sums reads; a loop over tiles may load them once.
+template <int NT> static __device__ __forceinline__ void it_head_weights(const float *w, float2 (&wv)[NT]) {
+#pragma unroll
+  for (int j = 0; j < NT; j++) wv[j] = *(const float2 *)(w + 8 * j + 2 * (threadIdx.x % 4));
+}
+
 template <int NT, int HP>
-static __device__ __forceinline__ void it_head_sums(const float (&acc)[NT][4], const float *w,
-                                                    float (&out)[it_sums<NT, HP>::N]) {
+static __device__ __forceinline__ void it_head_sums_w(const float (&acc)[NT][4], const float2 (&wvs)[NT],
+                                                      float (&out)[it_sums<NT, HP>::N]) {
   constexpr int Q = NT * 8 / HP, TPQ = HP / 8; // queries, n8 tiles a query
   static_assert(Q >= 1 && NT * 8 % HP == 0, "whole queries");
   int t = threadIdx.x % 4;
@@ -151,7 +158,7 @@ static __device__ __forceinline__ void it_head_sums(const float (&acc)[NT][4], c
 #pragma unroll
     for (int jj = 0; jj < TPQ; jj++) {
       int j = q * TPQ + jj;
-      float2 wv = *(const float2 *)(w + 8 * j + 2 * t);
+      float2 wv = wvs[j];
       s0 = fmaf(wv.x, fmaxf(acc[j][0], 0.0f), s0);
       s0 = fmaf(wv.y, fmaxf(acc[j][1], 0.0f), s0);
       s1 = fmaf(wv.x, fmaxf(acc[j][2], 0.0f), s1);
@@ -175,6 +182,14 @@ static __device__ __forceinline__ void it_head_sums(const float (&acc)[NT][4], c
       out[i] = keep + __shfl_xor_sync(0xFFFFFFFFu, send, 2);
     }
   }
+}
+
+template <int NT, int HP>
+static __device__ __forceinline__ void it_head_sums(const float (&acc)[NT][4], const float *w,
+                                                    float (&out)[it_sums<NT, HP>::N]) {
+  float2 wv[NT];
+  it_head_weights<NT>(w, wv);
+  it_head_sums_w<NT, HP>(acc, wv, out);
 }
 
 #endif
