@@ -278,7 +278,7 @@ typedef struct cplab_indexer_logits_decode_params {
   int block_size;             /* slots a block (>= 1) */
   const int32_t *row_req;     /* [m] row i's block-table row */
   const int32_t *row_keys;    /* [m] row i's keys (local indices 0 .. row_keys[i] - 1) */
-  int64_t n;                  /* columns of logits */
+  int64_t n;                  /* columns of logits (below 2^31 - 64) */
   float *logits;              /* fp32 [m][n] */
 } cplab_indexer_logits_decode_params;
 int cplab_indexer_logits_decode(const cplab_indexer_logits_decode_params *p, void *stream, cplab_diag *d);

@@ -215,7 +215,7 @@ template <int HP> __global__ void __launch_bounds__(IT_THREADS) logits_decode_ke
 #else
   const uint64_t desc = 0; // mma.sync reads the heads by ldmatrix
 #endif
-  // Columns in 32 bits (n < 2^31: the launcher checks): this thread's key of tile i is col0 + 64i.
+  // Columns in 32 bits (n < 2^31 - 64: the launcher checks): this thread's key of tile i is col0 + 64i.
   const int kr = 16 * warp + g + 8 * it_value<1>(t, 0);
   const int col0 = (int)c0 + kr, keys32 = (int)keys, c132 = (int)c1;
   for (unsigned i = 0; i < nt; i++) {
@@ -276,8 +276,10 @@ extern "C" int cplab_indexer_logits_decode(const cplab_indexer_logits_decode_par
   KCHECK_ARG(d, kaligned(p->q, 4) && kaligned(p->idx_cache, 4),
              "cplab_indexer_logits_decode: q and the cache must be "
              "4-byte aligned");
-  KCHECK_ARG(d, p->m <= KGRID_MAX_X && p->n <= INT32_MAX && p->num_slots <= INT32_MAX,
-             "cplab_indexer_logits_decode: %lld rows x %lld keys over %lld slots exceed the kernel's limits (2^31 - 1)",
+  // The tile loop's columns are 32-bit: up to the last tile's end, n rounded up to 64.
+  KCHECK_ARG(d, p->m <= KGRID_MAX_X && p->n <= INT32_MAX - IT_TILE && p->num_slots <= INT32_MAX,
+             "cplab_indexer_logits_decode: %lld rows x %lld keys over %lld slots exceed the kernel's limits (keys "
+             "below 2^31 - 64, slots below 2^31)",
              (long long)p->m, (long long)p->n, (long long)p->num_slots);
   dl_args a = {p->q,          p->weight,  p->m,        p->heads, p->idx_cache, p->num_slots,
                p->max_blocks && p->num_req ? p->block_table : NULL,  p->num_req,   p->max_blocks,

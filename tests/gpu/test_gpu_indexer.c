@@ -1187,6 +1187,13 @@ static void logits_decode_random(uint64_t *rng) {
   p.heads = 8, p.block_size = 0;
   kt_check(cplab_indexer_logits_decode(&p, NULL, kt_diag()) == CPLAB_EINVAL,
            "indexer_logits_decode refuses block size 0");
+  /* The tile loop's columns are 32-bit up to n rounded up to a 64-key tile: n is refused from 2^31 - 64
+   * on (before any launch, so the 1-element buffers are never read). */
+  cplab_diag dn = {0};
+  p.block_size = 1, p.n = (int64_t)INT32_MAX - 63, p.q = p.idx_cache = (const uint8_t *)&z; /* 4-byte aligned */
+  int rc_n = cplab_indexer_logits_decode(&p, NULL, &dn);
+  kt_check(rc_n == CPLAB_EINVAL && strstr(dn.msg, "keys below 2^31 - 64"),
+           "indexer_logits_decode refuses n = 2^31 - 64 keys: rc %d (%s)", rc_n, dn.msg);
 }
 
 int main(void) {
