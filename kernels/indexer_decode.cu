@@ -217,7 +217,7 @@ template <int HP> __global__ void __launch_bounds__(IT_THREADS) logits_decode_ke
 #endif
   // Columns in 32 bits (n < 2^31 - 64: the launcher checks): this thread's key of tile i is col0 + 64i.
   const int kr = 16 * warp + g + 8 * it_value<1>(t, 0);
-  const int col0 = (int)c0 + kr, keys32 = (int)keys, c132 = (int)c1;
+  const int col0 = (int)c0 + kr, keys_end = (int)keys, cols_end = (int)c1;
   for (unsigned i = 0; i < nt; i++) {
     const int b = (int)(i % DL_STAGES);
     cp_async_wait<DL_STAGES - 2>();
@@ -232,7 +232,7 @@ template <int HP> __global__ void __launch_bounds__(IT_THREADS) logits_decode_ke
     it_head_sums_w<NT, HP>(acc, wv, sum);
     const int col = col0 + (int)i * IT_TILE;
     float scale = *(const float *)(s->k[b] + kr * CPLAB_IDX_ENTRY_BYTES + CPLAB_IDX_SCALE_OFFSET);
-    if (it_owner<1>(t) && col < c132) out[col] = col < keys32 ? sum[0] * scale : -INFINITY;
+    if (it_owner<1>(t) && col < cols_end) out[col] = col < keys_end ? sum[0] * scale : -INFINITY;
   }
   cp_async_wait<0>();
 }
