@@ -6,7 +6,7 @@
 // Design of its fast path (kv_cache and out 16-byte aligned, as cudaMalloc
 // gives; every entry is then 16-byte aligned too, 656 = 41·16, and every
 // row, 1152 = 72·16):
-//   - one warp takes GATHER_FAST_ROWS = 1 row: its slot (a broadcast
+//   - one warp takes one row: its slot (a broadcast
 //     load), then every load of the entry before any store (the first
 //     version had ~20 bytes a lane and the slot and entry latencies in
 //     series: 64% of copy at 131072 rows, far less at 8192). ptxas (CUDA
@@ -24,8 +24,8 @@
 //     (256 and 512 contiguous bytes per instruction). Reading 16-byte words
 //     instead would give each lane two output words 32 bytes apart, i.e.
 //     half-sector stores, or shuffles to fix that;
-//   - RoPE part (128 bytes = 8 x 16): lanes 8i .. 8i + 7 copy row i's, one
-//     16-byte load and store per lane (lanes 8-31 idle at 1 row a warp);
+//   - RoPE part (128 bytes = 8 x 16): lanes 0..7, one 16-byte load and
+//     store each (lanes 8-31 idle);
 //   - padding rows (slot -1 or outside [0, num_slots)) load nothing and
 //     store the poison; rows past `rows` (the grid's last warp) nothing.
 // The conversion is kf_dequant8_bf16 (the same bits as kf_dequant4_bf16,
@@ -44,65 +44,43 @@
 
 #define GATHER_THREADS 256
 #define GATHER_ROWS_PER_BLOCK (GATHER_THREADS / 32)
-#define GATHER_FAST_ROWS 1 // rows per warp of the fast path (at most 4: its RoPE copy takes 8 lanes a row)
-#define GATHER_FAST_ROWS_PER_BLOCK (GATHER_ROWS_PER_BLOCK * GATHER_FAST_ROWS)
 
 // What the fast path's index arithmetic assumes of the format.
 static_assert(CPLAB_MLA_ENTRY_BYTES % 16 == 0 && CPLAB_MLA_ROPE_OFFSET % 16 == 0, "entries of 16-byte words");
 static_assert(CPLAB_MLA_NOPE_OFFSET == 0 && CPLAB_MLA_NOPE_DIM == 32 * 2 * 8 && CPLAB_KV_TILE == 16 * 8,
               "latent: 2 8-byte words per lane, 16 words per tile");
-static_assert(CPLAB_MLA_ROPE_DIM * 2 == 8 * 16 && GATHER_FAST_ROWS <= 4, "RoPE: one 16-byte word per lane of 8");
+static_assert(CPLAB_MLA_ROPE_DIM * 2 == 8 * 16, "RoPE: one 16-byte word per lane of 8");
 static_assert(CPLAB_MLA_ROW_DIM * 2 % 16 == 0, "rows of 16-byte words");
 
 static __device__ __forceinline__ bool slot_valid(int64_t s, int64_t num_slots) { return s >= 0 && s < num_slots; }
 
+// One row a warp: its slot, then every load of its entry, then the stores.
 __global__ void __launch_bounds__(GATHER_THREADS)
     gather_mla_fast_kernel(const uint8_t *kv_cache, int64_t num_slots, const int64_t *slot, int64_t rows,
                            uint16_t *out) {
   const int lane = threadIdx.x % 32;
-  const int64_t row0 = ((int64_t)blockIdx.x * GATHER_ROWS_PER_BLOCK + threadIdx.x / 32) * GATHER_FAST_ROWS;
-  if (row0 >= rows) return; // the whole warp
-  const int nrows = (int)min((int64_t)GATHER_FAST_ROWS, rows - row0);
+  const int64_t row = (int64_t)blockIdx.x * GATHER_ROWS_PER_BLOCK + threadIdx.x / 32;
+  if (row >= rows) return; // the whole warp
   const uint32_t nan2 = CPLAB_BF16_POISON | (CPLAB_BF16_POISON << 16);
   const uint4 poison = make_uint4(nan2, nan2, nan2, nan2);
-  const uint8_t *entry[GATHER_FAST_ROWS];
-#pragma unroll
-  for (int i = 0; i < GATHER_FAST_ROWS; i++) {
-    int64_t s = i < nrows ? slot[row0 + i] : -1;
-    entry[i] = slot_valid(s, num_slots) ? kv_cache + s * CPLAB_MLA_ENTRY_BYTES : NULL;
+  const int64_t s = slot[row];
+  const uint8_t *entry = slot_valid(s, num_slots) ? kv_cache + s * CPLAB_MLA_ENTRY_BYTES : NULL;
+  uint2 lo = make_uint2(0, 0), hi = make_uint2(0, 0);
+  float scale_lo = 0.0f, scale_hi = 0.0f;
+  if (entry) {
+    const uint2 *nope = (const uint2 *)(entry + CPLAB_MLA_NOPE_OFFSET);
+    const float *scale = (const float *)(entry + CPLAB_MLA_SCALE_OFFSET);
+    lo = nope[lane];
+    hi = nope[lane + 32];
+    scale_lo = scale[lane / 16];
+    scale_hi = scale[2 + lane / 16];
   }
-  // Every load of the 4 entries, then the stores.
-  uint2 lo[GATHER_FAST_ROWS], hi[GATHER_FAST_ROWS];
-  float scale_lo[GATHER_FAST_ROWS], scale_hi[GATHER_FAST_ROWS];
-#pragma unroll
-  for (int i = 0; i < GATHER_FAST_ROWS; i++) {
-    lo[i] = hi[i] = make_uint2(0, 0);
-    scale_lo[i] = scale_hi[i] = 0.0f;
-    if (entry[i]) {
-      const uint2 *nope = (const uint2 *)(entry[i] + CPLAB_MLA_NOPE_OFFSET);
-      const float *scale = (const float *)(entry[i] + CPLAB_MLA_SCALE_OFFSET);
-      lo[i] = nope[lane];
-      hi[i] = nope[lane + 32];
-      scale_lo[i] = scale[lane / 16];
-      scale_hi[i] = scale[2 + lane / 16];
-    }
-  }
-  const int rope_row = lane / 8, rope_word = lane % 8;
-  const uint8_t *rope_entry = entry[0];
-#pragma unroll
-  for (int i = 1; i < GATHER_FAST_ROWS; i++)
-    if (rope_row == i) rope_entry = entry[i];
-  uint4 rope = poison;
-  if (rope_entry && rope_row < nrows) rope = ((const uint4 *)(rope_entry + CPLAB_MLA_ROPE_OFFSET))[rope_word];
-#pragma unroll
-  for (int i = 0; i < GATHER_FAST_ROWS; i++) {
-    if (i >= nrows) break;
-    uint4 *dst = (uint4 *)(out + (row0 + i) * CPLAB_MLA_ROW_DIM);
-    dst[lane] = entry[i] ? kf_dequant8_bf16(lo[i], scale_lo[i]) : poison;
-    dst[lane + 32] = entry[i] ? kf_dequant8_bf16(hi[i], scale_hi[i]) : poison;
-  }
-  if (rope_row < nrows)
-    ((uint4 *)(out + (row0 + rope_row) * CPLAB_MLA_ROW_DIM + CPLAB_MLA_NOPE_DIM))[rope_word] = rope;
+  uint4 rope = poison; // lanes 0..7: the 8 16-byte words of the RoPE part
+  if (entry && lane < 8) rope = ((const uint4 *)(entry + CPLAB_MLA_ROPE_OFFSET))[lane];
+  uint4 *dst = (uint4 *)(out + row * CPLAB_MLA_ROW_DIM);
+  dst[lane] = entry ? kf_dequant8_bf16(lo, scale_lo) : poison;
+  dst[lane + 32] = entry ? kf_dequant8_bf16(hi, scale_hi) : poison;
+  if (lane < 8) ((uint4 *)(out + row * CPLAB_MLA_ROW_DIM + CPLAB_MLA_NOPE_DIM))[lane] = rope;
 }
 
 // The general path: latent words 0..127 (4 e4m3 each; word w is in tile
@@ -140,7 +118,7 @@ extern "C" int cplab_gather_mla(const cplab_gather_mla_params *p, void *stream, 
   KCHECK_ARG(d, p->rows / GATHER_ROWS_PER_BLOCK < KGRID_MAX_X, "cplab_gather_mla: %lld rows too many",
              (long long)p->rows);
   if (kaligned(p->kv_cache, 16) && kaligned(p->out, 16)) {
-    gather_mla_fast_kernel<<<kblocks(p->rows, GATHER_FAST_ROWS_PER_BLOCK), GATHER_THREADS, 0, kstream(stream)>>>(
+    gather_mla_fast_kernel<<<kblocks(p->rows, GATHER_ROWS_PER_BLOCK), GATHER_THREADS, 0, kstream(stream)>>>(
         p->kv_cache, p->num_slots, p->slot, p->rows, p->out);
     return kcheck_launch(d, "gather_mla_fast_kernel");
   }

@@ -11,7 +11,7 @@
 //   - rows move as 16-byte words (T = uint4) when both buffers are 16-byte
 //     aligned and row_elems % 8 == 0 (1152-byte rows: 72 words); otherwise as
 //     the contract's 4-byte words (T = uint32), the same code;
-//   - a warp takes RESTORE_WARP_ROWS = 1 row: it loads the map entry, then
+//   - a warp takes one row: it loads the map entry, then
 //     every word of the row (lane l: words l, l+32, l+64, per pass of 96
 //     words: one pass for a 576-bf16 row), and only then stores. ptxas
 //     (CUDA 13, sm_90a) gives the uint4 kernel 31 registers: 8 blocks of 8
@@ -29,9 +29,8 @@
 #include "cplab_kernels.h"
 
 #define RESTORE_THREADS 256
-#define RESTORE_WARP_ROWS 1 // rows per warp
-#define RESTORE_UNROLL 3    // words per lane and row in one pass
-#define RESTORE_ROWS_PER_BLOCK (RESTORE_THREADS / 32 * RESTORE_WARP_ROWS)
+#define RESTORE_ROWS_PER_BLOCK (RESTORE_THREADS / 32) // a row a warp
+#define RESTORE_UNROLL 3                              // words per lane in one pass
 
 template <typename T> static __device__ __forceinline__ T restore_poison();
 template <> __device__ __forceinline__ uint32_t restore_poison<uint32_t>() {
@@ -42,45 +41,31 @@ template <> __device__ __forceinline__ uint4 restore_poison<uint4>() {
   return make_uint4(nan2, nan2, nan2, nan2);
 }
 
-// Rows of `words` T words (words >= 1).
+// Rows of `words` T words (words >= 1), one a warp.
 template <typename T>
 __global__ void __launch_bounds__(RESTORE_THREADS)
     restore_rows_kernel(const T *gathered, int64_t gathered_rows, const int32_t *restore_idx, int64_t n, int words,
                         T *out) {
   const int lane = threadIdx.x % 32;
-  const int64_t row0 = ((int64_t)blockIdx.x * (RESTORE_THREADS / 32) + threadIdx.x / 32) * RESTORE_WARP_ROWS;
-  if (row0 >= n) return; // the whole warp
-  const T *src[RESTORE_WARP_ROWS];
-  T *dst[RESTORE_WARP_ROWS];
-#pragma unroll
-  for (int i = 0; i < RESTORE_WARP_ROWS; i++) {
-    int64_t row = row0 + i;
-    src[i] = NULL;
-    dst[i] = NULL;
-    if (row < n) {
-      int64_t s = restore_idx[row];
-      // A map that points nowhere: poison, so the check shows it.
-      if (s >= 0 && s < gathered_rows) src[i] = gathered + s * words;
-      dst[i] = out + row * words;
-    }
-  }
+  const int64_t row = (int64_t)blockIdx.x * RESTORE_ROWS_PER_BLOCK + threadIdx.x / 32;
+  if (row >= n) return; // the whole warp
+  const int64_t s = restore_idx[row];
+  // A map that points nowhere: poison, so the check shows it.
+  const T *src = s >= 0 && s < gathered_rows ? gathered + s * words : NULL;
+  T *dst = out + row * words;
   for (int w0 = 0; w0 < words; w0 += 32 * RESTORE_UNROLL) {
-    T x[RESTORE_WARP_ROWS][RESTORE_UNROLL];
+    T x[RESTORE_UNROLL];
 #pragma unroll
-    for (int i = 0; i < RESTORE_WARP_ROWS; i++)
+    for (int u = 0; u < RESTORE_UNROLL; u++) {
+      int w = w0 + u * 32 + lane;
+      x[u] = restore_poison<T>();
+      if (src && w < words) x[u] = src[w];
+    }
 #pragma unroll
-      for (int u = 0; u < RESTORE_UNROLL; u++) {
-        int w = w0 + u * 32 + lane;
-        x[i][u] = restore_poison<T>();
-        if (src[i] && w < words) x[i][u] = src[i][w];
-      }
-#pragma unroll
-    for (int i = 0; i < RESTORE_WARP_ROWS; i++)
-#pragma unroll
-      for (int u = 0; u < RESTORE_UNROLL; u++) {
-        int w = w0 + u * 32 + lane;
-        if (dst[i] && w < words) dst[i][w] = x[i][u];
-      }
+    for (int u = 0; u < RESTORE_UNROLL; u++) {
+      int w = w0 + u * 32 + lane;
+      if (w < words) dst[w] = x[u];
+    }
   }
 }
 
