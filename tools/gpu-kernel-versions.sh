@@ -8,7 +8,11 @@
 #                build's own file; distinct labels. A FILE that is a folder
 #                is a version of several files: each of its files replaces
 #                the file of that name beside KV_FILE (or is added there)
-#   KV_ARGS      cplab-kernel-bench's selection, e.g. "--kernel topk_prefill --case topk-4k-32k"
+#   KV_ARGS      cplab-kernel-bench's selection, e.g. "--kernel topk_prefill --case topk-4k-32k";
+#                add "--check-rows 1" where the host check dominates a run (the
+#                decode logits' double reference takes about 1 s a row of 32768
+#                keys at 64 heads: 6-11 s a case at the default 8 rows, 45 s a
+#                round of six cases, on the H200 node, 2026-12-04)
 #   KV_ROUNDS    how many times each version runs (default 2)
 # Times versions of one kernel file on one node in one call: each version is
 # built once (make bench/cplab-kernel-bench; OUT/build-LABEL.log) and its
