@@ -15,6 +15,7 @@
  * bit-identical; indexer_topk_decode's top-k exactly against the host top-k
  * of the logits written. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -242,6 +243,24 @@ static int dl_check_row(const dl_inst *x, int64_t b, const float *got, double *r
   return 0;
 }
 
+/* One checked row, on a thread of its own (the double reference takes about
+ * a second a row of 32768 keys at 64 heads: device time while the GPU idles). */
+typedef struct dl_row {
+  const dl_inst *x;
+  int64_t b;          /* the batch row */
+  const float *got;   /* its logits as the kernel wrote them */
+  double rel;         /* out: max error / the row's max |logit| */
+  int64_t tie_pairs, tie_bad;
+  int rc;
+  cplab_diag d;
+} dl_row;
+
+static void *dl_check_one(void *p) {
+  dl_row *r = p;
+  r->rc = dl_check_row(r->x, r->b, r->got, &r->rel, &r->tie_pairs, &r->tie_bad, &r->d);
+  return NULL;
+}
+
 /* indexer_topk_decode: the checked rows' top-k against the host top-k of
  * the logits the kernel wrote (exact, cplab_kbi_topk_diff); *bad the
  * entries that differ, *compared those compared. */
@@ -277,18 +296,31 @@ static int dl_check(void *p, void *stream, cplab_kb_check *res, cplab_diag *d) {
   if (!rc && s->k) rc = cplab_poison_bytes(st->score, (size_t)(s->batch * s->k) * 4, 0xFF, stream, d);
   if (!rc) rc = dl_run_set(x, 0, stream, d);
   if (!rc) rc = cplab_dev_sync(stream, d);
-  float *got = malloc((size_t)n * 4);
-  if (!rc && !got) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of host memory for the check");
-  int64_t tie_pairs = 0, tie_bad = 0;
-  for (int i = 0; !rc && i < x->check_rows; i++) {
-    int64_t b = cplab_kbi_check_row(i, x->check_rows, s->batch);
-    double rel = 0;
-    rc = cplab_dev_download(got, st->logits + b * n, (size_t)n * 4, d);
-    if (!rc) rc = dl_check_row(x, b, got, &rel, &tie_pairs, &tie_bad, d);
-    if (!(rel <= res->max_rel_err)) res->max_rel_err = rel;
-    res->compared += n;
+  int nrows = x->check_rows;
+  float *got = malloc((size_t)nrows * n * 4);
+  dl_row *rows = calloc((size_t)nrows, sizeof *rows);
+  if (!rc && (!got || !rows)) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of host memory for the check");
+  for (int i = 0; !rc && i < nrows; i++) {
+    rows[i] = (dl_row){.x = x, .b = cplab_kbi_check_row(i, nrows, s->batch), .got = got + (size_t)i * n};
+    rc = cplab_dev_download(got + (size_t)i * n, st->logits + rows[i].b * n, (size_t)n * 4, d);
   }
-  free(got);
+  int64_t tie_pairs = 0, tie_bad = 0;
+  if (!rc) {
+    pthread_t th[CPLAB_KBI_MAX_CHECK_ROWS];
+    int started[CPLAB_KBI_MAX_CHECK_ROWS] = {0};
+    for (int i = 0; i < nrows; i++) {
+      started[i] = pthread_create(&th[i], NULL, dl_check_one, &rows[i]) == 0;
+      if (!started[i]) dl_check_one(&rows[i]); /* no thread: here */
+    }
+    for (int i = 0; i < nrows; i++) {
+      if (started[i]) pthread_join(th[i], NULL);
+      if (rows[i].rc && !rc) rc = cplab_diag_set(d, rows[i].rc, "%s", rows[i].d.msg);
+      if (!(rows[i].rel <= res->max_rel_err)) res->max_rel_err = rows[i].rel;
+      res->compared += n;
+      tie_pairs += rows[i].tie_pairs, tie_bad += rows[i].tie_bad;
+    }
+  }
+  free(got), free(rows);
   int64_t tk_compared = 0, tk_bad = 0;
   if (!rc && s->k) rc = dl_check_topk(x, &tk_compared, &tk_bad, d);
   if (rc) return rc;
