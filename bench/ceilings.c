@@ -256,6 +256,26 @@ int cplab_bench_time(int nops, cplab_bench_run_fn run, void *const *ctx, int rep
   return rc;
 }
 
+int cplab_bench_time_b2b(cplab_bench_run_fn run, void *ctx, int reps, int warmup, unsigned lead_us, void *stream,
+                         double *mean_s, cplab_diag *d) {
+  cplab_event *ev[2] = {NULL, NULL};
+  float ms = 0;
+  *mean_s = 0;
+  if (reps < 1) CPLAB_FAIL(d, CPLAB_EINVAL, "back-to-back timing needs at least one run, not %d", reps);
+  int rc = cplab_event_create(&ev[0], d);
+  if (!rc) rc = cplab_event_create(&ev[1], d);
+  if (!rc) rc = cplab_dev_hold_async(stream, lead_us, d);
+  for (int r = 0; !rc && r < warmup; r++) rc = run(ctx, stream, d);
+  if (!rc) rc = cplab_event_record(ev[0], stream, d);
+  for (int r = 0; !rc && r < reps; r++) rc = run(ctx, stream, d);
+  if (!rc) rc = cplab_event_record(ev[1], stream, d);
+  if (!rc) rc = cplab_dev_sync(stream, d);
+  if (!rc) rc = cplab_event_elapsed_ms(ev[0], ev[1], &ms, d);
+  if (!rc) *mean_s = 1e-3 * ms / reps;
+  cplab_event_destroy(ev[0]), cplab_event_destroy(ev[1]);
+  return rc;
+}
+
 json_t *cplab_ceil_json(const cplab_ceil_op *o, const cplab_spread *st) {
   double work, unit;
   cplab_ceil_work(o, &work, &unit);

@@ -121,6 +121,16 @@ typedef struct cplab_bench_loop {
 int cplab_bench_time(int nops, cplab_bench_run_fn run, void *const *ctx, int reps, int warmup, unsigned lead_us,
                      void *stream, double *const *t, cplab_bench_loop *loop, cplab_diag *d);
 
+/* Back to back: hold the stream lead_us microseconds, enqueue warmup runs of
+ * one operation, then reps runs between one event pair (no event between
+ * them), then wait. *mean_s receives the seconds a run takes as runs follow
+ * one another in a stream: the GPU's gaps between launches included, the
+ * per-run event pairs of cplab_bench_time not. What a kernel costs inside a
+ * sequence of launches, where a lone run's event pair also holds the launch
+ * before it (bench/NOTES.md: ~1.3 us between runs on an H200). */
+int cplab_bench_time_b2b(cplab_bench_run_fn run, void *ctx, int reps, int warmup, unsigned lead_us, void *stream,
+                         double *mean_s, cplab_diag *d);
+
 /* The hold before nops operations' warmup + reps runs: per_run_us a run, at
  * most CPLAB_BENCH_LEAD_MAX_US (per_run_us 0: none). */
 #define CPLAB_BENCH_LEAD_MAX_US 200000u

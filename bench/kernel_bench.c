@@ -531,11 +531,12 @@ static void check_cols(const cplab_kb_kernel *k, const cplab_kb_check *c, char c
 /* A copy that moves as many bytes as the kernel (read + write: w->bytes / 2 a copy), timed as the
  * kernel was, its buffers spanning 4x the L2 as the kernel's inputs do: what the card's copy
  * reaches at this size, launch and ramp included. The big copy of the ceilings is the
- * bandwidth; this is the bar for a kernel of a few tens of microseconds. *gbps 0 when not
- * measured (no ceilings asked for, or not a bytes-rated kernel). */
+ * bandwidth; this is the bar for a kernel of a few tens of microseconds. Then the same copy
+ * back to back (cplab_bench_time_b2b): *b2b_gbps. *gbps and *b2b_gbps 0 when not measured (no
+ * ceilings asked for, or not a bytes-rated kernel). */
 static int same_size_copy(const opts *o, const cplab_kb_kernel *k, const cplab_kb_work *w, const cplab_kb_env *env,
-                          void *stream, json_t *e, double *gbps, cplab_diag *d) {
-  *gbps = 0;
+                          void *stream, json_t *e, double *gbps, double *b2b_gbps, cplab_diag *d) {
+  *gbps = 0, *b2b_gbps = 0;
   if (!o->ceilings || k->rate != CPLAB_KB_RATE_BYTES || k->no_copy_same_size) return 0;
   size_t bytes = (size_t)(w->bytes / 2) / 16 * 16;
   if (bytes < 16) bytes = 16;
@@ -546,12 +547,16 @@ static int same_size_copy(const opts *o, const cplab_kb_kernel *k, const cplab_k
   void *ctx[1] = {&op};
   int rc = cplab_ceil_setup_copy(&op, bytes, 4 * env->l2_bytes, d);
   if (!rc) rc = cplab_bench_time(1, cplab_ceil_run, ctx, o->reps, o->warmup, lead_us(o, 1), stream, &t, &loop, d);
+  double b2b = 0;
+  if (!rc) rc = cplab_bench_time_b2b(cplab_ceil_run, &op, o->reps, o->warmup, lead_us(o, 1), stream, &b2b, d);
   if (!rc) {
     cplab_spread st = cplab_stats_spread(t, (size_t)o->reps);
     *gbps = 2.0 * (double)bytes / st.median / 1e9;
+    *b2b_gbps = 2.0 * (double)bytes / b2b / 1e9;
     json_object_set_new(e, "copy_same_size",
-                        json_pack("{s:I, s:i, s:f, s:f, s:i}", "bytes_per_copy", (json_int_t)bytes, "sets", op.sets,
-                                  "median_us", 1e6 * st.median, "gbps", *gbps, "lead_us", lead_us(o, 1)));
+                        json_pack("{s:I, s:i, s:f, s:f, s:i, s:f}", "bytes_per_copy", (json_int_t)bytes, "sets",
+                                  op.sets, "median_us", 1e6 * st.median, "gbps", *gbps, "lead_us", lead_us(o, 1),
+                                  "back_to_back_us", 1e6 * b2b));
   }
   cplab_ceil_free(&op);
   free(t);
@@ -626,12 +631,18 @@ static void run_case(const opts *o, int index, int total, const cplab_kb_kernel 
     json_decref(timing);
     json_object_set_new(e, "launcher", json_string(w.launcher));
     json_object_set_new(e, "peer", peer_json(peer, 1e6 * st.median, k, &w));
-    double same = 0;
+    double same = 0, same_b2b = 0, b2b = 0;
     char scol[16] = "-";
-    rc = same_size_copy(o, k, &w, env, stream, e, &same, &d);
+    rc = same_size_copy(o, k, &w, env, stream, e, &same, &same_b2b, &d);
     if (!rc && same > 0) {
       json_object_set_new(e, "of_copy_same_size", json_real(w.bytes / st.median / 1e9 / same));
       snprintf(scol, sizeof scol, "%.1f", 100 * w.bytes / st.median / 1e9 / same);
+      /* the kernel back to back, against the copy back to back */
+      rc = cplab_bench_time_b2b(k->run, inst, o->reps, o->warmup, lead_us(o, 1), stream, &b2b, &d);
+      if (!rc)
+        json_object_set_new(e, "back_to_back",
+                            json_pack("{s:i, s:f, s:f}", "runs", o->reps, "mean_us", 1e6 * b2b, "of_copy_same_size",
+                                      w.bytes / b2b / 1e9 / same_b2b));
     }
     check_cols(k, &chk, ecol);
     char pcol[16] = "-", xcol[16] = "-";
@@ -843,7 +854,8 @@ static int write_doc(const opts *o, const cplab_kb_job *job, int argc, char **ar
       "of_bf16_gemm = tflops / ceilings.bf16_tflops (sparse_mla_*), of_fp8_gemm = tflops / ceilings.fp8_tflops "
       "(indexer_logits_*), of_copy = gbps / ceilings.copy_gbps; of_copy_same_size = gbps / copy_same_size.gbps (bytes-rated "
       "kernels: a copy of bytes / 2, timed the same way in the same run, buffers over 4x the L2); "
-      "peer.peer_over_kernel = peer median / kernel median",
+      "back_to_back.of_copy_same_size = the same over runs back to back, one event pair around all of them "
+      "(back_to_back.mean_us, copy_same_size.back_to_back_us); peer.peer_over_kernel = peer median / kernel median",
       "entries", entries);
   if (doc) {
     /* The job: ranked kernels' entries are one per (mode, operation), their times the slowest rank's. */

@@ -104,12 +104,16 @@ for name, (kernel, fields, rate) in shapes.items():
     x = e[name]
     assert x["kernel"] == kernel, (name, x["kernel"])
     rates = {"tflops", "flop", "of_fp8_gemm"} if rate == "tflops" else {"gbps", "bytes", "of_copy"}
-    if rate == "gbps":  # bytes-rated: a copy of the same bytes beside it
-        rates |= {"copy_same_size", "of_copy_same_size"}
+    if rate == "gbps":  # bytes-rated: a copy of the same bytes beside it, and both back to back
+        rates |= {"copy_same_size", "of_copy_same_size", "back_to_back"}
         cp = x["copy_same_size"]
         assert cp["bytes_per_copy"] == max(16, int(x["bytes"] / 2) // 16 * 16) and cp["gbps"] > 0, (name, cp)
-        assert cp["sets"] >= 3 and cp["median_us"] > 0, (name, cp)
+        assert cp["sets"] >= 3 and cp["median_us"] > 0 and cp["back_to_back_us"] > 0, (name, cp)
         assert abs(x["of_copy_same_size"] - x["gbps"] / cp["gbps"]) <= 1e-9 * x["of_copy_same_size"], name
+        b = x["back_to_back"]
+        assert set(b) == {"runs", "mean_us", "of_copy_same_size"} and b["runs"] == x["reps"], (name, b)
+        want = (x["bytes"] / b["mean_us"]) / (2 * cp["bytes_per_copy"] / cp["back_to_back_us"])
+        assert b["mean_us"] > 0 and abs(b["of_copy_same_size"] - want) <= 1e-6 * want, (name, b, want)
     assert set(x) == common | fields | rates, (name, sorted(set(x) ^ (common | fields | rates)))
     assert all(isinstance(x[f], int) and not isinstance(x[f], bool) for f in fields - {"path"}), name
     assert x[rate] > 0 and x["p10_us"] <= x["median_us"] <= x["p90_us"] and x["sets"] >= 2, name
