@@ -39,7 +39,6 @@
  * + out (fp32) + lse (fp32): what the kernel must move at least (FlashMLA's
  * count, with cplab's fp32 outputs; the index lists are not counted). */
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -525,19 +524,15 @@ static int check(void *p, void *stream, cplab_kb_check *res, cplab_diag *d) {
     if (!rc) rc = cplab_dev_download(rows, d_rows, (size_t)total * DQK * 2, d);
   }
   if (!rc) {
-    pthread_t th[MAX_CHECK_ROWS];
-    int started[MAX_CHECK_ROWS] = {0};
     size_t at = 0;
     for (int i = 0; i < nrows; i++) {
       cr[i].rows = rows + at * DQK, cr[i].q = q + i * per_q, cr[i].out = out + i * per_out, cr[i].lse = lse + i * H;
       at += cr[i].n;
-      started[i] = pthread_create(&th[i], NULL, check_one, &cr[i]) == 0;
-      if (!started[i]) check_one(&cr[i]); /* no thread: here */
     }
+    cplab_kb_each_on_a_thread(check_one, cr, sizeof cr[0], nrows);
     int bad_empty = 0, failed_alloc = 0;
     double lse_bound = 0;
     for (int i = 0; i < nrows; i++) {
-      if (started[i]) pthread_join(th[i], NULL);
       if (!(cr[i].max_rel <= res->max_rel_l2)) res->max_rel_l2 = cr[i].max_rel;
       if (!(cr[i].max_lse <= res->max_lse_abs)) res->max_lse_abs = cr[i].max_lse;
       if (!(cr[i].max_lse_bound <= lse_bound)) lse_bound = cr[i].max_lse_bound;

@@ -25,6 +25,7 @@
 #include <fnmatch.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -579,6 +580,19 @@ static void host_behind_warning(const opts *o, const cplab_kb_case *c, const cpl
             "%s: %s: WARNING: the GPU was busy only %.0f%% of the timed span and nothing held it while the host "
             "queued the runs (--lead-us 0): some runs may include the host's launch time\n",
             PROG, c->name, 100 * loop->busy);
+}
+
+void cplab_kb_each_on_a_thread(void *(*fn)(void *), void *items, size_t size, int n) {
+  pthread_t *th = n > 0 ? malloc((size_t)n * sizeof *th) : NULL;
+  unsigned char *started = n > 0 ? calloc((size_t)n, 1) : NULL;
+  for (int i = 0; i < n; i++) {
+    void *item = (unsigned char *)items + (size_t)i * size;
+    started[i] = th && started && pthread_create(&th[i], NULL, fn, item) == 0;
+    if (!started[i]) fn(item); /* no thread: here */
+  }
+  for (int i = 0; i < n; i++)
+    if (started && started[i]) pthread_join(th[i], NULL);
+  free(th), free(started);
 }
 
 /* Set up, check, time and report case c; its kernels.json entry into entries. */

@@ -166,6 +166,12 @@ extern const cplab_kb_kernel cplab_kb_gather_nccl;
 /* bench/kernel_moe_paths.c. */
 extern const cplab_kb_kernel cplab_kb_moe_paths;
 #endif
+/* For the kernels' checks: fn(item) for each of n items, size bytes apart,
+ * each on a thread of its own (an item whose thread cannot be started runs
+ * here, in turn); returns when every one has run. A checked row's double
+ * reference takes about a second on the GPU node while the GPU idles. */
+void cplab_kb_each_on_a_thread(void *(*fn)(void *), void *items, size_t size, int n);
+
 /* The ranked kernels' names, known to every build, so that one without them
  * can refuse them by name. */
 #define CPLAB_KB_RANKED_NAMES "gather_nccl, moe_paths"

@@ -28,7 +28,6 @@
  * products; the ReLU, weights and key scale are not counted), against the
  * fp8 GEMM ceiling the driver measures. */
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -381,15 +380,9 @@ static int logits_check(void *p, void *stream, cplab_kb_check *res, cplab_diag *
                                   d);
   }
   if (!rc) {
-    pthread_t th[CPLAB_KBI_MAX_CHECK_ROWS];
-    int started[CPLAB_KBI_MAX_CHECK_ROWS] = {0};
-    for (int i = 0; i < nrows; i++) {
-      started[i] = pthread_create(&th[i], NULL, logits_check_one, &rows[i]) == 0;
-      if (!started[i]) logits_check_one(&rows[i]); /* no thread: here */
-    }
+    cplab_kb_each_on_a_thread(logits_check_one, rows, sizeof *rows, nrows);
     int64_t outside_bad = 0, tie_pairs = 0, tie_bad = 0;
     for (int i = 0; i < nrows; i++) {
-      if (started[i]) pthread_join(th[i], NULL);
       if (!(rows[i].max_rel <= res->max_rel_err)) res->max_rel_err = rows[i].max_rel;
       res->compared += (int64_t)n;
       outside_bad += rows[i].outside_bad, tie_pairs += rows[i].tie_pairs, tie_bad += rows[i].tie_bad;

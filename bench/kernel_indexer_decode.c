@@ -15,7 +15,6 @@
  * bit-identical; indexer_topk_decode's top-k exactly against the host top-k
  * of the logits written. */
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -306,14 +305,8 @@ static int dl_check(void *p, void *stream, cplab_kb_check *res, cplab_diag *d) {
   }
   int64_t tie_pairs = 0, tie_bad = 0;
   if (!rc) {
-    pthread_t th[CPLAB_KBI_MAX_CHECK_ROWS];
-    int started[CPLAB_KBI_MAX_CHECK_ROWS] = {0};
+    cplab_kb_each_on_a_thread(dl_check_one, rows, sizeof *rows, nrows);
     for (int i = 0; i < nrows; i++) {
-      started[i] = pthread_create(&th[i], NULL, dl_check_one, &rows[i]) == 0;
-      if (!started[i]) dl_check_one(&rows[i]); /* no thread: here */
-    }
-    for (int i = 0; i < nrows; i++) {
-      if (started[i]) pthread_join(th[i], NULL);
       if (rows[i].rc && !rc) rc = cplab_diag_set(d, rows[i].rc, "%s", rows[i].d.msg);
       if (!(rows[i].rel <= res->max_rel_err)) res->max_rel_err = rows[i].rel;
       res->compared += n;
