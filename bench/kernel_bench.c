@@ -583,15 +583,16 @@ static void host_behind_warning(const opts *o, const cplab_kb_case *c, const cpl
 }
 
 void cplab_kb_each_on_a_thread(void *(*fn)(void *), void *items, size_t size, int n) {
-  pthread_t *th = n > 0 ? malloc((size_t)n * sizeof *th) : NULL;
-  unsigned char *started = n > 0 ? calloc((size_t)n, 1) : NULL;
+  if (n < 1) return;
+  pthread_t *th = malloc((size_t)n * sizeof *th);
+  unsigned char *started = calloc((size_t)n, 1);
   for (int i = 0; i < n; i++) {
     void *item = (unsigned char *)items + (size_t)i * size;
-    started[i] = th && started && pthread_create(&th[i], NULL, fn, item) == 0;
-    if (!started[i]) fn(item); /* no thread: here */
+    if (th && started) started[i] = pthread_create(&th[i], NULL, fn, item) == 0;
+    if (!started || !started[i]) fn(item); /* no thread: here */
   }
-  for (int i = 0; i < n; i++)
-    if (started && started[i]) pthread_join(th[i], NULL);
+  for (int i = 0; started && i < n; i++)
+    if (started[i]) pthread_join(th[i], NULL);
   free(th), free(started);
 }
 
