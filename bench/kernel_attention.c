@@ -46,6 +46,7 @@
 #include "ceilings.h"
 #include "cplab/fp8.h"
 #include "cplab/kvformat.h"
+#include "cplab/stats.h"
 #include "cplab_kernels.h"
 #include "kernel_bench.h"
 #include "reference.h"
@@ -467,9 +468,9 @@ static void *check_one(void *p) {
       }
       double rel = sqrt(num) / (den > 0 ? sqrt(den) : 1.0), el = fabs(r->lse[h] - lse[h]);
       double eb = el / (ATTN_TOL_LSE_ABS + ATTN_TOL_LSE_REL * fabs(lse[h]));
-      if (!(eb <= r->max_lse_bound)) r->max_lse_bound = eb;
-      if (!(rel <= r->max_rel)) r->max_rel = rel; /* NaN sticks */
-      if (!(el <= r->max_lse)) r->max_lse = el;
+      r->max_lse_bound = cplab_stats_worst(r->max_lse_bound, eb);
+      r->max_rel = cplab_stats_worst(r->max_rel, rel);
+      r->max_lse = cplab_stats_worst(r->max_lse, el);
     }
   }
   free(q), free(kv), free(out), free(lse);
@@ -533,9 +534,9 @@ static int check(void *p, void *stream, cplab_kb_check *res, cplab_diag *d) {
     int bad_empty = 0, failed_alloc = 0;
     double lse_bound = 0;
     for (int i = 0; i < nrows; i++) {
-      if (!(cr[i].max_rel <= res->max_rel_l2)) res->max_rel_l2 = cr[i].max_rel;
-      if (!(cr[i].max_lse <= res->max_lse_abs)) res->max_lse_abs = cr[i].max_lse;
-      if (!(cr[i].max_lse_bound <= lse_bound)) lse_bound = cr[i].max_lse_bound;
+      res->max_rel_l2 = cplab_stats_worst(res->max_rel_l2, cr[i].max_rel);
+      res->max_lse_abs = cplab_stats_worst(res->max_lse_abs, cr[i].max_lse);
+      lse_bound = cplab_stats_worst(lse_bound, cr[i].max_lse_bound);
       bad_empty += cr[i].bad_empty, failed_alloc |= cr[i].alloc_failed;
     }
     if (failed_alloc) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of host memory for the reference");

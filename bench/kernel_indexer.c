@@ -34,6 +34,7 @@
 
 #include "ceilings.h"
 #include "cplab/kvformat.h"
+#include "cplab/stats.h"
 #include "cplab_kernels.h"
 #include "indexer_ref.h"
 #include "kernel_bench.h"
@@ -347,7 +348,7 @@ static void *logits_check_one(void *p) {
   }
   for (int64_t j = r->ks; j < r->ke; j++) {
     double e = fabs((double)r->got[j] - want[j]);
-    if (!(e <= err)) err = e; /* NaN sticks */
+    err = cplab_stats_worst(err, e);
   }
   r->max_rel = maxabs > 0 ? err / maxabs : err;
   free(want);
@@ -374,6 +375,7 @@ static int logits_check(void *p, void *stream, cplab_kb_check *res, cplab_diag *
     int64_t row = cplab_kbi_check_row(i, nrows, m);
     logits_row *r = &rows[i];
     r->x = x, r->keys = keys, r->got = got + (size_t)i * n, r->ks = x->ks[row], r->ke = x->ke[row];
+    r->max_rel = NAN; /* until the row's check sets it: a row that never ran fails the check */
     rc = cplab_dev_download(got + (size_t)i * n, st->logits + row * n, (size_t)n * 4, d);
     if (!rc)
       rc = sim_indexer_query_make(x->seed, CPLAB_KBI_LAYER, query_req(0), (uint32_t)(n - m + row), s->heads, &r->ref,
@@ -383,7 +385,7 @@ static int logits_check(void *p, void *stream, cplab_kb_check *res, cplab_diag *
     cplab_kb_each_on_a_thread(logits_check_one, rows, sizeof *rows, nrows);
     int64_t outside_bad = 0, tie_pairs = 0, tie_bad = 0;
     for (int i = 0; i < nrows; i++) {
-      if (!(rows[i].max_rel <= res->max_rel_err)) res->max_rel_err = rows[i].max_rel;
+      res->max_rel_err = cplab_stats_worst(res->max_rel_err, rows[i].max_rel);
       res->compared += (int64_t)n;
       outside_bad += rows[i].outside_bad, tie_pairs += rows[i].tie_pairs, tie_bad += rows[i].tie_bad;
     }

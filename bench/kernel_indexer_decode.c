@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "cplab/kvformat.h"
+#include "cplab/stats.h"
 #include "cplab_kernels.h"
 #include "indexer_ref.h"
 #include "kernel_bench.h"
@@ -228,7 +229,7 @@ static int dl_check_row(const dl_inst *x, int64_t b, const float *got, double *r
   }
   for (int64_t l = 0; l < x->keys; l++) {
     double e = fabs((double)got[l] - want[l]);
-    if (!(e <= err)) err = e; /* NaN sticks */
+    err = cplab_stats_worst(err, e);
     int64_t slot = (int64_t)bt[l / DL_BLOCK] * DL_BLOCK + l % DL_BLOCK;
     uint32_t src = cplab_kvformat_idx_source(x->seed, CPLAB_KBI_LAYER, dl_cache_req(0), (uint32_t)slot);
     int64_t ls = (int64_t)src >= base && (int64_t)src < base + span ? local[src - base] : -1;
@@ -300,7 +301,8 @@ static int dl_check(void *p, void *stream, cplab_kb_check *res, cplab_diag *d) {
   dl_row *rows = calloc((size_t)nrows, sizeof *rows);
   if (!rc && (!got || !rows)) rc = cplab_diag_set(d, CPLAB_ENOMEM, "out of host memory for the check");
   for (int i = 0; !rc && i < nrows; i++) {
-    rows[i] = (dl_row){.x = x, .b = cplab_kbi_check_row(i, nrows, s->batch), .got = got + (size_t)i * n};
+    /* rel NaN until the row's check sets it: a row that never ran fails the check */
+    rows[i] = (dl_row){.x = x, .b = cplab_kbi_check_row(i, nrows, s->batch), .got = got + (size_t)i * n, .rel = NAN};
     rc = cplab_dev_download(got + (size_t)i * n, st->logits + rows[i].b * n, (size_t)n * 4, d);
   }
   int64_t tie_pairs = 0, tie_bad = 0;
@@ -308,7 +310,7 @@ static int dl_check(void *p, void *stream, cplab_kb_check *res, cplab_diag *d) {
     cplab_kb_each_on_a_thread(dl_check_one, rows, sizeof *rows, nrows);
     for (int i = 0; i < nrows; i++) {
       if (rows[i].rc && !rc) rc = cplab_diag_set(d, rows[i].rc, "%s", rows[i].d.msg);
-      if (!(rows[i].rel <= res->max_rel_err)) res->max_rel_err = rows[i].rel;
+      res->max_rel_err = cplab_stats_worst(res->max_rel_err, rows[i].rel);
       res->compared += n;
       tie_pairs += rows[i].tie_pairs, tie_bad += rows[i].tie_bad;
     }

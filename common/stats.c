@@ -14,6 +14,8 @@ double cplab_stats_quantile_sorted(const double *sorted, size_t n, double q) {
   return gsl_stats_quantile_from_sorted_data(sorted, 1, n, q);
 }
 
+double cplab_stats_worst(double worst, double v) { return isnan(worst) || v <= worst ? worst : v; }
+
 double cplab_stats_median(double *x, size_t n) {
   if (n == 0) return NAN;
   gsl_sort(x, 1, n);

@@ -28,6 +28,10 @@ typedef struct cplab_stats {
 double cplab_stats_quantile_sorted(const double *sorted, size_t n, double q);
 /* The median of x[0 .. n), sorting x in place (NAN when n == 0). */
 double cplab_stats_median(double *x, size_t n);
+/* The worse of an error so far and a new one: the larger, and NaN once
+ * either is NaN (so that one NaN anywhere fails a check; `if (!(v <= w)) w
+ * = v` lets a later finite error replace a NaN). */
+double cplab_stats_worst(double worst, double v);
 
 /* The spread of repeated timings the benchmark tables show (nccl-tests'
  * style): median, 10th and 90th percentiles (cplab_stats_quantile_sorted)

@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "cplab/kvformat.h"
+#include "cplab/stats.h"
 #include "kt.h"
 #include "reference.h"
 
@@ -273,8 +274,8 @@ static void check_reference(const att_case *c, const kvset *s, int64_t rows, flo
       }
       double rel = sqrt(num) / (den > 0 ? sqrt(den) : 1.0);
       double el = fabs(got_lse - lse[h]) / (LSE_ABS + LSE_REL * fabs(lse[h]));
-      if (!(rel <= worst)) worst = rel;
-      if (!(el <= worst_lse)) worst_lse = el;
+      worst = cplab_stats_worst(worst, rel);
+      worst_lse = cplab_stats_worst(worst_lse, el);
       if (fabs(lse[h]) > lse_max) lse_max = fabs(lse[h]);
     }
   }
@@ -314,10 +315,10 @@ static void check_kernels_agree(const att_case *c, const att_result *dec, const 
       den += b * b;
     }
     double rel = den > 0 ? sqrt(num / den) : sqrt(num);
-    if (!(rel <= worst)) worst = rel;
+    worst = cplab_stats_worst(worst, rel);
     double el = fabs(dec->lse[g] - pre->lse[g]) / (2 * (LSE_ABS + LSE_REL * fabs(dec->lse[g])));
     if (isinf(dec->lse[g]) || isinf(pre->lse[g])) inf_differ += dec->lse[g] != pre->lse[g];
-    else if (!(el <= worst_lse)) worst_lse = el;
+    else worst_lse = cplab_stats_worst(worst_lse, el);
   }
   kt_check(worst <= 2 * ATT_REL_L2 && worst_lse <= 1 && inf_differ == 0,
            "%s: %s agree: relative L2 %.3g (<= %.3g), |lse difference| %.3g of the sum of both bounds, the same "
@@ -397,7 +398,7 @@ static void check_combine(uint64_t *rng, int D, int64_t m, int heads) {
     for (int e = 0; e < heads * DV; e++) {
       double got = final[(size_t)i * heads * DV + e], w = want[e];
       double err = fabs(got - w) / (fabs(w) > 1 ? fabs(w) : 1);
-      if (!(err <= worst)) worst = err; /* NaN sticks */
+      worst = cplab_stats_worst(worst, err);
     }
   }
   kt_check(worst <= 1e-6,
@@ -523,7 +524,7 @@ static void check_split_decode(uint64_t *rng, kvset *s, float scale) {
       den += b * b;
     }
     double rel = den > 0 ? sqrt(num / den) : sqrt(num);
-    if (!(rel <= worst)) worst = rel;
+    worst = cplab_stats_worst(worst, rel);
   }
   kt_check(worst <= 2 * ATT_REL_L2, "decode split over %d DCP shards + lse_combine agrees with the unsplit decode: max "
            "relative L2 difference %.3g (<= %.3g, both bounds; one row with an empty shard, one empty row)",

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "cplab/kvformat.h"
+#include "cplab/stats.h"
 #include "indexer_ref.h"
 #include "kt.h"
 
@@ -249,7 +250,7 @@ static void check_indexer_query(uint64_t *rng, uint64_t seed, uint32_t layer, in
       bad_q += memcmp(ref->q[h], q + g * CPLAB_IDX_DIM, CPLAB_IDX_DIM) != 0;
       bad_s += memcmp(&ref->scale[h], &s[g], sizeof(float)) != 0;
       double rel = fabs((double)w[g] - ref->weight[h]) / ref->weight[h];
-      if (!(rel <= max_rel)) max_rel = rel; /* NaN sticks */
+      max_rel = cplab_stats_worst(max_rel, rel);
     }
   }
   kt_check(bad_q == 0 && bad_s == 0 && max_rel <= 1e-6,

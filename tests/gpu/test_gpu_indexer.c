@@ -21,6 +21,7 @@
 #include "cplab/fp8.h"
 #include "cplab/kv.h"
 #include "cplab/kvformat.h"
+#include "cplab/stats.h"
 #include "indexer_ref.h"
 #include "kt.h"
 
@@ -189,7 +190,7 @@ static void check_logits(const rows *q, const uint8_t *keys, const sim_indexer_q
       in_range++;
       if (fabs(want) > maxabs[r]) maxabs[r] = fabs(want);
       double e = fabs((double)row[j] - want);
-      if (!(e <= err)) err = e;
+      err = cplab_stats_worst(err, e);
       uint32_t p = (uint32_t)(j - q->ks[r]);
       uint32_t src = cplab_kvformat_idx_source(SEED, LAYER, (uint32_t)q->req[r], p);
       if (src != p) {
@@ -198,7 +199,7 @@ static void check_logits(const rows *q, const uint8_t *keys, const sim_indexer_q
       }
     }
     double rel = maxabs[r] > 0 ? err / maxabs[r] : err;
-    if (!(rel <= worst)) worst = rel;
+    worst = cplab_stats_worst(worst, rel);
   }
   kt_check(worst <= LOGIT_TOL && outside_bad == 0,
            "indexer_logits: %d rows, %ld logits in range, max error %.3g of the row's max |logit| (<= %g), "

@@ -101,6 +101,27 @@ static void test_interval_coverage(void **state) {
   }
 }
 
+/* cplab_stats_worst: the maximum of a sequence, NaN wherever a NaN stands
+ * in it (first, middle or last), over 2000 seeded random sequences. */
+static void test_worst_keeps_nan(void **state) {
+  (void)state;
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  for (int t = 0; t < 2000; t++) {
+    double v[9], worst = 0, want = 0;
+    int n = 1 + t % 9, nan_at = t % 3 == 0 ? (int)(t / 3 % n) : -1;
+    for (int i = 0; i < n; i++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      v[i] = i == nan_at ? NAN : (double)(x % 1000) / 7.0;
+      if (v[i] > want) want = v[i];
+    }
+    for (int i = 0; i < n; i++) worst = cplab_stats_worst(worst, v[i]);
+    if (nan_at >= 0) assert_true(isnan(worst));
+    else assert_true(worst == want);
+  }
+  assert_true(cplab_stats_worst(1.0, 2.0) == 2.0 && cplab_stats_worst(2.0, 1.0) == 2.0);
+  assert_true(isnan(cplab_stats_worst(NAN, 5.0)) && isnan(cplab_stats_worst(5.0, NAN)));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_known_quantiles),
@@ -108,6 +129,7 @@ int main(void) {
       cmocka_unit_test(test_spread),
       cmocka_unit_test(test_errors_and_determinism),
       cmocka_unit_test(test_interval_coverage),
+      cmocka_unit_test(test_worst_keeps_nan),
   };
   return cmocka_run_group_tests_name("stats", tests, NULL, NULL);
 }
