@@ -32,11 +32,17 @@
 //     gives the int4 prefill kernel 40 registers: 6 blocks of 256 threads
 //     per SM, 1536 x 64 B = 96 KiB of reads in flight per SM; the decode one
 //     64 (its 16 block-table loads are in flight too): 4 blocks, 64 KiB.
-//     HBM3e needs ~40-64 KiB per SM to stay busy.
-// Expected (not measured here: no GPU): 4096 x 2048 entries (67 MB) in ~20 us
-// (~3.4 TB/s, launch included), 8192 x 2048 in ~38 us (~3.5 TB/s); the
-// decode rows (64 x 2048, 1 MB) stay latency-bound: two dependent loads
-// (list and request, then the block table) and the launch, 3-5 us.
+//     HBM3e needs ~40-64 KiB per SM to stay busy;
+//   - a decode batch's lists are small (64 x 2048 entries: 512 KiB), so
+//     the decode kernel takes one vector a thread where four would leave
+//     SMs without a block (convert_decode_kernel's VPT): 64 x 2048 at dcp 4
+//     went 5.8-6.0 -> 4.8-4.9 us on an H100 (bench/NOTES.md). Each block
+//     also asking L2 for its share of the block table first, so that the
+//     table's trip would overlap the list's, gained nothing there (4.9-5.1).
+// Measured (H200, bench/NOTES.md): 4096 x 2048 entries (67 MB) 21.5 us,
+// 8192 x 2048 37.7 us (89% and 94% of a copy of the same bytes); the decode
+// rows are latency-bound (three dependent trips: list and request, block
+// table, store; and the launch).
 #include <cuda_runtime.h>
 
 #include "check.cuh"
@@ -233,22 +239,25 @@ extern "C" int cplab_convert_prefill_topk(const cplab_convert_prefill_topk_param
   return kcheck_launch(d, "convert_prefill_kernel");
 }
 
-template <int VW>
+// VPT vectors a thread: 4 keeps 64 KiB of reads in flight an SM where the
+// grid fills the SMs; small lists (a decode batch's, ~1 MB) take 1, so that
+// their few vectors spread over every SM rather than a quarter of them.
+template <int VW, int VPT>
 __global__ void __launch_bounds__(CONVERT_THREADS)
     convert_decode_kernel(const int32_t *topk, int64_t nvec, conv_div64 kv_div, const int32_t *row_req,
                           const int32_t *block_table, int num_req, int max_blocks, int B, conv_div32 b_div,
                           int dcp_rank, conv_layout L, int32_t *out) {
-  const int64_t v0 = (int64_t)blockIdx.x * CONVERT_VEC_PER_BLOCK + threadIdx.x;
-  int32_t t[CONVERT_VPT][VW];
-  const int32_t *table[CONVERT_VPT];
+  const int64_t v0 = (int64_t)blockIdx.x * (CONVERT_THREADS * VPT) + threadIdx.x;
+  int32_t t[VPT][VW];
+  const int32_t *table[VPT];
 #pragma unroll
-  for (int i = 0; i < CONVERT_VPT; i++) {
+  for (int i = 0; i < VPT; i++) {
     int64_t v = v0 + (int64_t)i * CONVERT_THREADS;
     for (int j = 0; j < VW; j++) t[i][j] = -1;
     if (v < nvec) conv_load<VW>(topk, v, t[i]);
   }
 #pragma unroll
-  for (int i = 0; i < CONVERT_VPT; i++) {
+  for (int i = 0; i < VPT; i++) {
     int64_t v = v0 + (int64_t)i * CONVERT_THREADS;
     table[i] = NULL;
     if (v < nvec) {
@@ -258,10 +267,10 @@ __global__ void __launch_bounds__(CONVERT_THREADS)
   }
   // The block-table loads of every entry, then the stores: all of a
   // thread's dependent loads in flight together.
-  uint32_t base[CONVERT_VPT][VW], off[CONVERT_VPT][VW];
-  bool hit[CONVERT_VPT][VW];
+  uint32_t base[VPT][VW], off[VPT][VW];
+  bool hit[VPT][VW];
 #pragma unroll
-  for (int i = 0; i < CONVERT_VPT; i++)
+  for (int i = 0; i < VPT; i++)
 #pragma unroll
     for (int j = 0; j < VW; j++) {
       uint32_t u = (uint32_t)t[i][j], owner, local;
@@ -272,7 +281,7 @@ __global__ void __launch_bounds__(CONVERT_THREADS)
       base[i][j] = hit[i][j] ? (uint32_t)table[i][b] : 0u;
     }
 #pragma unroll
-  for (int i = 0; i < CONVERT_VPT; i++) {
+  for (int i = 0; i < VPT; i++) {
     int64_t v = v0 + (int64_t)i * CONVERT_THREADS;
     if (v >= nvec) break;
     int32_t o[VW];
@@ -280,6 +289,14 @@ __global__ void __launch_bounds__(CONVERT_THREADS)
     for (int j = 0; j < VW; j++) o[j] = hit[i][j] ? (int32_t)(base[i][j] * (uint32_t)B + off[i][j]) : -1;
     conv_store<VW>(out, v, o);
   }
+}
+
+template <int VW, int VPT>
+static void conv_decode_launch(const cplab_convert_decode_topk_params *p, unsigned blocks, int64_t nvec,
+                               conv_div64 kv_div, conv_div32 b_div, conv_layout L, void *stream) {
+  convert_decode_kernel<VW, VPT><<<blocks, CONVERT_THREADS, 0, kstream(stream)>>>(
+      p->topk, nvec, kv_div, p->row_req, p->block_table, p->num_req, p->max_blocks, p->block_size, b_div, p->dcp_rank,
+      L, p->out);
 }
 
 extern "C" int cplab_convert_decode_topk(const cplab_convert_decode_topk_params *p, void *stream, cplab_diag *d) {
@@ -296,17 +313,20 @@ extern "C" int cplab_convert_decode_topk(const cplab_convert_decode_topk_params 
              "cplab_convert_decode_topk: NULL argument");
   KCHECK_ARG(d, total / CONVERT_THREADS < KGRID_MAX_X, "cplab_convert_decode_topk: %lld entries too many",
              (long long)total);
+  cplab_device_facts f;
+  int rc = cplab_device_facts_get(&f, d);
+  if (rc) return rc;
   conv_layout L = conv_layout_make(p->dcp, p->interleave);
   conv_div32 b_div = conv_div32_make((uint32_t)p->block_size);
-  if (conv_vec4(p->topk, p->out, p->k)) {
-    int64_t nvec = total / 4;
-    convert_decode_kernel<4><<<kblocks(nvec, CONVERT_VEC_PER_BLOCK), CONVERT_THREADS, 0, kstream(stream)>>>(
-        p->topk, nvec, conv_div64_make((uint64_t)(p->k / 4)), p->row_req, p->block_table, p->num_req, p->max_blocks,
-        p->block_size, b_div, p->dcp_rank, L, p->out);
-  } else {
-    convert_decode_kernel<1><<<kblocks(total, CONVERT_VEC_PER_BLOCK), CONVERT_THREADS, 0, kstream(stream)>>>(
-        p->topk, total, conv_div64_make((uint64_t)p->k), p->row_req, p->block_table, p->num_req, p->max_blocks,
-        p->block_size, b_div, p->dcp_rank, L, p->out);
-  }
+  bool v4 = conv_vec4(p->topk, p->out, p->k);
+  int64_t nvec = v4 ? total / 4 : total;
+  // 4 vectors a thread only where that grid still gives every SM two blocks.
+  bool wide = kblocks(nvec, CONVERT_THREADS * CONVERT_VPT) >= 2u * (unsigned)f.sm_count;
+  unsigned blocks = kblocks(nvec, CONVERT_THREADS * (wide ? CONVERT_VPT : 1));
+  conv_div64 kv_div = conv_div64_make((uint64_t)(v4 ? p->k / 4 : p->k));
+  if (v4 && wide) conv_decode_launch<4, CONVERT_VPT>(p, blocks, nvec, kv_div, b_div, L, stream);
+  else if (v4) conv_decode_launch<4, 1>(p, blocks, nvec, kv_div, b_div, L, stream);
+  else if (wide) conv_decode_launch<1, CONVERT_VPT>(p, blocks, nvec, kv_div, b_div, L, stream);
+  else conv_decode_launch<1, 1>(p, blocks, nvec, kv_div, b_div, L, stream);
   return kcheck_launch(d, "convert_decode_kernel");
 }
