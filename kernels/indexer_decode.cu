@@ -24,7 +24,10 @@
 // kept out of the loop: each thread's 2·HP/8 head weights live in
 // registers, the heads' wgmma descriptor is made once, the tile loop counts
 // in 32 bits (version 7: 0.7-1.2% off the batch-16 and batch-64 rows on an
-// H200, bench/NOTES.md).
+// H200, bench/NOTES.md). Two tiles in flight a block (a ring of 3), not
+// three: 2.5% off batch 16 on an H100 (four in flight had cost 5.7% on an
+// H200); the first tiles of every block are asked for at once, and fewer
+// of them arrive sooner.
 #include <cuda_runtime.h>
 
 #include <math.h>
@@ -33,7 +36,7 @@
 #include "cplab_kernels.h"
 #include "idx_tc.cuh"
 
-#define DL_STAGES 4
+#define DL_STAGES 3
 #define DL_MAX_HEADS 128
 #define DL_MAX_CHUNK_TILES 16 // at most 1024 keys a block
 #define DL_WORDS (CPLAB_IDX_ENTRY_BYTES / 4) // 33 words a cache entry
@@ -60,13 +63,15 @@ struct dl_args {
   float *logits;
 };
 
-// Shared memory of a block; starts 1024-byte aligned (the swizzle's atoms:
-// the ring is 33 of them).
+// Shared memory of a block; starts 1024-byte aligned: the heads first, in
+// whole swizzle atoms (1024 bytes: 16 heads of 128), then the ring (16-byte
+// copies need 16-byte alignment only).
 template <int HP> struct dl_smem {
-  unsigned char k[DL_STAGES][DL_TILE_BYTES];
   unsigned char q[HP * IT_ROW];
+  unsigned char k[DL_STAGES][DL_TILE_BYTES];
 };
-static_assert(DL_STAGES * DL_TILE_BYTES % 1024 == 0, "the heads start on a swizzle atom");
+static_assert(16 * IT_ROW % 1024 == 0 && DL_TILE_BYTES % 16 == 0,
+              "the heads fill swizzle atoms; the tiles are 16-byte aligned");
 
 // Where logical word L of a head's row (k-step L / 8, word L % 8 of its 32
 // bytes) comes from: the word a thread's A fragment holds there
