@@ -299,6 +299,14 @@ static void conv_decode_launch(const cplab_convert_decode_topk_params *p, unsign
       L, p->out);
 }
 
+// The grid's vectors a thread: CONVERT_VPT where wide, else 1.
+template <int VW>
+static void conv_decode_launch_vw(bool wide, const cplab_convert_decode_topk_params *p, unsigned blocks, int64_t nvec,
+                                  conv_div64 kv_div, conv_div32 b_div, conv_layout L, void *stream) {
+  if (wide) conv_decode_launch<VW, CONVERT_VPT>(p, blocks, nvec, kv_div, b_div, L, stream);
+  else conv_decode_launch<VW, 1>(p, blocks, nvec, kv_div, b_div, L, stream);
+}
+
 extern "C" int cplab_convert_decode_topk(const cplab_convert_decode_topk_params *p, void *stream, cplab_diag *d) {
   KCHECK_ARG(d, p, "cplab_convert_decode_topk: NULL parameters");
   KCHECK_ARG(d, p->m >= 0 && p->k >= 0 && p->num_req >= 0 && p->max_blocks >= 0,
@@ -324,9 +332,7 @@ extern "C" int cplab_convert_decode_topk(const cplab_convert_decode_topk_params 
   bool wide = kblocks(nvec, CONVERT_THREADS * CONVERT_VPT) >= 2u * (unsigned)f.sm_count;
   unsigned blocks = kblocks(nvec, CONVERT_THREADS * (wide ? CONVERT_VPT : 1));
   conv_div64 kv_div = conv_div64_make((uint64_t)(v4 ? p->k / 4 : p->k));
-  if (v4 && wide) conv_decode_launch<4, CONVERT_VPT>(p, blocks, nvec, kv_div, b_div, L, stream);
-  else if (v4) conv_decode_launch<4, 1>(p, blocks, nvec, kv_div, b_div, L, stream);
-  else if (wide) conv_decode_launch<1, CONVERT_VPT>(p, blocks, nvec, kv_div, b_div, L, stream);
-  else conv_decode_launch<1, 1>(p, blocks, nvec, kv_div, b_div, L, stream);
+  if (v4) conv_decode_launch_vw<4>(wide, p, blocks, nvec, kv_div, b_div, L, stream);
+  else conv_decode_launch_vw<1>(wide, p, blocks, nvec, kv_div, b_div, L, stream);
   return kcheck_launch(d, "convert_decode_kernel");
 }

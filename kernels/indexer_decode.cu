@@ -64,14 +64,13 @@ struct dl_args {
 };
 
 // Shared memory of a block; starts 1024-byte aligned: the heads first, in
-// whole swizzle atoms (1024 bytes: 16 heads of 128), then the ring (16-byte
-// copies need 16-byte alignment only).
+// whole swizzle atoms (1024 bytes: 8 heads of 128), then the ring (16-byte
+// copies need 16-byte alignment only, DL_TILE_BYTES % 16 above).
 template <int HP> struct dl_smem {
+  static_assert(HP * IT_ROW % 1024 == 0, "the heads fill whole swizzle atoms, so the ring starts 16-byte aligned");
   unsigned char q[HP * IT_ROW];
   unsigned char k[DL_STAGES][DL_TILE_BYTES];
 };
-static_assert(16 * IT_ROW % 1024 == 0 && DL_TILE_BYTES % 16 == 0,
-              "the heads fill swizzle atoms; the tiles are 16-byte aligned");
 
 // Where logical word L of a head's row (k-step L / 8, word L % 8 of its 32
 // bytes) comes from: the word a thread's A fragment holds there
