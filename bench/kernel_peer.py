@@ -26,6 +26,9 @@ bench/kernel_peer.h). Needs only torch (numpy is not used).
   topk_merge             torch.topk over each row's D x k concatenated
                          candidate scores, the winners' local indices
                          gathered and mapped to positions (kv.h's rule);
+  topk_merge_convert     that, then the winners' slots on DCP rank 0: a
+                         gather from the block table by the local index's
+                         block (-1 for the other owners' winners);
   convert                the integer formula in torch ops: prefill
                          owner x shard_rows + ws_start + local index (-1
                          for -1), decode the block table's slot on DCP rank
@@ -440,6 +443,41 @@ class MergePeer(IndexerPeer):
         return (self.D + 1) * self.m * self.k * 8
 
 
+class MergeConvertPeer(MergePeer):
+    """topk_merge_convert: the merge's peer, then rank 0's slots of the winners through its block table."""
+
+    def __init__(self, torch, dev, shape, gen):
+        super().__init__(torch, dev, shape, gen)
+        self.B = shape["convert_block_size"]
+        local = -(-self.s["context"] // self.D)  # owner 0 holds the most (interleave 1)
+        self.max_blocks = -(-local // self.B)
+        self.name += " + block-table gather (rank 0's slots)"
+
+    def make_set(self):
+        st = super().make_set()
+        st["table"] = self.randint(0, 1 << 20, self.m, self.max_blocks).to(self.t.int32)
+        st["slot"] = self.t.empty((self.m, self.k), dtype=self.t.int32, device=self.dev)
+        return st
+
+    def call(self, st):
+        t, m, D, k, I, B = self.t, self.m, self.D, self.k, self.I, self.B
+        v, j = t.topk(st["score"].permute(1, 0, 2).reshape(m, D * k), k, dim=1, largest=True, sorted=True)
+        lidx = st["cand"].permute(1, 0, 2).reshape(m, D * k).gather(1, j).long()
+        owner = t.div(j, k, rounding_mode="floor")
+        st["idx"].copy_(t.div(lidx, I, rounding_mode="floor") * (I * D) + owner * I + lidx % I)
+        st["v"].copy_(v)
+        blk = t.div(lidx, B, rounding_mode="floor")
+        ok = (owner == 0) & (blk < self.max_blocks)
+        slot = st["table"].gather(1, blk.clamp(0, self.max_blocks - 1)) * B + lidx % B
+        st["slot"].copy_(t.where(ok, slot, t.full_like(slot, -1)))
+
+    def touched_bytes(self):
+        return super().touched_bytes() + self.m * self.k * 4
+
+    def alloc_bytes(self):
+        return super().alloc_bytes() + self.m * self.max_blocks * 4 + self.m * self.k * 4
+
+
 class ConvertPeer(IndexerPeer):
     """convert: the conversion's integer formula in torch ops (prefill or decode, the shape's "path")."""
 
@@ -596,6 +634,7 @@ PEERS = {
     "topk_prefill": TopkPeer,
     "topk_decode": TopkPeer,
     "topk_merge": MergePeer,
+    "topk_merge_convert": MergeConvertPeer,
     "convert": ConvertPeer,
     "gather_upconvert": GatherPeer,
     "gather_idx": GatherIdxPeer,

@@ -12,7 +12,12 @@
  *                 key l at position cplab_kv_position(l, o, 1, D), kv.h),
  *                 each owner's candidates its own cplab_topk over its keys
  *                 (made in the set-up), merged into the row's top-k over
- *                 all its keys.
+ *                 all its keys;
+ *   topk_merge_convert  the same merge converting its list into DCP rank
+ *                 0's cache slots in the launch (cplab_topk_merge_convert,
+ *                 block size 64, row i request i of a random block table):
+ *                 the launch cplab-bench's DCP decode rows run, at
+ *                 convert's decode cases' shapes.
  * Inputs: real logits, generated on the device (cplab_kbi_gen_logits:
  * cplab_indexer_logits of generated queries, 32 heads, over generated keys,
  * so the copied keys give exact ties as in production): the keys of one
@@ -25,11 +30,13 @@
  * higher logit first, then the lower index) of the kernel's own input
  * logits, indices and scores, every one of the k entries, exactly; the
  * merge's rows against the host top-k of all the row's keys (the owners'
- * logits put back at their positions), exactly.
+ * logits put back at their positions), exactly, and topk_merge_convert's
+ * slots against cplab_layout_vllm_convert_decode of that top-k, exactly.
  * Work (bytes, against the copy ceiling): top-k the in-range logits read
  * (fp32; the k indices and scores written are not counted); the merge the
  * D owners' candidates read (index + score, 8 B each) and the row's merged
- * list written (8 B an entry). */
+ * list written (8 B an entry), topk_merge_convert's slots written too (4 B
+ * an entry; the block table is not counted, as convert's). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,17 +44,19 @@
 
 #include "cplab/kv.h"
 #include "cplab/kvformat.h"
+#include "cplab/layout.h"
 #include "cplab_kernels.h"
 #include "kernel_bench.h"
 #include "kernel_indexer.h"
 
 #define KEYS_REQ 1
 #define IDX_POISON 0x7F /* bytes: 0x7F7F7F7F, an index no row has */
+#define CONV_BLOCK 64   /* topk_merge_convert's cache block size */
 
 typedef enum { TOPK_PREFILL, TOPK_DECODE, TOPK_MERGE } topk_mode;
 
 typedef struct topk_shape {
-  int k, causal, dcp, interleave;
+  int k, causal, dcp, interleave, convert;
   int64_t m, n; /* rows, keys: queries x keys (prefill), batch x context (decode, merge) */
 } topk_shape;
 
@@ -63,11 +72,17 @@ typedef struct topk_shape {
   {                                                                                                              \
     nm, def, &(const topk_shape){.k = kk, .causal = 0, .dcp = D, .interleave = I, .m = b, .n = ctx}, nt          \
   }
+#define MERGE_CONVERT(nm, def, b, D, ctx, kk, nt)                                                                \
+  {                                                                                                              \
+    nm, def,                                                                                                     \
+        &(const topk_shape){.k = kk, .causal = 0, .dcp = D, .interleave = 1, .convert = 1, .m = b, .n = ctx}, nt  \
+  }
 #define N_FULL "a prefill chunk over a 32k context, every key in range"
 #define N_CAUSAL "cplab-bench's causal prefill chunk at the end of a 32k context"
 #define N_DECODE "decode rows: every key of the context"
 #define N_DECODE_DCP "a DCP 4 rank's decode rows at 32k: its own keys (before cplab_topk_merge)"
 #define N_MERGE "a DCP rank's decode rows: the owners' candidates merged (interleave 1)"
+#define N_MERGE_CONVERT "the same merge, its list converted into DCP rank 0's cache slots in the launch (block size 64)"
 #define N_SMOKE "tiny: the tests' smoke case (CPU emulation, GPU smoke test)"
 
 static const cplab_kb_case prefill_cases[] = {
@@ -95,10 +110,19 @@ static const cplab_kb_case merge_cases[] = {
     MERGE("topk-merge-dcp4-b1-128k", 0, 1, 4, 1, 131072, 2048, N_MERGE),
     MERGE("topk-merge-dcp8-b1-128k", 1, 1, 8, 1, 131072, 2048, N_MERGE),
     MERGE("topk-merge-dcp2-b64-128k", 1, 64, 2, 1, 131072, 2048, N_MERGE),
-    MERGE("topk-merge-dcp4-b64-128k", 0, 64, 4, 1, 131072, 2048, N_MERGE),
+    MERGE("topk-merge-dcp4-b64-128k", 1, 64, 4, 1, 131072, 2048, N_MERGE),
     MERGE("topk-merge-dcp8-b64-128k", 1, 64, 8, 1, 131072, 2048, N_MERGE),
+    MERGE("topk-merge-dcp8-b128-128k", 1, 128, 8, 1, 131072, 2048, N_MERGE),
     /* interleave 2 and a context no multiple of it: the position mapping and owners of unequal shares */
     MERGE("smoke-topk-merge", 0, 2, 2, 2, 1023, 256, N_SMOKE),
+};
+
+/* convert's decode cases' lists (convert-decode-b64-dcp4, -b128-dcp8), merged and converted in one
+ * launch; beside topk_merge's cases of the same shapes without the conversion */
+static const cplab_kb_case merge_convert_cases[] = {
+    MERGE_CONVERT("topk-merge-convert-dcp4-b64-128k", 1, 64, 4, 131072, 2048, N_MERGE_CONVERT),
+    MERGE_CONVERT("topk-merge-convert-dcp8-b128-128k", 1, 128, 8, 131072, 2048, N_MERGE_CONVERT),
+    MERGE_CONVERT("smoke-topk-merge-convert", 0, 3, 4, 1500, 128, N_SMOKE),
 };
 
 /* ---- shape fields ------------------------------------------------------------------ */
@@ -114,8 +138,10 @@ static json_t *decode_json(const void *p) {
 }
 static json_t *merge_json(const void *p) {
   const topk_shape *s = p;
-  return json_pack("{s:I, s:i, s:I, s:i, s:i}", "batch", (json_int_t)s->m, "dcp", s->dcp, "context", (json_int_t)s->n,
-                   "k", s->k, "interleave", s->interleave);
+  json_t *j = json_pack("{s:I, s:i, s:I, s:i, s:i}", "batch", (json_int_t)s->m, "dcp", s->dcp, "context",
+                        (json_int_t)s->n, "k", s->k, "interleave", s->interleave);
+  if (s->convert) json_object_set_new(j, "convert_block_size", json_integer(CONV_BLOCK));
+  return j;
 }
 static void prefill_text(const void *p, char *buf, size_t cap) {
   const topk_shape *s = p;
@@ -127,8 +153,8 @@ static void decode_text(const void *p, char *buf, size_t cap) {
 }
 static void merge_text(const void *p, char *buf, size_t cap) {
   const topk_shape *s = p;
-  snprintf(buf, cap, "b%lld context %lld k %d dcp %d interleave %d", (long long)s->m, (long long)s->n, s->k, s->dcp,
-           s->interleave);
+  snprintf(buf, cap, "b%lld context %lld k %d dcp %d interleave %d%s", (long long)s->m, (long long)s->n, s->k, s->dcp,
+           s->interleave, s->convert ? " + rank 0's slots" : "");
 }
 
 /* ---- instances ----------------------------------------------------------------------- */
@@ -139,6 +165,7 @@ typedef struct topk_set {
   float *cand_score;
   int32_t *idx;     /* [m][k] */
   float *score;
+  int32_t *slot;    /* merge with conversion: [m][k] */
 } topk_set;
 
 typedef struct topk_inst {
@@ -148,6 +175,8 @@ typedef struct topk_inst {
   int32_t *ks, *ke, *d_ks, *d_ke; /* top-k: the rows' ranges */
   int64_t in_range;               /* logits in range */
   float *rows0;                   /* merge: the checked rows' logits over all keys, by position [check_rows][n] */
+  int max_blocks;                 /* merge with conversion: rank 0's table, row i request i's [m][max_blocks] */
+  int32_t *table, *d_table, *d_req;
   void *scratch;                  /* decode: cplab_topk_split's (its route's scratch_bytes) */
   size_t scratch_bytes;
   char route[96];                 /* decode: cplab_topk_split's path on this device (kernels.json's launcher) */
@@ -164,10 +193,11 @@ static void teardown(void *p) {
   for (int i = 0; i < x->sets; i++) {
     topk_set *st = &x->set[i];
     cplab_dev_free(st->logits, &d), cplab_dev_free(st->cand, &d), cplab_dev_free(st->cand_score, &d);
-    cplab_dev_free(st->idx, &d), cplab_dev_free(st->score, &d);
+    cplab_dev_free(st->idx, &d), cplab_dev_free(st->score, &d), cplab_dev_free(st->slot, &d);
   }
   cplab_dev_free(x->d_ks, &d), cplab_dev_free(x->d_ke, &d), cplab_dev_free(x->scratch, &d);
-  free(x->ks), free(x->ke), free(x->rows0);
+  cplab_dev_free(x->d_table, &d), cplab_dev_free(x->d_req, &d);
+  free(x->ks), free(x->ke), free(x->rows0), free(x->table);
   free(x);
 }
 
@@ -224,6 +254,23 @@ static int setup_topk(topk_inst *x, const cplab_kb_env *env, void *stream, cplab
   return rc;
 }
 
+/* Merge with conversion: rank 0's block table (random blocks, row i request i's). */
+static int setup_conversion(topk_inst *x, const cplab_kb_env *env, cplab_diag *d) {
+  const topk_shape *s = x->s;
+  int64_t m = s->m, local = cplab_kv_local_len(s->n, 0, s->interleave, s->dcp);
+  uint64_t rng = env->seed ^ 0xB10CULL;
+  x->max_blocks = (int)((local + CONV_BLOCK - 1) / CONV_BLOCK);
+  x->table = malloc((size_t)(m * x->max_blocks) * 4);
+  int32_t *req = malloc((size_t)m * 4);
+  int rc = !x->table || !req ? cplab_diag_set(d, CPLAB_ENOMEM, "out of host memory") : 0;
+  for (int64_t i = 0; !rc && i < m; i++) req[i] = (int32_t)i;
+  for (int64_t b = 0; !rc && b < m * x->max_blocks; b++) x->table[b] = (int32_t)cplab_kbi_rnd(&rng, 1 << 20);
+  if (!rc) rc = cplab_kbi_upload((void **)&x->d_table, x->table, (size_t)(m * x->max_blocks) * 4, d);
+  if (!rc) rc = cplab_kbi_upload((void **)&x->d_req, req, (size_t)m * 4, d);
+  free(req);
+  return rc;
+}
+
 /* Merge: each owner's keys (at its positions), then per set each owner's logits and their top-k, the candidates. */
 static int setup_merge(topk_inst *x, const cplab_kb_env *env, void *stream, cplab_diag *d) {
   const topk_shape *s = x->s;
@@ -241,8 +288,9 @@ static int setup_merge(topk_inst *x, const cplab_kb_env *env, void *stream, cpla
     for (int64_t l = 0; l < L; l++) pos[l] = cplab_kv_position(l, o, I, D);
     rc = cplab_kbi_gen_keys(env->seed, KEYS_REQ, pos, L, &keys[o], stream, d);
   }
+  if (!rc && s->convert) rc = setup_conversion(x, env, d);
   x->in_range = m * n;
-  x->set_bytes = (double)(D + 1) * m * k * 8;
+  x->set_bytes = (double)(D + 1) * m * k * 8 + (s->convert ? (double)m * k * 4 : 0);
   int sets = cplab_kbi_sets(env, x->set_bytes, x->set_bytes);
   if (!rc) rc = cplab_dev_alloc((void **)&local, (size_t)(m * lmax) * 4, d);
   if (!rc) rc = cplab_kbi_upload((void **)&d_ks, zeros, (size_t)m * 4, d);
@@ -254,6 +302,7 @@ static int setup_merge(topk_inst *x, const cplab_kb_env *env, void *stream, cpla
     if (!rc) rc = cplab_dev_alloc((void **)&st->cand_score, (size_t)(D * m * k) * 4, d);
     if (!rc) rc = cplab_dev_alloc((void **)&st->idx, (size_t)(m * k) * 4, d);
     if (!rc) rc = cplab_dev_alloc((void **)&st->score, (size_t)(m * k) * 4, d);
+    if (!rc && s->convert) rc = cplab_dev_alloc((void **)&st->slot, (size_t)(m * k) * 4, d);
     /* the set's queries (the rows' next token), the same for every owner */
     cplab_kbi_queries q = {0};
     if (!rc) rc = cplab_kbi_gen_queries(env->seed, query_req(si), n, m, CPLAB_KBI_GEN_HEADS, &q, stream, d);
@@ -308,10 +357,15 @@ static int setup_merge_case(const cplab_kb_case *c, const cplab_kb_env *env, voi
 static int run_set(topk_inst *x, int si, void *stream, cplab_diag *d) {
   const topk_shape *s = x->s;
   topk_set *st = &x->set[si];
-  if (x->mode == TOPK_MERGE)
+  if (x->mode == TOPK_MERGE) {
+    cplab_topk_merge_convert conv = {.row_req = x->d_req, .block_table = x->d_table, .num_req = (int)s->m,
+                                     .max_blocks = x->max_blocks, .block_size = CONV_BLOCK, .dcp_rank = 0,
+                                     .out = st->slot};
     return cplab_topk_merge(&(cplab_topk_merge_params){.cand_idx = st->cand, .cand_score = st->cand_score, .D = s->dcp,
                                                        .m = s->m, .k = s->k, .interleave = s->interleave,
-                                                       .idx = st->idx, .score = st->score}, stream, d);
+                                                       .idx = st->idx, .score = st->score,
+                                                       .convert = s->convert ? &conv : NULL}, stream, d);
+  }
   /* One struct for both launchers: cplab_topk ignores the scratch. */
   cplab_topk_params p = {.logits = st->logits, .m = s->m, .n = s->n, .ks = x->d_ks, .ke = x->d_ke, .k = s->k,
                          .idx = st->idx, .score = st->score, .scratch = x->scratch, .scratch_bytes = x->scratch_bytes};
@@ -325,6 +379,25 @@ static int run(void *p, void *stream, cplab_diag *d) {
 
 /* ---- the check ----------------------------------------------------------------------- */
 
+/* Row r's converted slots against cplab_layout_vllm_convert_decode of its
+ * host top-k (want), every entry; buf: room for k int32. */
+static int check_slots(const topk_inst *x, int64_t r, const int32_t *want, int32_t *buf, cplab_kb_check *res,
+                       cplab_diag *d) {
+  const topk_shape *s = x->s;
+  cplab_layout_env env;
+  memset(&env, 0, sizeof env);
+  env.par.dcp = s->dcp, env.par.interleave = s->interleave, env.par.block_size = CONV_BLOCK;
+  int rc = cplab_dev_download(buf, x->set[0].slot + r * s->k, (size_t)s->k * 4, d);
+  for (int j = 0; !rc && j < s->k; j++) {
+    int32_t ref = cplab_layout_vllm_convert_decode(&env, x->table + r * x->max_blocks, x->max_blocks, want[j], 0);
+    res->compared++;
+    if (buf[j] != ref && res->mismatches++ == 0)
+      snprintf(res->detail, sizeof res->detail, "row %lld slot %d (position %d): got %d, want %d; ", (long long)r, j,
+               want[j], buf[j], ref);
+  }
+  return rc;
+}
+
 static int check(void *p, void *stream, cplab_kb_check *res, cplab_diag *d) {
   topk_inst *x = p;
   const topk_shape *s = x->s;
@@ -334,6 +407,7 @@ static int check(void *p, void *stream, cplab_kb_check *res, cplab_diag *d) {
   memset(res, 0, sizeof *res);
   int rc = cplab_poison_bytes(st->idx, (size_t)(m * k) * 4, IDX_POISON, stream, d);
   if (!rc) rc = cplab_poison_bytes(st->score, (size_t)(m * k) * 4, 0xFF, stream, d);
+  if (!rc && st->slot) rc = cplab_poison_bytes(st->slot, (size_t)(m * k) * 4, IDX_POISON, stream, d);
   if (!rc) rc = run_set(x, 0, stream, d);
   if (!rc) rc = cplab_dev_sync(stream, d);
   if (rc) return rc;
@@ -361,17 +435,21 @@ static int check(void *p, void *stream, cplab_kb_check *res, cplab_diag *d) {
     if (!rc && first_row == r)
       snprintf(res->detail, sizeof res->detail, "row %lld entry %d: got (%d, %.9g), want (%d, %.9g); ", (long long)r,
                first_j, got[first_j], (double)got_s[first_j], want[first_j], (double)want_s[first_j]);
+    if (!rc && st->slot) rc = check_slots(x, r, want, got, res, d);
   }
   if (!rc) {
     size_t at = strlen(res->detail);
     res->rows = nrows;
     res->ok = res->mismatches == 0;
     snprintf(res->reference, sizeof res->reference, "%s",
-             x->mode == TOPK_MERGE ? "the host top-k of all the row's keys (higher logit, then lower position), exactly"
+             x->mode == TOPK_MERGE ? (s->convert ? "the host top-k of all the row's keys (higher logit, then lower "
+                                                   "position) and cplab_layout_vllm_convert_decode of it, exactly"
+                                                 : "the host top-k of all the row's keys (higher logit, then lower "
+                                                   "position), exactly")
                                    : "the host top-k of the kernel's input logits (higher logit, then lower index), "
                                      "exactly");
-    snprintf(res->detail + at, sizeof res->detail - at, "%d rows x %d entries: %lld indices or scores differ from %s",
-             nrows, k, (long long)res->mismatches, res->reference);
+    snprintf(res->detail + at, sizeof res->detail - at, "%d rows x %d entries: %lld indices%s differ from %s",
+             nrows, k, (long long)res->mismatches, s->convert ? ", scores or slots" : " or scores", res->reference);
   }
   free(row), free(got_s), free(want_s), free(got), free(want);
   return rc;
@@ -379,13 +457,12 @@ static int check(void *p, void *stream, cplab_kb_check *res, cplab_diag *d) {
 
 static void work(const void *p, cplab_kb_work *w) {
   const topk_inst *x = p;
-  const topk_shape *s = x->s;
   w->flop = w->flop_valid = 0;
-  w->bytes = x->mode == TOPK_MERGE ? (double)(s->dcp + 1) * s->m * s->k * 8 : (double)x->in_range * 4;
+  w->bytes = x->mode == TOPK_MERGE ? x->set_bytes : (double)x->in_range * 4;
   w->sets = x->sets;
   w->set_bytes = x->set_bytes;
   snprintf(w->launcher, sizeof w->launcher, "%s",
-           x->mode == TOPK_MERGE    ? "cplab_topk_merge"
+           x->mode == TOPK_MERGE    ? (x->s->convert ? "cplab_topk_merge with its conversion" : "cplab_topk_merge")
            : x->mode == TOPK_DECODE ? x->route
                                     : "cplab_topk");
 }
@@ -408,3 +485,8 @@ const cplab_kb_kernel cplab_kb_topk_merge =
                 merge_cases, merge_json, merge_text, setup_merge_case,
                 "gbps: the D owners' candidates read (int32 index + fp32 score) + the merged list written (the same "
                 "per entry), against the copy");
+const cplab_kb_kernel cplab_kb_topk_merge_convert =
+    TOPK_KERNEL("topk_merge_convert",
+                "cplab_topk_merge with its conversion: the merged top-k and DCP rank 0's cache slots of it in one launch",
+                merge_convert_cases, merge_json, merge_text, setup_merge_case,
+                "gbps: topk_merge's bytes + the int32 slots written (the block table not counted), against the copy");

@@ -587,13 +587,14 @@ static int piece_attention(engine_step *s, const engine_rank *k, cplab_diag *d) 
   int64_t first = k->D > 1 ? k->Tdec : 0;
   int rc = k->q_pad ? copy_heads(s, k->q_pad, k->Hp, k->mla_q, k->Hl, k->Hl, QH, first, k->T - first, d) : 0;
   if (!rc && k->qg_pad) rc = copy_heads(s, k->qg_pad, k->Hgp, k->qg, k->Hg, k->Hg, QH, 0, k->Tdec, d);
-  if (!rc && k->Tdec > 0) { /* decode rows: this rank's DCP shard */
-    rc = cplab_convert_decode_topk(
-        &(cplab_convert_decode_topk_params){.topk = k->topk, .m = k->Tdec, .k = k->K, .row_req = k->dec_req,
-                                            .block_table = k->block_table, .num_req = sc->num_requests,
-                                            .max_blocks = sc->max_blocks, .block_size = par->block_size,
-                                            .dcp = par->dcp, .dcp_rank = k->o, .interleave = par->interleave,
-                                            .out = k->conv}, s->stream, d);
+  if (!rc && k->Tdec > 0) { /* decode rows: this rank's DCP shard (under DCP converted by piece_topk_merge) */
+    if (k->D == 1)
+      rc = cplab_convert_decode_topk(
+          &(cplab_convert_decode_topk_params){.topk = k->topk, .m = k->Tdec, .k = k->K, .row_req = k->dec_req,
+                                              .block_table = k->block_table, .num_req = sc->num_requests,
+                                              .max_blocks = sc->max_blocks, .block_size = par->block_size,
+                                              .dcp = par->dcp, .dcp_rank = k->o, .interleave = par->interleave,
+                                              .out = k->conv}, s->stream, d);
     /* Without DCP the rank's own heads; under DCP the group's, into this rank's partials. */
     cplab_sparse_mla_decode_params p = {.q = q, .m = k->Tdec, .heads = H, .kv_cache = k->kv_own,
                                         .num_slots = k->num_slots, .slot = k->conv, .k = k->K, .scale = k->scale,
@@ -667,12 +668,19 @@ static int piece_topk_comm(engine_step *s, const engine_rank *k, cplab_diag *d) 
   return rc ? rc : copy_peer_slices(s, k, SLICE_CAND_SCORE, sizeof(float) * n, d);
 }
 
-/* The decode rows' exact top-k from every peer's candidates. */
+/* The decode rows' exact top-k from every peer's candidates, converted in
+ * the same launch into this rank's cache slots (what piece_attention's
+ * decode conversion gives without DCP). */
 static int piece_topk_merge(engine_step *s, const engine_rank *k, cplab_diag *d) {
   if (k->D == 1 || k->Tdec == 0) return 0;
+  const cplab_schedule *sc = &k->rp->sched;
+  cplab_topk_merge_convert conv = {.row_req = k->dec_req, .block_table = k->block_table, .num_req = sc->num_requests,
+                                   .max_blocks = sc->max_blocks, .block_size = k->in->par->block_size,
+                                   .dcp_rank = k->o, .out = k->conv};
   return cplab_topk_merge(&(cplab_topk_merge_params){.cand_idx = k->cand, .cand_score = k->cand_score, .D = k->D,
                                                      .m = k->Tdec, .k = k->K, .interleave = k->in->par->interleave,
-                                                     .idx = k->topk, .score = k->score}, s->stream, d);
+                                                     .idx = k->topk, .score = k->score, .convert = &conv},
+                          s->stream, d);
 }
 
 /* The DCP all-gather of the decode partials. */

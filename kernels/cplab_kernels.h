@@ -358,6 +358,22 @@ typedef struct cplab_topk_route {
 int cplab_topk_split_route(int64_t m, int64_t n, int k, int sms, int smem_optin, cplab_topk_route *r,
                            cplab_diag *d);
 
+/* The merged list converted in the same launch for one DCP rank (convert,
+ * where given): out receives what cplab_convert_decode_topk with dcp = D,
+ * the merge's interleave and these fields gives for idx, bit for bit, so a
+ * DCP rank's decode rows need no conversion launch of their own (a key's
+ * table entry is loaded while its place is searched, not after the merged
+ * list reaches memory). Arguments as cplab_convert_decode_topk's. */
+typedef struct cplab_topk_merge_convert {
+  const int32_t *row_req;     /* [m] row i's block-table row */
+  const int32_t *block_table; /* int32 [num_req][max_blocks]: this DCP rank's table */
+  int num_req;                /* rows of block_table */
+  int max_blocks;             /* columns of block_table */
+  int block_size;             /* B >= 1 */
+  int dcp_rank;               /* this rank, 0 .. D - 1 */
+  int32_t *out;               /* int32 [m][k]: slots of the rank's cache, -1 for another rank's keys */
+} cplab_topk_merge_convert;
+
 /* The exact top-k of rows whose keys are split among D owners (DCP):
  * cand_idx int32 [D][m][k] and cand_score fp32 [D][m][k] hold each owner's
  * cplab_topk of the row over its own keys (owner o's local index l being the
@@ -376,6 +392,7 @@ typedef struct cplab_topk_merge_params {
   int interleave;           /* the layout's interleave (>= 1) */
   int32_t *idx;             /* int32 [m][k]: positions, best first, -1 after the valid ones */
   float *score;             /* fp32 [m][k]: their logits, or NULL */
+  const cplab_topk_merge_convert *convert; /* the merged list's slots for one rank too, or NULL */
 } cplab_topk_merge_params;
 int cplab_topk_merge(const cplab_topk_merge_params *p, void *stream, cplab_diag *d);
 

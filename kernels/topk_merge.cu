@@ -33,6 +33,16 @@
 // over the threads: the first version had one thread binary-search each
 // list in series, every step a dependent load from DRAM (11 · D of them).
 
+//
+// With a conversion (cplab_topk_merge_convert) the block of the converting
+// rank's own list also turns each of its entries into a slot through the
+// rank's block table, loading the table entry before the searches so that
+// its trip overlaps them, and writes it at the entry's place; every other
+// block writes -1 at its places, and owner 0's block pads. A DCP rank's
+// decode rows so need no conversion launch after the merge (whose two
+// dependent trips, the list then the table, kept cplab_convert_decode_topk
+// at ~70% of a same-size copy on an H200: bench/NOTES.md).
+
 #define MERGE_THREADS 256
 #define MERGE_STAGE_MAX (16 << 20) // bytes all blocks' staging may read (m · D · D · k · 8)
 
@@ -49,7 +59,30 @@ struct merge_args {
   int k;
   int32_t *idx;
   float *score;
+  // The conversion (slot != NULL): cplab_topk_merge_convert's fields.
+  const int32_t *row_req, *block_table;
+  int num_req, max_blocks;
+  uint32_t B, rank;
+  int32_t *slot;
 };
+
+// The conversion's table row for row r in the block of owner o: the rank's
+// own keys only (another owner's entries convert to -1), NULL where the row's
+// request is outside the table (cplab_convert_decode_topk: all -1).
+static __device__ const int32_t *merge_table_row(const merge_args &a, int64_t r, uint32_t o) {
+  if (!a.slot || o != a.rank || !a.block_table) return NULL;
+  int q = a.row_req[r];
+  return q >= 0 && q < a.num_req ? a.block_table + (int64_t)q * a.max_blocks : NULL;
+}
+
+// Owner o's local index l as a slot of the rank's cache: owner(t) == o and
+// local_idx(t) == l for t = merge_position(l, o, I, D), so this is
+// cplab_convert_decode_topk's expression for the merged entry t.
+static __device__ __forceinline__ int32_t merge_slot(const merge_args &a, const int32_t *table, uint32_t l) {
+  uint32_t b = l / a.B;
+  if (!table || b >= (uint32_t)a.max_blocks) return -1;
+  return (int32_t)((uint32_t)table[b] * a.B + (l - b * a.B));
+}
 
 // Entry j of owner p's list for row r as a key; 0 for a -1 entry (a valid
 // key is above 0: positions are below 2^31, the outputs being int32).
@@ -98,17 +131,22 @@ template <bool STAGED> __global__ void __launch_bounds__(MERGE_THREADS) topk_mer
     for (int j = total + threadIdx.x; j < a.k; j += blockDim.x) {
       a.idx[r * a.k + j] = -1;
       if (a.score) a.score[r * a.k + j] = -INFINITY;
+      if (a.slot) a.slot[r * a.k + j] = -1;
     }
+  const int32_t *table = merge_table_row(a, r, o);
   for (int j = threadIdx.x; j < a.k; j += blockDim.x) {
     uint64_t key = STAGED ? merge_keys[(int64_t)o * a.k + j] : merge_key_at(a, r, o, j);
     if (key == 0) break; // the rest of this thread's entries are -1 too
+    int64_t e = ((int64_t)o * a.m + r) * a.k + j;
+    // The slot's table load is issued here, so that it overlaps the searches.
+    int32_t slot = table ? merge_slot(a, table, (uint32_t)a.cand_idx[e]) : -1;
     int place = j;
     for (uint32_t p = 0; p < a.D && place < a.k; p++)
       if (p != o) place += merge_above<STAGED>(a, merge_keys, r, p, key);
     if (place < a.k) {
-      int64_t e = ((int64_t)o * a.m + r) * a.k + j;
       a.idx[r * a.k + place] = (int32_t)(0xFFFFFFFFu - (uint32_t)key); // the position, back from the key
       if (a.score) a.score[r * a.k + place] = a.cand_score[e];
+      if (a.slot) a.slot[r * a.k + place] = slot;
     }
   }
 }
@@ -122,7 +160,17 @@ extern "C" int cplab_topk_merge(const cplab_topk_merge_params *p, void *stream, 
   if (p->m == 0) return 0;
   KCHECK_ARG(d, p->cand_idx && p->cand_score && p->idx, "cplab_topk_merge: NULL argument");
   KCHECK_ARG(d, p->m <= KGRID_MAX_X, "cplab_topk_merge: %lld rows too many", (long long)p->m);
-  merge_args a = {p->cand_idx, p->cand_score, (uint32_t)p->D, (uint32_t)p->interleave, p->m, p->k, p->idx, p->score};
+  const cplab_topk_merge_convert *c = p->convert;
+  if (c) {
+    KCHECK_ARG(d, c->num_req >= 0 && c->max_blocks >= 0 && c->block_size >= 1 && c->dcp_rank >= 0 && c->dcp_rank < p->D,
+               "cplab_topk_merge: bad conversion (requests %d, blocks %d, block size %d, rank %d of %d)", c->num_req,
+               c->max_blocks, c->block_size, c->dcp_rank, p->D);
+    KCHECK_ARG(d, c->row_req && c->out && (c->block_table || (int64_t)c->num_req * c->max_blocks == 0),
+               "cplab_topk_merge: NULL conversion argument");
+  }
+  merge_args a = {p->cand_idx, p->cand_score, (uint32_t)p->D, (uint32_t)p->interleave, p->m, p->k, p->idx, p->score,
+                  c ? c->row_req : NULL, c ? c->block_table : NULL, c ? c->num_req : 0, c ? c->max_blocks : 0,
+                  c ? (uint32_t)c->block_size : 1u, c ? (uint32_t)c->dcp_rank : 0u, c ? c->out : NULL};
   cplab_device_facts f;
   int rc = cplab_device_facts_get(&f, d);
   if (rc) return rc;

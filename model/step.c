@@ -204,13 +204,19 @@ static int rank_layer(rank_ctx *c, const cplab_step_input *si, const cplab_rank_
   if (!rc && w.decode_pairs > 0) rc = kernel_ms(c, CPLAB_MK_LOGITS_DECODE, ih, w.decode_pairs, &t, d);
   if (!rc && w.decode_pairs > 0) rc = kernel_ms(c, CPLAB_MK_TOPK_DECODE, 0, w.decode_pairs, &t, d);
   ADD(SEG_SHARD, PH_INDEXER, t);
+  /* Under DCP the engine converts the decode rows' merged top-k in the
+   * merge's launch (topk_merge_convert); tables measured before that
+   * kernel existed price the merge and a conversion launch, as the engine
+   * then ran them. */
+  int fused = D > 1 && c->in->table && c->in->table->count[CPLAB_MK_TOPK_MERGE_CONVERT] > 0;
   t = 0;
-  if (!rc && D > 1 && w.decode_tokens > 0) rc = kernel_ms(c, CPLAB_MK_TOPK_MERGE, D, (double)w.decode_tokens, &t, d);
+  if (!rc && D > 1 && w.decode_tokens > 0)
+    rc = kernel_ms(c, fused ? CPLAB_MK_TOPK_MERGE_CONVERT : CPLAB_MK_TOPK_MERGE, D, (double)w.decode_tokens, &t, d);
   ADD(SEG_TOPK, PH_INDEXER, t);
   /* Conversion and attention (at the heads the kernels run: head_pad). */
   t = 0;
   if (!rc && w.prefill_tokens > 0) rc = kernel_ms(c, CPLAB_MK_CONVERT, 0, (double)w.prefill_tokens * K, &t, d);
-  if (!rc && w.decode_tokens > 0) rc = kernel_ms(c, CPLAB_MK_CONVERT, 1, (double)w.decode_tokens * K, &t, d);
+  if (!rc && w.decode_tokens > 0 && !fused) rc = kernel_ms(c, CPLAB_MK_CONVERT, 1, (double)w.decode_tokens * K, &t, d);
   double run = cplab_heads_run((int)heads, c->in->head_pad), run_dcp = cplab_heads_run((int)heads_dcp, c->in->head_pad);
   if (!rc && w.attn_prefill_rows > 0) rc = kernel_ms(c, CPLAB_MK_ATTN_PREFILL, run, w.attn_prefill_rows, &t, d);
   if (!rc && w.attn_decode_rows > 0) rc = kernel_ms(c, CPLAB_MK_ATTN_DECODE, run_dcp, w.attn_decode_rows, &t, d);

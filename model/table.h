@@ -48,6 +48,7 @@ typedef enum cplab_model_kernel {
   CPLAB_MK_RESTORE,          /* restore: work tokens */
   CPLAB_MK_GATHER_IDX,       /* gather_idx: work keys (132-byte indexer entries) */
   CPLAB_MK_COMBINE,          /* lse_combine: series dcp, work (row, head) pairs */
+  CPLAB_MK_TOPK_MERGE_CONVERT, /* topk_merge_convert (the merge converting its list): series dcp, work rows */
   CPLAB_MK_COUNT
 } cplab_model_kernel;
 

@@ -8,7 +8,8 @@
 # smoke-logits, causal rows over 256 keys with copied keys (exact ties);
 # smoke-dindexer, decode logits then their top-k;
 # smoke-topk, causal rows, some shorter than k (-1 padding); smoke-topk-decode;
-# smoke-topk-merge, 2 owners at interleave 2; smoke-convert-prefill and
+# smoke-topk-merge, 2 owners at interleave 2, and smoke-topk-merge-convert,
+# 4 owners' merge converted into rank 0's slots; smoke-convert-prefill and
 # -decode; smoke-gather and smoke-gather-idx, a partly used last block;
 # smoke-combine, 2 DCP ranks' partials; smoke-restore, padded chunks; the
 # ceilings' smoke-ceil-copy, a 4 KiB copy, and smoke-ceil-bf16 / -fp8, 64^3
@@ -40,7 +41,8 @@ expect_grep "$WORK/out" "^# ceilings (.*): copy .* GB/s .*bf16 GEMM .* TFLOPS" "
 expect_grep "$WORK/err" "check ok (8 rows x 16 heads" "prefill: 8 rows of all heads checked"
 expect_grep "$WORK/err" "check ok (3 rows x 16 heads" "decode: every row of the batch checked"
 # The indexer path: one table line and one passed check per case.
-for c in smoke-logits smoke-dlogits smoke-dindexer smoke-topk smoke-topk-decode smoke-topk-merge smoke-convert-prefill smoke-convert-decode \
+for c in smoke-logits smoke-dlogits smoke-dindexer smoke-topk smoke-topk-decode smoke-topk-merge smoke-topk-merge-convert \
+  smoke-convert-prefill smoke-convert-decode \
   smoke-gather smoke-gather-idx smoke-restore smoke-combine; do
   expect_grep "$WORK/out" "^ $c " "$c has its table line"
 done
@@ -54,6 +56,8 @@ expect_grep "$WORK/err" "smoke-dindexer .*check ok (2 rows x 3000 keys: max erro
 expect_grep "$WORK/err" "smoke-topk .*check ok (8 rows x 290 entries: 0 indices or scores differ" "top-k prefill: 8 rows exact"
 expect_grep "$WORK/err" "smoke-topk-decode .*check ok (2 rows x 1024 entries: 0 " "top-k decode: every row exact"
 expect_grep "$WORK/err" "smoke-topk-merge .*check ok (2 rows x 256 entries: 0 .* all the row's keys" "merge: every row exact"
+expect_grep "$WORK/err" "smoke-topk-merge-convert .*check ok (3 rows x 128 entries: 0 indices, scores or slots differ .*cplab_layout_vllm_convert_decode" \
+  "merge with its conversion: every row's list and slots exact"
 expect_grep "$WORK/err" "smoke-convert-prefill .*check ok (8 rows x 128 entries (4 of them -1): 0 differ" \
   "convert prefill: 8 rows exact, the short rows' -1 kept"
 expect_grep "$WORK/err" "smoke-convert-decode .*check ok (3 rows x 256 entries (.* of them -1): 0 differ" "convert decode: exact"
@@ -71,7 +75,7 @@ expect_grep "$WORK/err" "smoke-ceil-fp8 .*check ok (fp8 64x64x64: 256 sampled el
   "the fp8 GEMM ceiling: 256 samples checked"
 expect_grep "$WORK/err" "smoke-combine .*check ok (3 rows x 4 heads x 512: worst .* (bound 1e-06), 0 beyond" \
   "combine: every row within 1e-6 of sim_lse_combine"
-if "$PY" - "$WORK/kernels.json" <<'CHECK'; then pass "kernels.json: 17 entries, checked, timed, with their fields"; else fail "kernels.json is not as expected"; fi
+if "$PY" - "$WORK/kernels.json" <<'CHECK'; then pass "kernels.json: 18 entries, checked, timed, with their fields"; else fail "kernels.json is not as expected"; fi
 import json, sys
 doc = json.load(open(sys.argv[1]))
 assert doc["complete"] is True and doc["card"]["name"] and doc["commit"] and doc["command"] and doc["date"]
@@ -84,6 +88,8 @@ shapes = {  # the indexer path's kernels: exactly their shape fields, and their 
     "smoke-topk": ("topk_prefill", {"queries", "keys", "k", "causal"}, "gbps"),
     "smoke-topk-decode": ("topk_decode", {"batch", "context", "k"}, "gbps"),
     "smoke-topk-merge": ("topk_merge", {"batch", "dcp", "context", "k", "interleave"}, "gbps"),
+    "smoke-topk-merge-convert": ("topk_merge_convert", {"batch", "dcp", "context", "k", "interleave", "convert_block_size"},
+                                 "gbps"),
     "smoke-convert-prefill": ("convert", {"path", "rows", "k", "context", "dcp", "interleave"}, "gbps"),
     "smoke-convert-decode": ("convert", {"path", "rows", "k", "context", "dcp", "interleave", "block_size"}, "gbps"),
     "smoke-gather": ("gather_upconvert", {"keys"}, "gbps"),
@@ -128,6 +134,7 @@ for name, (kernel, fields, rate) in shapes.items():
 assert e["smoke-convert-prefill"]["path"] == "prefill" and e["smoke-convert-decode"]["path"] == "decode"
 assert e["smoke-convert-decode"]["launcher"] == "cplab_convert_decode_topk"
 assert e["smoke-topk-merge"]["launcher"] == "cplab_topk_merge"
+assert e["smoke-topk-merge-convert"]["launcher"] == "cplab_topk_merge with its conversion"
 # the issue's entry: kernel, shape fields, median_us, tflops or gbps, peer {name, median_us}
 p = e["smoke-topk"]["peer"]
 assert p["name"] == "a test top-k peer" and p["median_us"] == 40 and p["gbps"] > 0 and "tflops" not in p, p

@@ -21,6 +21,7 @@
 #include "cplab/fp8.h"
 #include "cplab/kv.h"
 #include "cplab/kvformat.h"
+#include "cplab/layout.h"
 #include "cplab/stats.h"
 #include "indexer_ref.h"
 #include "kt.h"
@@ -372,6 +373,60 @@ static void synthetic(uint64_t *rng) {
 
 #define MERGE_M 3
 
+/* The merge with its conversion for a random rank (cplab_topk_merge_convert):
+ * the same idx and scores as without (want, want_s), and out equal to
+ * cplab_layout_vllm_convert_decode of every merged entry, bit for bit. The
+ * table: random entries (some negative: the rule's arithmetic wraps the same
+ * way), too few blocks for the longest owner's keys at times, and one row
+ * whose request is outside it. */
+static int merge_convert_case(uint64_t *rng, int D, int I, int k, int64_t NL, const int32_t *d_cand,
+                              const float *d_cand_s, const int32_t *want, const float *want_s) {
+  static const int Bs[] = {1, 3, 16, 64};
+  int B = Bs[kt_int(rng, 0, 3)], rank = (int)kt_int(rng, 0, D - 1), num_req = MERGE_M + 1;
+  int max_blocks = (int)((NL + B - 1) / B) - (int)kt_int(rng, 0, 1); /* at times one block short */
+  if (max_blocks < 0) max_blocks = 0;
+  int32_t row_req[MERGE_M];
+  for (int r = 0; r < MERGE_M; r++) row_req[r] = r == 1 && kt_int(rng, 0, 1) ? num_req : (int32_t)(num_req - 1 - r);
+  int32_t *table = kt_host((size_t)num_req * (max_blocks ? max_blocks : 1) * 4);
+  for (int64_t i = 0; i < (int64_t)num_req * max_blocks; i++) table[i] = (int32_t)kt_int(rng, -2, 1 << 20);
+  int32_t *d_table = kt_dev_from(table, (size_t)num_req * (max_blocks ? max_blocks : 1) * 4);
+  int32_t *d_req = kt_dev_from(row_req, sizeof row_req), *d_idx = kt_dev((size_t)MERGE_M * k * 4);
+  int32_t *d_slot = kt_dev((size_t)MERGE_M * k * 4);
+  float *d_score = kt_dev((size_t)MERGE_M * k * 4);
+  cplab_topk_merge_convert c = {.row_req = d_req, .block_table = d_table, .num_req = num_req,
+                                .max_blocks = max_blocks, .block_size = B, .dcp_rank = rank, .out = d_slot};
+  kt_ok(cplab_topk_merge(&(cplab_topk_merge_params){.cand_idx = d_cand, .cand_score = d_cand_s, .D = D, .m = MERGE_M,
+                                                    .k = k, .interleave = I, .idx = d_idx, .score = d_score,
+                                                    .convert = &c},
+                         NULL, kt_diag()), "cplab_topk_merge with its conversion");
+  kt_sync();
+  int32_t *got = kt_host((size_t)MERGE_M * k * 4), *slot = kt_host((size_t)MERGE_M * k * 4);
+  float *got_s = kt_host((size_t)MERGE_M * k * 4);
+  kt_down(got, d_idx, (size_t)MERGE_M * k * 4);
+  kt_down(got_s, d_score, (size_t)MERGE_M * k * 4);
+  kt_down(slot, d_slot, (size_t)MERGE_M * k * 4);
+  int same = !memcmp(got, want, (size_t)MERGE_M * k * 4) && !memcmp(got_s, want_s, (size_t)MERGE_M * k * 4);
+  cplab_layout_env env;
+  memset(&env, 0, sizeof env);
+  env.par.dcp = D, env.par.interleave = I, env.par.block_size = B;
+  int64_t bad = 0;
+  for (int r = 0; r < MERGE_M; r++)
+    for (int j = 0; j < k; j++) {
+      int32_t t = want[(size_t)r * k + j];
+      int32_t ref = row_req[r] < 0 || row_req[r] >= num_req
+                        ? -1
+                        : cplab_layout_vllm_convert_decode(&env, table + (size_t)row_req[r] * max_blocks, max_blocks,
+                                                           t, rank);
+      bad += slot[(size_t)r * k + j] != ref;
+    }
+  if (!same || bad)
+    fprintf(stderr, "merge with conversion: D %d rank %d, interleave %d, block %d, %d blocks, k %d: %s, %lld slots differ\n",
+            D, rank, I, B, max_blocks, k, same ? "same lists" : "lists differ", (long long)bad);
+  free(table), free(got), free(slot), free(got_s);
+  kt_free(d_table), kt_free(d_req), kt_free(d_idx), kt_free(d_slot), kt_free(d_score);
+  return same && !bad;
+}
+
 /* One case: rows of n_r keys owned round-robin by D owners in blocks of I
  * (kv.h); every owner's cplab_topk over its own keys, merged, must equal
  * cplab_topk over all the keys: indices, scores and padding, exactly. */
@@ -413,6 +468,9 @@ static int merge_case(uint64_t *rng, int D, int I, int k, int64_t N, int dist) {
   int same = !memcmp(got, want, (size_t)MERGE_M * k * 4) && !memcmp(got_s, want_s, (size_t)MERGE_M * k * 4);
   if (!same) fprintf(stderr, "merge: D %d, interleave %d, k %d, %lld keys, values of kind %d differ\n", D, I, k,
                      (long long)N, dist);
+  /* its own stream, so that the cases after this section stay those they were */
+  uint64_t crng = *rng ^ UINT64_C(0xC0417E);
+  if (same) same = merge_convert_case(&crng, D, I, k, NL, d_cand, d_cand_s, want, want_s);
   free(full), free(local), free(cand), free(want), free(cand_s), free(want_s), free(got), free(got_s);
   kt_free(d_full), kt_free(d_cand), kt_free(d_idx), kt_free(d_cand_s), kt_free(d_score);
   return same;
@@ -434,7 +492,8 @@ static void merge_cases(uint64_t *rng) {
   kt_check(good == cases,
            "topk_merge: %d cases (D 1..8 from shared memory, 16 from global memory, interleave 1..64, k 1..2048, ties, ±0, "
            "-inf, rows shorter than k) equal "
-           "cplab_topk over all keys: indices, scores and padding (%d differ)",
+           "cplab_topk over all keys: indices, scores and padding; with the conversion for a random rank the same lists "
+           "and cplab_layout_vllm_convert_decode's slots (%d differ)",
            cases, cases - good);
   int32_t one = 0;
   float s = 0;
@@ -444,6 +503,14 @@ static void merge_cases(uint64_t *rng) {
   p.D = 1, p.k = CPLAB_TOPK_MAX + 1;
   kt_check(cplab_topk_merge(&p, NULL, kt_diag()) == CPLAB_EINVAL, "topk_merge refuses k above CPLAB_TOPK_MAX");
   kt_check(cplab_topk_merge(NULL, NULL, kt_diag()) == CPLAB_EINVAL, "topk_merge refuses a NULL parameter struct");
+  cplab_topk_merge_convert c = {.row_req = &one, .block_table = &one, .num_req = 1, .max_blocks = 1, .block_size = 1,
+                                .dcp_rank = 1, .out = &one};
+  p.k = 1, p.convert = &c;
+  kt_check(cplab_topk_merge(&p, NULL, kt_diag()) == CPLAB_EINVAL, "topk_merge refuses a conversion rank outside D");
+  c.dcp_rank = 0, c.block_size = 0;
+  kt_check(cplab_topk_merge(&p, NULL, kt_diag()) == CPLAB_EINVAL, "topk_merge refuses a conversion block size of 0");
+  c.block_size = 1, c.out = NULL;
+  kt_check(cplab_topk_merge(&p, NULL, kt_diag()) == CPLAB_EINVAL, "topk_merge refuses a conversion without out");
 }
 
 /* ---- logits: seeded random shapes against a host double reference ---- */

@@ -420,6 +420,32 @@ static void test_step_structure(void **state) {
   cplab_model_table_free(t);
 }
 
+/* Under DCP a table with topk_merge_convert prices the decode rows' merge by
+ * it and no conversion launch (the engine's fused merge); a table without it
+ * prices the merge and the conversion; without DCP the choice changes nothing. */
+static void test_merge_convert_pricing(void **state) {
+  (void)state;
+  cplab_model_table *fused = unit_table(), *split = new_table();
+  for (int k = 0; k < CPLAB_MK_COUNT; k++)
+    for (double s = 0; s <= 256 && k != CPLAB_MK_TOPK_MERGE_CONVERT; s = s ? 2 * s : 1)
+      add(split, (cplab_model_kernel)k, s, 1, 1), add(split, (cplab_model_kernel)k, s, 1e12, 1e12);
+  split->copy_gbps = 4000;
+  cplab_model_params pa = {0};
+  cplab_model_link link;
+  cplab_diag d = {0};
+  assert_int_equal(cplab_model_link_preset("h200", &link, &d), 0);
+  cplab_model_result r1, r2;
+  cplab_scenario *s = scenario("tp4dcp4", CPLAB_BENCH_DECODE, 4096, 16, CPLAB_GRAPH_NONE);
+  double with = predict(s, fused, &link, &pa, 1, &r1), without = predict(s, split, &link, &pa, 1, &r2);
+  /* at 1 us a unit of work: the conversion's 16 rows x 2048 entries against the merge's 16 rows */
+  assert_true(without - with > 0.9 * (16 * 2048 - 16) / 1e3 / 2);
+  cplab_scenario_free(s);
+  s = scenario("tp4", CPLAB_BENCH_DECODE, 4096, 16, CPLAB_GRAPH_NONE);
+  assert_near(predict(s, fused, &link, &pa, 1, &r1), predict(s, split, &link, &pa, 1, &r2), 0);
+  cplab_scenario_free(s);
+  cplab_model_table_free(fused), cplab_model_table_free(split);
+}
+
 /* The plan-cost split the model reads adds up to the dry run's totals,
  * over random layouts and workloads. */
 static void test_plancost_split(void **state) {
@@ -565,7 +591,7 @@ int main(void) {
       cmocka_unit_test(test_rules_against_kernels_json), cmocka_unit_test(test_bad_tables),
       cmocka_unit_test(test_link),            cmocka_unit_test(test_fit_line),
       cmocka_unit_test(test_step_structure),  cmocka_unit_test(test_plancost_split),
-      cmocka_unit_test(test_head_pad),        cmocka_unit_test(test_prefill_indexer_launches),
+      cmocka_unit_test(test_merge_convert_pricing), cmocka_unit_test(test_head_pad),        cmocka_unit_test(test_prefill_indexer_launches),
       cmocka_unit_test(test_params)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
