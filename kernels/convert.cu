@@ -31,8 +31,10 @@
 //     so the compiler would not hoist them itself). ptxas (CUDA 13, sm_90a)
 //     gives the int4 prefill kernel 40 registers: 6 blocks of 256 threads
 //     per SM, 1536 x 64 B = 96 KiB of reads in flight per SM; the decode one
-//     64 (its 16 block-table loads are in flight too): 4 blocks, 64 KiB.
-//     HBM3e needs ~40-64 KiB per SM to stay busy;
+//     46 (its 16 block-table loads are in flight too, each entry's slot
+//     computed as its load returns; 64 when it kept block word and offset
+//     apart until the stores): 5 blocks, 80 KiB. HBM3e needs ~40-64 KiB per
+//     SM to stay busy;
 //   - a decode batch's lists are small (64 x 2048 entries: 512 KiB), so
 //     the decode kernel takes one vector a thread where four would leave
 //     SMs without a block (convert_decode_kernel's VPT): 64 x 2048 at dcp 4
@@ -45,6 +47,7 @@
 // table, store; and the launch).
 #include <cuda_runtime.h>
 
+#include "cache_slot.cuh"
 #include "check.cuh"
 #include "cplab_kernels.h"
 
@@ -259,16 +262,13 @@ __global__ void __launch_bounds__(CONVERT_THREADS)
 #pragma unroll
   for (int i = 0; i < VPT; i++) {
     int64_t v = v0 + (int64_t)i * CONVERT_THREADS;
-    table[i] = NULL;
-    if (v < nvec) {
-      int32_t q = row_req[(int64_t)conv_udiv64((uint64_t)v, kv_div)];
-      if (q >= 0 && q < num_req) table[i] = block_table + (int64_t)q * max_blocks;
-    }
+    table[i] = v < nvec ? cache_table_row(row_req, (int64_t)conv_udiv64((uint64_t)v, kv_div), block_table, num_req,
+                                          max_blocks)
+                        : NULL;
   }
   // The block-table loads of every entry, then the stores: all of a
   // thread's dependent loads in flight together.
-  uint32_t base[VPT][VW], off[VPT][VW];
-  bool hit[VPT][VW];
+  int32_t o[VPT][VW];
 #pragma unroll
   for (int i = 0; i < VPT; i++)
 #pragma unroll
@@ -276,18 +276,14 @@ __global__ void __launch_bounds__(CONVERT_THREADS)
       uint32_t u = (uint32_t)t[i][j], owner, local;
       conv_own(u, L, &owner, &local);
       uint32_t b = conv_udiv32(local, b_div); // local < 2^31 for a valid t
-      off[i][j] = local - b * (uint32_t)B;
-      hit[i][j] = table[i] && u < (1u << 31) && owner == (uint32_t)dcp_rank && b < (uint32_t)max_blocks;
-      base[i][j] = hit[i][j] ? (uint32_t)table[i][b] : 0u;
+      bool mine = table[i] && u < (1u << 31) && owner == (uint32_t)dcp_rank;
+      o[i][j] = mine ? cache_slot(table[i], local, b, (uint32_t)B, max_blocks) : -1;
     }
 #pragma unroll
   for (int i = 0; i < VPT; i++) {
     int64_t v = v0 + (int64_t)i * CONVERT_THREADS;
     if (v >= nvec) break;
-    int32_t o[VW];
-#pragma unroll
-    for (int j = 0; j < VW; j++) o[j] = hit[i][j] ? (int32_t)(base[i][j] * (uint32_t)B + off[i][j]) : -1;
-    conv_store<VW>(out, v, o);
+    conv_store<VW>(out, v, o[i]);
   }
 }
 

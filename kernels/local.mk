@@ -36,6 +36,7 @@
 #   idx_tc.cuh    what the indexer logits kernels do with a tile of 64 fp8 keys
 #   kformat.cuh   the cache formats on the device
 #   topk_key.cuh  the top-k's 64-bit keys (topk.cu and topk_merge.cu)
+#   cache_slot.cuh the paged cache's slot rule (convert.cu, topk_merge.cu)
 #   topk_block.cuh, topk_radix.cuh, topk_bins.cuh
 #                 topk.cu's parts: what its paths share, the radix path,
 #                 the bin path (topk.cu keeps the kernels and launchers)
@@ -45,7 +46,7 @@ KERNEL_SOURCES = %reldir%/probe.cu %reldir%/devinfo.cu %reldir%/devmem.cu %reldi
 	%reldir%/gemm.cu %reldir%/moe.cu %reldir%/quant.cu %reldir%/stream.cu
 KERNEL_INCLUDES = %reldir%/cplab_kernels.h %reldir%/check.cuh %reldir%/kformat.cuh %reldir%/cplab_moe.h \
 	%reldir%/cplab_stream.h %reldir%/gemm_args.cuh %reldir%/dev_copy.cuh %reldir%/mma.cuh %reldir%/cluster.cuh \
-	%reldir%/mla_tc.cuh %reldir%/idx_tc.cuh %reldir%/topk_key.cuh %reldir%/topk_block.cuh %reldir%/topk_radix.cuh \
+	%reldir%/mla_tc.cuh %reldir%/idx_tc.cuh %reldir%/topk_key.cuh %reldir%/cache_slot.cuh %reldir%/topk_block.cuh %reldir%/topk_radix.cuh \
 	%reldir%/topk_bins.cuh
 EXTRA_DIST += $(KERNEL_SOURCES) $(KERNEL_INCLUDES)
 
@@ -70,9 +71,9 @@ KERNEL_FORMAT_DEPS = $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/kformat.cuh $(top_s
 %reldir%/probe.o: $(KERNEL_COMMON_DEPS)
 %reldir%/topk.o: $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/mma.cuh $(srcdir)/%reldir%/cluster.cuh $(srcdir)/%reldir%/topk_key.cuh \
 	$(srcdir)/%reldir%/topk_block.cuh $(srcdir)/%reldir%/topk_radix.cuh $(srcdir)/%reldir%/topk_bins.cuh
-%reldir%/topk_merge.o: $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/topk_key.cuh
-%reldir%/devmem.o %reldir%/poison.o %reldir%/convert.o %reldir%/combine.o %reldir%/restore.o: \
-	$(KERNEL_CHECK_DEPS)
+%reldir%/topk_merge.o: $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/topk_key.cuh $(srcdir)/%reldir%/cache_slot.cuh
+%reldir%/devmem.o %reldir%/poison.o %reldir%/combine.o %reldir%/restore.o: $(KERNEL_CHECK_DEPS)
+%reldir%/convert.o: $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/cache_slot.cuh
 %reldir%/gemm.o: $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/gemm_args.cuh
 %reldir%/quant.o: $(KERNEL_FORMAT_DEPS)
 %reldir%/gather.o: $(KERNEL_FORMAT_DEPS)

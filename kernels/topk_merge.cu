@@ -2,6 +2,7 @@
 // cplab_kernels.h). Keys as the top-k's (topk_key.cuh).
 #include <cuda_runtime.h>
 
+#include "cache_slot.cuh"
 #include "check.cuh"
 #include "cplab_kernels.h"
 #include "topk_key.cuh"
@@ -71,17 +72,14 @@ struct merge_args {
 // request is outside the table (cplab_convert_decode_topk: all -1).
 static __device__ const int32_t *merge_table_row(const merge_args &a, int64_t r, uint32_t o) {
   if (!a.slot || o != a.rank || !a.block_table) return NULL;
-  int q = a.row_req[r];
-  return q >= 0 && q < a.num_req ? a.block_table + (int64_t)q * a.max_blocks : NULL;
+  return cache_table_row(a.row_req, r, a.block_table, a.num_req, a.max_blocks);
 }
 
 // Owner o's local index l as a slot of the rank's cache: owner(t) == o and
 // local_idx(t) == l for t = merge_position(l, o, I, D), so this is
-// cplab_convert_decode_topk's expression for the merged entry t.
+// cplab_convert_decode_topk's slot for the merged entry t.
 static __device__ __forceinline__ int32_t merge_slot(const merge_args &a, const int32_t *table, uint32_t l) {
-  uint32_t b = l / a.B;
-  if (!table || b >= (uint32_t)a.max_blocks) return -1;
-  return (int32_t)((uint32_t)table[b] * a.B + (l - b * a.B));
+  return cache_slot(table, l, l / a.B, a.B, a.max_blocks);
 }
 
 // Entry j of owner p's list for row r as a key; 0 for a -1 entry (a valid

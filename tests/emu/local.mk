@@ -49,7 +49,7 @@ EMU_DEPS = $(EMU_HDRS) $(top_srcdir)/tools/cuda-emu/cu2emu.py $(top_srcdir)/kern
 	$(top_srcdir)/kernels/check.cuh $(top_srcdir)/kernels/kformat.cuh $(top_srcdir)/kernels/cplab_moe.h \
 	$(top_srcdir)/kernels/cplab_stream.h $(top_srcdir)/kernels/gemm_args.cuh $(top_srcdir)/kernels/mma.cuh \
 	$(top_srcdir)/kernels/cluster.cuh $(top_srcdir)/kernels/mla_tc.cuh $(top_srcdir)/kernels/idx_tc.cuh \
-	$(top_srcdir)/kernels/topk_key.cuh $(top_srcdir)/kernels/topk_block.cuh $(top_srcdir)/kernels/topk_radix.cuh \
+	$(top_srcdir)/kernels/topk_key.cuh $(top_srcdir)/kernels/cache_slot.cuh $(top_srcdir)/kernels/topk_block.cuh $(top_srcdir)/kernels/topk_radix.cuh \
 	$(top_srcdir)/kernels/topk_bins.cuh $(top_srcdir)/include/cplab/error.h $(top_srcdir)/include/cplab/kvformat.h $(top_srcdir)/include/cplab/philox.h
 
 EMU_KERNEL_OBJECTS = tests/emu/gen/probe.emu.o tests/emu/gen/devinfo.emu.o tests/emu/gen/devmem.emu.o tests/emu/gen/poison.emu.o \
