@@ -55,6 +55,7 @@ static const cplab_kb_kernel *const kernels[] = {
     &cplab_kb_indexer_topk_decode,
     &cplab_kb_topk_prefill,
     &cplab_kb_topk_decode,
+    &cplab_kb_topk_decode_convert,
     &cplab_kb_topk_merge,
     &cplab_kb_topk_merge_convert,
     &cplab_kb_convert,

@@ -148,6 +148,7 @@ extern const cplab_kb_kernel cplab_kb_indexer_topk_decode;
 /* bench/kernel_topk.c, */
 extern const cplab_kb_kernel cplab_kb_topk_prefill;
 extern const cplab_kb_kernel cplab_kb_topk_decode;
+extern const cplab_kb_kernel cplab_kb_topk_decode_convert;
 extern const cplab_kb_kernel cplab_kb_topk_merge;
 extern const cplab_kb_kernel cplab_kb_topk_merge_convert;
 /* bench/kernel_convert.c, */

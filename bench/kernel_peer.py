@@ -431,27 +431,30 @@ class MergePeer(IndexerPeer):
         return {"score": score, "cand": cand, "idx": t.empty((m, k), dtype=t.int32, device=self.dev),
                 "v": t.empty((m, k), dtype=t.float32, device=self.dev)}
 
-    def call(self, st):
+    def merge(self, st):
+        """The merged list into st; its entries' local indices and owners."""
         t, m, D, k, I = self.t, self.m, self.D, self.k, self.I
         v, j = t.topk(st["score"].permute(1, 0, 2).reshape(m, D * k), k, dim=1, largest=True, sorted=True)
         lidx = st["cand"].permute(1, 0, 2).reshape(m, D * k).gather(1, j).long()
         owner = t.div(j, k, rounding_mode="floor")
         st["idx"].copy_(t.div(lidx, I, rounding_mode="floor") * (I * D) + owner * I + lidx % I)
         st["v"].copy_(v)
+        return lidx, owner
+
+    def call(self, st):
+        self.merge(st)
 
     def touched_bytes(self):
         return (self.D + 1) * self.m * self.k * 8
 
 
-class MergeConvertPeer(MergePeer):
-    """topk_merge_convert: the merge's peer, then rank 0's slots of the winners through its block table."""
+class SlotsPeer:
+    """What a converting peer adds to its list's (a mixin before it): rank 0's block table (random blocks,
+    row i request i's) of self.max_blocks columns a row, and the int32 slots [m][k] of the list."""
 
-    def __init__(self, torch, dev, shape, gen):
-        super().__init__(torch, dev, shape, gen)
+    def slots_init(self, shape, keys):
         self.B = shape["convert_block_size"]
-        local = -(-self.s["context"] // self.D)  # owner 0 holds the most (interleave 1)
-        self.max_blocks = -(-local // self.B)
-        self.name += " + block-table gather (rank 0's slots)"
+        self.max_blocks = -(-keys // self.B)
 
     def make_set(self):
         st = super().make_set()
@@ -459,23 +462,44 @@ class MergeConvertPeer(MergePeer):
         st["slot"] = self.t.empty((self.m, self.k), dtype=self.t.int32, device=self.dev)
         return st
 
-    def call(self, st):
-        t, m, D, k, I, B = self.t, self.m, self.D, self.k, self.I, self.B
-        v, j = t.topk(st["score"].permute(1, 0, 2).reshape(m, D * k), k, dim=1, largest=True, sorted=True)
-        lidx = st["cand"].permute(1, 0, 2).reshape(m, D * k).gather(1, j).long()
-        owner = t.div(j, k, rounding_mode="floor")
-        st["idx"].copy_(t.div(lidx, I, rounding_mode="floor") * (I * D) + owner * I + lidx % I)
-        st["v"].copy_(v)
+    def slots(self, st, lidx, mine):
+        """Slots of local indices lidx (int64 [m][k]) where mine, else -1 (so past the table)."""
+        t, B = self.t, self.B
         blk = t.div(lidx, B, rounding_mode="floor")
-        ok = (owner == 0) & (blk < self.max_blocks)
         slot = st["table"].gather(1, blk.clamp(0, self.max_blocks - 1)) * B + lidx % B
-        st["slot"].copy_(t.where(ok, slot, t.full_like(slot, -1)))
+        st["slot"].copy_(t.where(mine & (blk < self.max_blocks), slot, t.full_like(slot, -1)))
 
     def touched_bytes(self):
         return super().touched_bytes() + self.m * self.k * 4
 
     def alloc_bytes(self):
         return super().alloc_bytes() + self.m * self.max_blocks * 4 + self.m * self.k * 4
+
+
+class TopkConvertPeer(SlotsPeer, TopkPeer):
+    """topk_decode_convert: torch.topk, then the winners' slots through the block table (dcp 1)."""
+
+    def __init__(self, torch, dev, shape, gen):
+        super().__init__(torch, dev, shape, gen)
+        self.slots_init(shape, self.n)
+        self.name += " + block-table gather (the slots)"
+
+    def call(self, st):
+        super().call(st)
+        self.slots(st, st["i"], self.t.ones_like(st["i"], dtype=self.t.bool))
+
+
+class MergeConvertPeer(SlotsPeer, MergePeer):
+    """topk_merge_convert: the merge's peer, then rank 0's slots of the winners through its block table."""
+
+    def __init__(self, torch, dev, shape, gen):
+        super().__init__(torch, dev, shape, gen)
+        self.slots_init(shape, -(-self.s["context"] // self.D))  # owner 0 holds the most (interleave 1)
+        self.name += " + block-table gather (rank 0's slots)"
+
+    def call(self, st):
+        lidx, owner = self.merge(st)
+        self.slots(st, lidx, owner == 0)
 
 
 class ConvertPeer(IndexerPeer):
@@ -633,6 +657,7 @@ PEERS = {
     "indexer_topk_decode": DecodeIndexerPeer,
     "topk_prefill": TopkPeer,
     "topk_decode": TopkPeer,
+    "topk_decode_convert": TopkConvertPeer,
     "topk_merge": MergePeer,
     "topk_merge_convert": MergeConvertPeer,
     "convert": ConvertPeer,

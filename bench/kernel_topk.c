@@ -14,10 +14,14 @@
  *                 (made in the set-up), merged into the row's top-k over
  *                 all its keys;
  *   topk_merge_convert  the same merge converting its list into DCP rank
- *                 0's cache slots in the launch (cplab_topk_merge_convert,
+ *                 0's cache slots in the launch (cplab_topk_convert,
  *                 block size 64, row i request i of a random block table):
  *                 the launch cplab-bench's DCP decode rows run, at
- *                 convert's decode cases' shapes.
+ *                 convert's decode cases' shapes;
+ *   topk_decode_convert  topk_decode converting its lists into the cache's
+ *                 slots as it writes them (dcp 1, the same table): the
+ *                 launch cplab-bench's decode rows run without DCP, at
+ *                 topk_decode's shapes.
  * Inputs: real logits, generated on the device (cplab_kbi_gen_logits:
  * cplab_indexer_logits of generated queries, 32 heads, over generated keys,
  * so the copied keys give exact ties as in production): the keys of one
@@ -31,12 +35,14 @@
  * logits, indices and scores, every one of the k entries, exactly; the
  * merge's rows against the host top-k of all the row's keys (the owners'
  * logits put back at their positions), exactly, and topk_merge_convert's
- * slots against cplab_layout_vllm_convert_decode of that top-k, exactly.
+ * slots (and topk_decode_convert's) against cplab_layout_vllm_convert_decode
+ * of that top-k, exactly.
  * Work (bytes, against the copy ceiling): top-k the in-range logits read
  * (fp32; the k indices and scores written are not counted); the merge the
  * D owners' candidates read (index + score, 8 B each) and the row's merged
  * list written (8 B an entry), topk_merge_convert's slots written too (4 B
- * an entry; the block table is not counted, as convert's). */
+ * an entry; the block table is not counted, as convert's);
+ * topk_decode_convert topk_decode's bytes (its slots not counted either). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,7 +57,7 @@
 
 #define KEYS_REQ 1
 #define IDX_POISON 0x7F /* bytes: 0x7F7F7F7F, an index no row has */
-#define CONV_BLOCK 64   /* topk_merge_convert's cache block size */
+#define CONV_BLOCK 64   /* topk_merge_convert's and topk_decode_convert's cache block size */
 
 typedef enum { TOPK_PREFILL, TOPK_DECODE, TOPK_MERGE } topk_mode;
 
@@ -72,6 +78,11 @@ typedef struct topk_shape {
   {                                                                                                              \
     nm, def, &(const topk_shape){.k = kk, .causal = 0, .dcp = D, .interleave = I, .m = b, .n = ctx}, nt          \
   }
+#define DECODE_CONVERT(nm, def, b, ctx, kk, nt)                                                                  \
+  {                                                                                                              \
+    nm, def, &(const topk_shape){.k = kk, .causal = 0, .dcp = 1, .interleave = 1, .convert = 1, .m = b, .n = ctx}, \
+        nt                                                                                                       \
+  }
 #define MERGE_CONVERT(nm, def, b, D, ctx, kk, nt)                                                                \
   {                                                                                                              \
     nm, def,                                                                                                     \
@@ -83,6 +94,7 @@ typedef struct topk_shape {
 #define N_DECODE_DCP "a DCP 4 rank's decode rows at 32k: its own keys (before cplab_topk_merge)"
 #define N_MERGE "a DCP rank's decode rows: the owners' candidates merged (interleave 1)"
 #define N_MERGE_CONVERT "the same merge, its list converted into DCP rank 0's cache slots in the launch (block size 64)"
+#define N_DECODE_CONVERT "decode rows without DCP: every key, the lists converted into the cache's slots (block size 64)"
 #define N_SMOKE "tiny: the tests' smoke case (CPU emulation, GPU smoke test)"
 
 static const cplab_kb_case prefill_cases[] = {
@@ -117,6 +129,15 @@ static const cplab_kb_case merge_cases[] = {
     MERGE("smoke-topk-merge", 0, 2, 2, 2, 1023, 256, N_SMOKE),
 };
 
+/* topk_decode's cases of cplab-bench's decode rows without DCP, converting as they write; beside them */
+static const cplab_kb_case decode_convert_cases[] = {
+    DECODE_CONVERT("topk-decode-convert-b1-32k", 1, 1, 32768, 2048, N_DECODE_CONVERT),
+    DECODE_CONVERT("topk-decode-convert-b16-32k", 1, 16, 32768, 2048, N_DECODE_CONVERT),
+    DECODE_CONVERT("topk-decode-convert-b64-128k", 1, 64, 131072, 2048, N_DECODE_CONVERT),
+    DECODE_CONVERT("topk-decode-convert-b128-32k", 1, 128, 32768, 2048, N_DECODE_CONVERT),
+    DECODE_CONVERT("smoke-topk-decode-convert", 0, 2, 1100, 1024, N_SMOKE),
+};
+
 /* convert's decode cases' lists (convert-decode-b64-dcp4, -b128-dcp8), merged and converted in one
  * launch; beside topk_merge's cases of the same shapes without the conversion */
 static const cplab_kb_case merge_convert_cases[] = {
@@ -134,7 +155,9 @@ static json_t *prefill_json(const void *p) {
 }
 static json_t *decode_json(const void *p) {
   const topk_shape *s = p;
-  return json_pack("{s:I, s:I, s:i}", "batch", (json_int_t)s->m, "context", (json_int_t)s->n, "k", s->k);
+  json_t *j = json_pack("{s:I, s:I, s:i}", "batch", (json_int_t)s->m, "context", (json_int_t)s->n, "k", s->k);
+  if (s->convert) json_object_set_new(j, "convert_block_size", json_integer(CONV_BLOCK));
+  return j;
 }
 static json_t *merge_json(const void *p) {
   const topk_shape *s = p;
@@ -149,7 +172,8 @@ static void prefill_text(const void *p, char *buf, size_t cap) {
 }
 static void decode_text(const void *p, char *buf, size_t cap) {
   const topk_shape *s = p;
-  snprintf(buf, cap, "b%lld context %lld k %d", (long long)s->m, (long long)s->n, s->k);
+  snprintf(buf, cap, "b%lld context %lld k %d%s", (long long)s->m, (long long)s->n, s->k,
+           s->convert ? " + the slots" : "");
 }
 static void merge_text(const void *p, char *buf, size_t cap) {
   const topk_shape *s = p;
@@ -165,7 +189,7 @@ typedef struct topk_set {
   float *cand_score;
   int32_t *idx;     /* [m][k] */
   float *score;
-  int32_t *slot;    /* merge with conversion: [m][k] */
+  int32_t *slot;    /* with the conversion: [m][k] */
 } topk_set;
 
 typedef struct topk_inst {
@@ -175,11 +199,12 @@ typedef struct topk_inst {
   int32_t *ks, *ke, *d_ks, *d_ke; /* top-k: the rows' ranges */
   int64_t in_range;               /* logits in range */
   float *rows0;                   /* merge: the checked rows' logits over all keys, by position [check_rows][n] */
-  int max_blocks;                 /* merge with conversion: rank 0's table, row i request i's [m][max_blocks] */
+  int max_blocks;                 /* with the conversion: rank 0's table, row i request i's [m][max_blocks] */
   int32_t *table, *d_table, *d_req;
   void *scratch;                  /* decode: cplab_topk_split's (its route's scratch_bytes) */
   size_t scratch_bytes;
   char route[96];                 /* decode: cplab_topk_split's path on this device (kernels.json's launcher) */
+  char route_convert[128];        /* the same, "with its conversion" */
   double set_bytes;
   topk_set set[CPLAB_KBI_MAX_SETS];
 } topk_inst;
@@ -222,39 +247,7 @@ static int decode_route(int64_t m, int64_t n, int k, size_t *scratch_bytes, char
   return 0;
 }
 
-/* Top-k: the shared keys, each set's logits of its own queries. */
-static int setup_topk(topk_inst *x, const cplab_kb_env *env, void *stream, cplab_diag *d) {
-  const topk_shape *s = x->s;
-  int64_t m = s->m, n = s->n, k = s->k;
-  uint8_t *keys = NULL;
-  x->ks = malloc((size_t)m * 4), x->ke = malloc((size_t)m * 4);
-  if (!x->ks || !x->ke) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of host memory");
-  x->in_range = cplab_kbi_ranges(m, n, s->causal, x->ks, x->ke);
-  x->set_bytes = (double)x->in_range * 4 + (double)m * k * 8;
-  int sets = cplab_kbi_sets(env, x->set_bytes, (double)m * n * 4 + (double)m * k * 8);
-  int rc = cplab_kbi_upload((void **)&x->d_ks, x->ks, (size_t)m * 4, d);
-  if (!rc) rc = cplab_kbi_upload((void **)&x->d_ke, x->ke, (size_t)m * 4, d);
-  if (!rc) rc = cplab_kbi_gen_keys(env->seed, KEYS_REQ, NULL, n, &keys, stream, d);
-  if (!rc && x->mode == TOPK_DECODE)
-    rc = decode_route(m, n, (int)k, &x->scratch_bytes, x->route, sizeof x->route, d);
-  if (!rc && x->scratch_bytes) rc = cplab_dev_alloc(&x->scratch, x->scratch_bytes, d);
-  for (int si = 0; !rc && si < sets; si++) {
-    topk_set *st = &x->set[si];
-    x->sets = si + 1;
-    rc = cplab_dev_alloc((void **)&st->logits, (size_t)(m * n) * 4, d);
-    if (!rc) rc = cplab_dev_alloc((void **)&st->idx, (size_t)(m * k) * 4, d);
-    if (!rc) rc = cplab_dev_alloc((void **)&st->score, (size_t)(m * k) * 4, d);
-    /* prefill rows are the chunk's last tokens, decode rows the next token */
-    if (!rc)
-      rc = cplab_kbi_gen_logits(env->seed, query_req(si), x->mode == TOPK_DECODE ? n : n - m, m, keys, n, x->d_ks,
-                                x->d_ke, st->logits, stream, d);
-  }
-  cplab_diag scratch = {0};
-  cplab_dev_free(keys, rc ? &scratch : d);
-  return rc;
-}
-
-/* Merge with conversion: rank 0's block table (random blocks, row i request i's). */
+/* With the conversion: rank 0's block table (random blocks, row i request i's). */
 static int setup_conversion(topk_inst *x, const cplab_kb_env *env, cplab_diag *d) {
   const topk_shape *s = x->s;
   int64_t m = s->m, local = cplab_kv_local_len(s->n, 0, s->interleave, s->dcp);
@@ -268,6 +261,41 @@ static int setup_conversion(topk_inst *x, const cplab_kb_env *env, cplab_diag *d
   if (!rc) rc = cplab_kbi_upload((void **)&x->d_table, x->table, (size_t)(m * x->max_blocks) * 4, d);
   if (!rc) rc = cplab_kbi_upload((void **)&x->d_req, req, (size_t)m * 4, d);
   free(req);
+  return rc;
+}
+
+/* Top-k: the shared keys, each set's logits of its own queries. */
+static int setup_topk(topk_inst *x, const cplab_kb_env *env, void *stream, cplab_diag *d) {
+  const topk_shape *s = x->s;
+  int64_t m = s->m, n = s->n, k = s->k;
+  uint8_t *keys = NULL;
+  x->ks = malloc((size_t)m * 4), x->ke = malloc((size_t)m * 4);
+  if (!x->ks || !x->ke) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of host memory");
+  x->in_range = cplab_kbi_ranges(m, n, s->causal, x->ks, x->ke);
+  x->set_bytes = (double)x->in_range * 4 + (double)m * k * 8;
+  int sets = cplab_kbi_sets(env, x->set_bytes, (double)m * n * 4 + (double)m * k * 8);
+  int rc = cplab_kbi_upload((void **)&x->d_ks, x->ks, (size_t)m * 4, d);
+  if (!rc) rc = cplab_kbi_upload((void **)&x->d_ke, x->ke, (size_t)m * 4, d);
+  if (!rc) rc = cplab_kbi_gen_keys(env->seed, KEYS_REQ, NULL, n, &keys, stream, d);
+  if (!rc && s->convert) rc = setup_conversion(x, env, d);
+  if (!rc && x->mode == TOPK_DECODE)
+    rc = decode_route(m, n, (int)k, &x->scratch_bytes, x->route, sizeof x->route, d);
+  if (!rc) snprintf(x->route_convert, sizeof x->route_convert, "%s, with its conversion", x->route);
+  if (!rc && x->scratch_bytes) rc = cplab_dev_alloc(&x->scratch, x->scratch_bytes, d);
+  for (int si = 0; !rc && si < sets; si++) {
+    topk_set *st = &x->set[si];
+    x->sets = si + 1;
+    rc = cplab_dev_alloc((void **)&st->logits, (size_t)(m * n) * 4, d);
+    if (!rc) rc = cplab_dev_alloc((void **)&st->idx, (size_t)(m * k) * 4, d);
+    if (!rc) rc = cplab_dev_alloc((void **)&st->score, (size_t)(m * k) * 4, d);
+    if (!rc && s->convert) rc = cplab_dev_alloc((void **)&st->slot, (size_t)(m * k) * 4, d);
+    /* prefill rows are the chunk's last tokens, decode rows the next token */
+    if (!rc)
+      rc = cplab_kbi_gen_logits(env->seed, query_req(si), x->mode == TOPK_DECODE ? n : n - m, m, keys, n, x->d_ks,
+                                x->d_ke, st->logits, stream, d);
+  }
+  cplab_diag scratch = {0};
+  cplab_dev_free(keys, rc ? &scratch : d);
   return rc;
 }
 
@@ -357,10 +385,9 @@ static int setup_merge_case(const cplab_kb_case *c, const cplab_kb_env *env, voi
 static int run_set(topk_inst *x, int si, void *stream, cplab_diag *d) {
   const topk_shape *s = x->s;
   topk_set *st = &x->set[si];
+  cplab_topk_convert conv = {.row_req = x->d_req, .block_table = x->d_table, .num_req = (int)s->m,
+                             .max_blocks = x->max_blocks, .block_size = CONV_BLOCK, .dcp_rank = 0, .out = st->slot};
   if (x->mode == TOPK_MERGE) {
-    cplab_topk_merge_convert conv = {.row_req = x->d_req, .block_table = x->d_table, .num_req = (int)s->m,
-                                     .max_blocks = x->max_blocks, .block_size = CONV_BLOCK, .dcp_rank = 0,
-                                     .out = st->slot};
     return cplab_topk_merge(&(cplab_topk_merge_params){.cand_idx = st->cand, .cand_score = st->cand_score, .D = s->dcp,
                                                        .m = s->m, .k = s->k, .interleave = s->interleave,
                                                        .idx = st->idx, .score = st->score,
@@ -368,7 +395,8 @@ static int run_set(topk_inst *x, int si, void *stream, cplab_diag *d) {
   }
   /* One struct for both launchers: cplab_topk ignores the scratch. */
   cplab_topk_params p = {.logits = st->logits, .m = s->m, .n = s->n, .ks = x->d_ks, .ke = x->d_ke, .k = s->k,
-                         .idx = st->idx, .score = st->score, .scratch = x->scratch, .scratch_bytes = x->scratch_bytes};
+                         .idx = st->idx, .score = st->score, .scratch = x->scratch, .scratch_bytes = x->scratch_bytes,
+                         .convert = s->convert ? &conv : NULL};
   return x->mode == TOPK_DECODE ? cplab_topk_split(&p, stream, d) : cplab_topk(&p, stream, d);
 }
 
@@ -446,8 +474,10 @@ static int check(void *p, void *stream, cplab_kb_check *res, cplab_diag *d) {
                                                    "position) and cplab_layout_vllm_convert_decode of it, exactly"
                                                  : "the host top-k of all the row's keys (higher logit, then lower "
                                                    "position), exactly")
-                                   : "the host top-k of the kernel's input logits (higher logit, then lower index), "
-                                     "exactly");
+                                   : (s->convert ? "the host top-k of the kernel's input logits (higher logit, then "
+                                                   "lower index) and cplab_layout_vllm_convert_decode of it, exactly"
+                                                 : "the host top-k of the kernel's input logits (higher logit, then "
+                                                   "lower index), exactly"));
     snprintf(res->detail + at, sizeof res->detail - at, "%d rows x %d entries: %lld indices%s differ from %s",
              nrows, k, (long long)res->mismatches, s->convert ? ", scores or slots" : " or scores", res->reference);
   }
@@ -463,7 +493,7 @@ static void work(const void *p, cplab_kb_work *w) {
   w->set_bytes = x->set_bytes;
   snprintf(w->launcher, sizeof w->launcher, "%s",
            x->mode == TOPK_MERGE    ? (x->s->convert ? "cplab_topk_merge with its conversion" : "cplab_topk_merge")
-           : x->mode == TOPK_DECODE ? x->route
+           : x->mode == TOPK_DECODE ? (x->s->convert ? x->route_convert : x->route)
                                     : "cplab_topk");
 }
 
@@ -480,6 +510,12 @@ const cplab_kb_kernel cplab_kb_topk_prefill =
 const cplab_kb_kernel cplab_kb_topk_decode =
     TOPK_KERNEL("topk_decode", "cplab_topk_split: the top-k of a few long rows of fp32 logits [batch][context]",
                 decode_cases, decode_json, decode_text, setup_decode, NOTE_TOPK);
+const cplab_kb_kernel cplab_kb_topk_decode_convert =
+    TOPK_KERNEL("topk_decode_convert",
+                "cplab_topk_split with its conversion: the top-k of decode rows and the cache slots of it in one launch",
+                decode_convert_cases, decode_json, decode_text, setup_decode,
+                "gbps: topk_decode's bytes (the in-range fp32 logits read; the lists and slots written not counted), "
+                "against the copy");
 const cplab_kb_kernel cplab_kb_topk_merge =
     TOPK_KERNEL("topk_merge", "cplab_topk_merge: D owners' top-k candidates [D][batch][k] merged into the row's top-k",
                 merge_cases, merge_json, merge_text, setup_merge_case,

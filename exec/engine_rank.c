@@ -512,10 +512,21 @@ static int piece_shard_comm(engine_step *s, const engine_rank *k, cplab_diag *d)
   return rc;
 }
 
+/* The decode rows' conversion into this rank's cache slots (k->conv), as
+ * the top-k (dcp 1) or the DCP merge writes it in its own launch. */
+static cplab_topk_convert decode_conversion(const engine_rank *k) {
+  const cplab_schedule *sc = &k->rp->sched;
+  return (cplab_topk_convert){.row_req = k->dec_req, .block_table = k->block_table, .num_req = sc->num_requests,
+                              .max_blocks = sc->max_blocks, .block_size = k->in->par->block_size,
+                              .dcp_rank = k->o, .out = k->conv};
+}
+
 /* Decode tokens (tokens 0 .. Tdec - 1): logits straight from this rank's
  * cache, then the top-k, split over the GPU when the rows are few and long;
- * under DCP over its own keys, this rank's candidates. */
-static int decode_topk(engine_step *s, const engine_rank *k, int32_t *idx, float *score, cplab_diag *d) {
+ * under DCP over its own keys, this rank's candidates. conv (dcp 1 only,
+ * else NULL): the top-k converts its lists into slots as it writes them. */
+static int decode_topk(engine_step *s, const engine_rank *k, int32_t *idx, float *score,
+                       const cplab_topk_convert *conv, cplab_diag *d) {
   int IH = (int)k->in->model->index_n_heads, rc = 0;
   const cplab_schedule *sc = &k->rp->sched;
   for (int64_t t = 0; t < k->Tdec && !rc; t += k->logit_rows) {
@@ -527,21 +538,26 @@ static int decode_topk(engine_step *s, const engine_rank *k, int32_t *idx, float
                                               .max_blocks = sc->max_blocks, .block_size = k->in->par->block_size,
                                               .row_req = k->dec_req + t, .row_keys = k->dec_n + t, .n = k->dec_max_n,
                                               .logits = k->logits}, s->stream, d);
+    cplab_topk_convert ct = {0}; /* this slice of rows' */
+    if (conv) ct = *conv, ct.row_req += t, ct.out += t * k->K;
     if (!rc)
       rc = cplab_topk_split(&(cplab_topk_params){.logits = k->logits, .m = m, .n = k->dec_max_n, .ks = k->dec_zero + t,
                                                  .ke = k->dec_n + t, .k = k->K, .idx = idx + t * k->K,
                                                  .score = score + t * k->K, .scratch = k->topk_scratch,
-                                                 .scratch_bytes = k->topk_scratch_bytes}, s->stream, d);
+                                                 .scratch_bytes = k->topk_scratch_bytes, .convert = conv ? &ct : NULL},
+                            s->stream, d);
   }
   return rc;
 }
 
 static int piece_indexer(engine_step *s, const engine_rank *k, cplab_diag *d) {
   int rc = 0;
-  if (k->Tdec > 0 && k->D == 1) rc = decode_topk(s, k, k->topk, k->score, d);
-  else if (k->Tdec > 0) {
+  if (k->Tdec > 0 && k->D == 1) {
+    cplab_topk_convert conv = decode_conversion(k);
+    rc = decode_topk(s, k, k->topk, k->score, &conv, d);
+  } else if (k->Tdec > 0) {
     size_t at = (size_t)k->o * (size_t)k->Tdec * (size_t)k->K;
-    rc = decode_topk(s, k, k->cand + at, k->cand_score + at, d);
+    rc = decode_topk(s, k, k->cand + at, k->cand_score + at, NULL, d);
   }
   for (int i = 0; i < k->num_prefill && !rc; i++) {
     const engine_prefill_row *pr = &k->prefill[i];
@@ -574,7 +590,6 @@ static int copy_heads(engine_step *s, void *dst, int to, const void *src, int fr
 
 static int piece_attention(engine_step *s, const engine_rank *k, cplab_diag *d) {
   const cplab_parallel *par = k->in->par;
-  const cplab_schedule *sc = &k->rp->sched;
   const size_t K = (size_t)k->K, QH = sizeof(uint16_t) * CPLAB_MLA_ROW_DIM, OH = sizeof(float) * CPLAB_MLA_NOPE_DIM;
   /* What the kernels run on: the real heads, or their padded copies. */
   int H = k->q_pad ? k->Hp : k->Hl, HG = k->qg_pad ? k->Hgp : k->Hg;
@@ -587,14 +602,7 @@ static int piece_attention(engine_step *s, const engine_rank *k, cplab_diag *d) 
   int64_t first = k->D > 1 ? k->Tdec : 0;
   int rc = k->q_pad ? copy_heads(s, k->q_pad, k->Hp, k->mla_q, k->Hl, k->Hl, QH, first, k->T - first, d) : 0;
   if (!rc && k->qg_pad) rc = copy_heads(s, k->qg_pad, k->Hgp, k->qg, k->Hg, k->Hg, QH, 0, k->Tdec, d);
-  if (!rc && k->Tdec > 0) { /* decode rows: this rank's DCP shard (under DCP converted by piece_topk_merge) */
-    if (k->D == 1)
-      rc = cplab_convert_decode_topk(
-          &(cplab_convert_decode_topk_params){.topk = k->topk, .m = k->Tdec, .k = k->K, .row_req = k->dec_req,
-                                              .block_table = k->block_table, .num_req = sc->num_requests,
-                                              .max_blocks = sc->max_blocks, .block_size = par->block_size,
-                                              .dcp = par->dcp, .dcp_rank = k->o, .interleave = par->interleave,
-                                              .out = k->conv}, s->stream, d);
+  if (!rc && k->Tdec > 0) { /* decode rows: this rank's DCP shard (converted by the top-k, under DCP by the merge) */
     /* Without DCP the rank's own heads; under DCP the group's, into this rank's partials. */
     cplab_sparse_mla_decode_params p = {.q = q, .m = k->Tdec, .heads = H, .kv_cache = k->kv_own,
                                         .num_slots = k->num_slots, .slot = k->conv, .k = k->K, .scale = k->scale,
@@ -669,14 +677,11 @@ static int piece_topk_comm(engine_step *s, const engine_rank *k, cplab_diag *d) 
 }
 
 /* The decode rows' exact top-k from every peer's candidates, converted in
- * the same launch into this rank's cache slots (what piece_attention's
- * decode conversion gives without DCP). */
+ * the same launch into this rank's cache slots (what the top-k's own
+ * conversion gives without DCP). */
 static int piece_topk_merge(engine_step *s, const engine_rank *k, cplab_diag *d) {
   if (k->D == 1 || k->Tdec == 0) return 0;
-  const cplab_schedule *sc = &k->rp->sched;
-  cplab_topk_merge_convert conv = {.row_req = k->dec_req, .block_table = k->block_table, .num_req = sc->num_requests,
-                                   .max_blocks = sc->max_blocks, .block_size = k->in->par->block_size,
-                                   .dcp_rank = k->o, .out = k->conv};
+  cplab_topk_convert conv = decode_conversion(k);
   return cplab_topk_merge(&(cplab_topk_merge_params){.cand_idx = k->cand, .cand_score = k->cand_score, .D = k->D,
                                                      .m = k->Tdec, .k = k->K, .interleave = k->in->par->interleave,
                                                      .idx = k->topk, .score = k->score, .convert = &conv},

@@ -1,10 +1,10 @@
 // The paged cache's slot rule on the device (cplab_convert_decode_topk's
 // contract in cplab_kernels.h; the reference's block_table[l / B] · B +
 // l mod B for a rank's local key index l), in one place for the kernels
-// that write slots: the decode conversion (convert.cu) and the DCP
-// merge's (topk_merge.cu). Each computes the block l / B its own way (a
-// magic-number division in convert.cu) and issues the table load where it
-// overlaps its other work; what a slot is stays here.
+// that write slots: the decode conversion (convert.cu), the DCP merge's
+// (topk_merge.cu) and the top-k's (topk.cu). Each computes the block l / B
+// its own way (a magic-number division in convert.cu) and issues the table
+// load where it overlaps its other work; what a slot is stays here.
 #ifndef CPLAB_KERNELS_CACHE_SLOT_CUH
 #define CPLAB_KERNELS_CACHE_SLOT_CUH
 

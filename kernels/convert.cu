@@ -41,6 +41,10 @@
 //     went 5.8-6.0 -> 4.8-4.9 us on an H100 (bench/NOTES.md). Each block
 //     also asking L2 for its share of the block table first, so that the
 //     table's trip would overlap the list's, gained nothing there (4.9-5.1).
+// The batched engine's decode rows (exec/engine_rank.c) no longer take this
+// launch: the top-k (dcp 1) and the DCP merge write the slots with their
+// lists (cache_slot.cuh holds the rule all three share); the per-row pass
+// (exec/rank.c) and the benchmark still run it.
 // Measured (H200, bench/NOTES.md): 4096 x 2048 entries (67 MB) 21.5 us,
 // 8192 x 2048 37.7 us (89% and 94% of a copy of the same bytes); the decode
 // rows are latency-bound (three dependent trips: list and request, block

@@ -286,6 +286,26 @@ int cplab_indexer_logits_decode(const cplab_indexer_logits_decode_params *p, voi
 /* The largest k supported by cplab_topk. */
 #define CPLAB_TOPK_MAX 4096
 
+/* A top-k list converted in the same launch into one DCP rank's cache
+ * slots (the `convert` of cplab_topk, cplab_topk_split and cplab_topk_merge,
+ * where given): out receives, for the launch's idx, what
+ * cplab_convert_decode_topk with these fields gives, bit for bit; for the
+ * top-k with dcp = 1 (dcp_rank 0: its indices are the request's own keys,
+ * where owner and local index are the index itself), for the merge with
+ * dcp = D and its interleave. Decode rows so need no conversion launch of
+ * their own: a key's table entry is loaded as its place is written (the
+ * merge: while its place is searched), not after the list reaches memory.
+ * Arguments as cplab_convert_decode_topk's. */
+typedef struct cplab_topk_convert {
+  const int32_t *row_req;     /* [m] row i's block-table row */
+  const int32_t *block_table; /* int32 [num_req][max_blocks]: this DCP rank's table */
+  int num_req;                /* rows of block_table */
+  int max_blocks;             /* columns of block_table */
+  int block_size;             /* B >= 1 */
+  int dcp_rank;               /* this rank: 0 .. D - 1 for the merge, 0 for the top-k */
+  int32_t *out;               /* int32 [m][k]: slots of the rank's cache, -1 for another rank's keys */
+} cplab_topk_convert;
+
 /* Top-k of each row of logits fp32 [m][n] over its columns [ks[i], ke[i])
  * (clamped to [0, n)): idx int32 [m][k] holds request-relative indices
  * (column - ks[i]), best first: a higher logit first, equal logits by the
@@ -305,6 +325,7 @@ typedef struct cplab_topk_params {
   float *score;         /* fp32 [m][k]: their logits, or NULL */
   void *scratch;        /* cplab_topk_split only (cplab_topk ignores it): see there */
   size_t scratch_bytes; /* cplab_topk_split only: bytes of scratch */
+  const cplab_topk_convert *convert; /* decode rows: idx's slots too (dcp 1, dcp_rank 0), or NULL */
 } cplab_topk_params;
 int cplab_topk(const cplab_topk_params *p, void *stream, cplab_diag *d);
 /* Cost: one persistent 512-thread block per SM takes the rows in turn. A
@@ -358,22 +379,6 @@ typedef struct cplab_topk_route {
 int cplab_topk_split_route(int64_t m, int64_t n, int k, int sms, int smem_optin, cplab_topk_route *r,
                            cplab_diag *d);
 
-/* The merged list converted in the same launch for one DCP rank (convert,
- * where given): out receives what cplab_convert_decode_topk with dcp = D,
- * the merge's interleave and these fields gives for idx, bit for bit, so a
- * DCP rank's decode rows need no conversion launch of their own (a key's
- * table entry is loaded while its place is searched, not after the merged
- * list reaches memory). Arguments as cplab_convert_decode_topk's. */
-typedef struct cplab_topk_merge_convert {
-  const int32_t *row_req;     /* [m] row i's block-table row */
-  const int32_t *block_table; /* int32 [num_req][max_blocks]: this DCP rank's table */
-  int num_req;                /* rows of block_table */
-  int max_blocks;             /* columns of block_table */
-  int block_size;             /* B >= 1 */
-  int dcp_rank;               /* this rank, 0 .. D - 1 */
-  int32_t *out;               /* int32 [m][k]: slots of the rank's cache, -1 for another rank's keys */
-} cplab_topk_merge_convert;
-
 /* The exact top-k of rows whose keys are split among D owners (DCP):
  * cand_idx int32 [D][m][k] and cand_score fp32 [D][m][k] hold each owner's
  * cplab_topk of the row over its own keys (owner o's local index l being the
@@ -392,7 +397,7 @@ typedef struct cplab_topk_merge_params {
   int interleave;           /* the layout's interleave (>= 1) */
   int32_t *idx;             /* int32 [m][k]: positions, best first, -1 after the valid ones */
   float *score;             /* fp32 [m][k]: their logits, or NULL */
-  const cplab_topk_merge_convert *convert; /* the merged list's slots for one rank too, or NULL */
+  const cplab_topk_convert *convert; /* the merged list's slots for one rank too, or NULL */
 } cplab_topk_merge_params;
 int cplab_topk_merge(const cplab_topk_merge_params *p, void *stream, cplab_diag *d);
 

@@ -36,7 +36,7 @@
 #   idx_tc.cuh    what the indexer logits kernels do with a tile of 64 fp8 keys
 #   kformat.cuh   the cache formats on the device
 #   topk_key.cuh  the top-k's 64-bit keys (topk.cu and topk_merge.cu)
-#   cache_slot.cuh the paged cache's slot rule (convert.cu, topk_merge.cu)
+#   cache_slot.cuh the paged cache's slot rule (convert.cu, topk_merge.cu, topk.cu)
 #   topk_block.cuh, topk_radix.cuh, topk_bins.cuh
 #                 topk.cu's parts: what its paths share, the radix path,
 #                 the bin path (topk.cu keeps the kernels and launchers)
@@ -70,6 +70,7 @@ KERNEL_CHECK_DEPS = $(KERNEL_COMMON_DEPS) $(srcdir)/%reldir%/check.cuh
 KERNEL_FORMAT_DEPS = $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/kformat.cuh $(top_srcdir)/include/cplab/kvformat.h
 %reldir%/probe.o: $(KERNEL_COMMON_DEPS)
 %reldir%/topk.o: $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/mma.cuh $(srcdir)/%reldir%/cluster.cuh $(srcdir)/%reldir%/topk_key.cuh \
+	$(srcdir)/%reldir%/cache_slot.cuh \
 	$(srcdir)/%reldir%/topk_block.cuh $(srcdir)/%reldir%/topk_radix.cuh $(srcdir)/%reldir%/topk_bins.cuh
 %reldir%/topk_merge.o: $(KERNEL_CHECK_DEPS) $(srcdir)/%reldir%/topk_key.cuh $(srcdir)/%reldir%/cache_slot.cuh
 %reldir%/devmem.o %reldir%/poison.o %reldir%/combine.o %reldir%/restore.o: $(KERNEL_CHECK_DEPS)

@@ -72,6 +72,12 @@
 //     Rows that fit but are few (m · 2 blocks <= the SMs, or one row) take
 //     it too, over slices of at least 8192 columns (a decode row of 32768:
 //     4 blocks); many rows that fit take cplab_topk's path.
+//   - Every path writes a row's final list through one helper (topk_out,
+//     topk_block.cuh), which with a conversion (cplab_topk_convert: decode
+//     rows at dcp 1) also writes each entry's cache slot, its table word
+//     loaded as the entry is written: the batched engine's decode rows run no
+//     conversion launch after the top-k (a launch whose two dependent trips,
+//     list then table, kept it at 82-88% of a same-size copy; bench/NOTES.md).
 //
 // Measured on an H200 (bench/NOTES.md, per-phase clocks of a staged row of
 // 32768 real logits, k = 2048, in SM cycles): floor pass ~8100, compaction
@@ -295,10 +301,8 @@ __global__ void __launch_bounds__(TOPK_THREADS, 1) topk_cluster_kernel(topk_args
     topk_hist_clear(c);
     __syncthreads();
     if (take == 0) { // an empty row: -1 throughout
-      for (int j = (int)t; j < a.k; j += TOPK_THREADS) {
-        a.idx[r * a.k + j] = -1;
-        if (a.score) a.score[r * a.k + j] = -INFINITY;
-      }
+      topk_out o = topk_out_of(a, r);
+      for (unsigned j = t; j < (unsigned)a.k; j += TOPK_THREADS) o.none(j);
       return;
     }
     auto none = [] {};
@@ -409,6 +413,14 @@ static int topk_check(const cplab_topk_params *p, int *run, cplab_diag *d, const
   if (p->m == 0) return 0;
   KCHECK_ARG(d, (p->logits || p->n == 0) && p->ks && p->ke && p->idx, "%s: NULL argument", name);
   KCHECK_ARG(d, p->m <= KGRID_MAX_X, "%s: %lld rows too many", name, (long long)p->m);
+  const cplab_topk_convert *c = p->convert;
+  if (c) {
+    KCHECK_ARG(d, c->num_req >= 0 && c->max_blocks >= 0 && c->block_size >= 1 && c->dcp_rank == 0,
+               "%s: bad conversion (requests %d, blocks %d, block size %d, rank %d: the top-k converts at dcp 1, "
+               "rank 0)", name, c->num_req, c->max_blocks, c->block_size, c->dcp_rank);
+    KCHECK_ARG(d, c->row_req && c->out && (c->block_table || (int64_t)c->num_req * c->max_blocks == 0),
+               "%s: NULL conversion argument", name);
+  }
   *run = 1;
   return 0;
 }
@@ -422,6 +434,11 @@ static topk_args topk_args_make(const cplab_topk_params *p) {
   a.k = p->k;
   a.idx = p->idx;
   a.score = p->score;
+  if (p->convert) {
+    const cplab_topk_convert *c = p->convert;
+    a.row_req = c->row_req, a.block_table = c->block_table, a.slot = c->out;
+    a.num_req = c->num_req, a.max_blocks = c->max_blocks, a.B = (uint32_t)c->block_size;
+  }
   a.items = p->m;
   a.chunk = 1;
   a.chunks = 1;

@@ -530,14 +530,13 @@ static __device__ void topk_bin_rank(const topk_ctl *c, const topk_cut &cut, con
   unsigned t = threadIdx.x;
   uint64_t *out = a.scratch + w * a.k;
   bool rank_all = MODE != TOPK_CHUNKS && c->maxb <= TOPK_BUCKET_MAX;
-  int32_t *idx = a.idx + w * a.k; // rows, merge: the item is the row
-  float *score = a.score ? a.score + w * a.k : nullptr;
+  topk_out o = MODE == TOPK_CHUNKS ? topk_out{} : topk_out_of(a, w); // rows, merge: the item is the row
   for (unsigned i = t; i < cut.cnt; i += TOPK_THREADS) { // b*'s winners: their place among its keys
     uint64_t x = list[i];
     unsigned r = topk_rank(list, 0, cut.cnt, x);
     if (r >= cut.need) continue;
     if (MODE == TOPK_CHUNKS) out[cut.above + r] = x;
-    else if (rank_all) topk_put(idx, score, cut.above + r, x);
+    else if (rank_all) o.put(cut.above + r, x);
     else win[cut.above + r] = x;
   }
   if (MODE == TOPK_CHUNKS) return;
@@ -548,12 +547,9 @@ static __device__ void topk_bin_rank(const topk_ctl *c, const topk_cut &cut, con
   for (unsigned p = t; p < cut.above; p += TOPK_THREADS) { // the bins above b*: a key's place in its bin
     uint64_t x = win[p];
     unsigned b = topk_bin_key(x, bn), s0 = c->beg[b];
-    topk_put(idx, score, s0 + topk_rank(win, s0, c->beg[b - 1], x), x);
+    o.put(s0 + topk_rank(win, s0, c->beg[b - 1], x), x);
   }
-  for (unsigned j = take + t; j < (unsigned)a.k; j += TOPK_THREADS) {
-    idx[j] = -1;
-    if (score) score[j] = -INFINITY;
-  }
+  for (unsigned j = take + t; j < (unsigned)a.k; j += TOPK_THREADS) o.none(j);
 }
 
 // Item w (take >= 1) through the bin path on row, or the radix path on src

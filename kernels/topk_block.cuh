@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "cache_slot.cuh"
 #include "cplab_kernels.h"
 #include "mma.cuh" // cp_async_*, bulk copies, mbarriers: the only place of that inline PTX (modelled in the emulation)
 #include "topk_key.cuh"
@@ -259,6 +260,11 @@ struct topk_args {
   int k;
   int32_t *idx;
   float *score;
+  // The conversion (slot != NULL): cplab_topk_convert's fields (dcp 1).
+  const int32_t *row_req, *block_table;
+  int num_req, max_blocks;
+  uint32_t B;
+  int32_t *slot;
   uint64_t *scratch;                   // TOPK_CHUNKS writes, TOPK_MERGE reads: [m][chunks][k] keys
   int64_t items;                       // rows, or rows × chunks
   int64_t chunk, chunks;               // the split: columns per chunk, chunks per row
@@ -315,10 +321,44 @@ template <int MODE> static __device__ void topk_prefetch_l2(const topk_args &a, 
   if (sp.nb) bulk_prefetch_l2((const uint32_t *)it.src + sp.head, 16 * sp.nb);
 }
 
-// Key `key` as entry p of a row's output: its index and, where asked, its score.
-static __device__ __forceinline__ void topk_put(int32_t *idx, float *score, unsigned p, uint64_t key) {
-  idx[p] = (int32_t)(0xFFFFFFFFu - (uint32_t)key);
-  if (score) score[p] = topk_unord((uint32_t)(key >> 32));
+// A row's outputs: its indices, its scores where asked and, with a
+// conversion, its slots (the index is the request's local key index at
+// dcp 1). The row's request is read once a row; a slot's table word where
+// its entry is written, so that the word's trip overlaps the other
+// entries' stores rather than following the list through memory.
+struct topk_out {
+  int32_t *idx;
+  float *score;
+  int32_t *slot;
+  const int32_t *table; // NULL: the row's request is outside the table (its slots all -1)
+  uint32_t B;
+  int max_blocks;
+
+  // Key `key` as entry p.
+  __device__ __forceinline__ void put(unsigned p, uint64_t key) const {
+    uint32_t t = 0xFFFFFFFFu - (uint32_t)key;
+    idx[p] = (int32_t)t;
+    if (score) score[p] = topk_unord((uint32_t)(key >> 32));
+    if (slot) slot[p] = table ? cache_slot(table, t, t / B, B, max_blocks) : -1;
+  }
+  // Entry p empty: fewer than k columns in range.
+  __device__ __forceinline__ void none(unsigned p) const {
+    idx[p] = -1;
+    if (score) score[p] = -INFINITY;
+    if (slot) slot[p] = -1;
+  }
+};
+
+// Row r's outputs (a row item, not a chunk: chunks write keys to the scratch).
+static __device__ topk_out topk_out_of(const topk_args &a, int64_t r) {
+  topk_out o;
+  o.idx = a.idx + r * a.k;
+  o.score = a.score ? a.score + r * a.k : nullptr;
+  o.slot = a.slot ? a.slot + r * a.k : nullptr;
+  o.table = a.slot && a.block_table ? cache_table_row(a.row_req, r, a.block_table, a.num_req, a.max_blocks) : nullptr;
+  o.B = a.B;
+  o.max_blocks = a.max_blocks;
+  return o;
 }
 
 #endif

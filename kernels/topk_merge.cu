@@ -35,7 +35,7 @@
 // list in series, every step a dependent load from DRAM (11 · D of them).
 
 //
-// With a conversion (cplab_topk_merge_convert) the block of the converting
+// With a conversion (cplab_topk_convert) the block of the converting
 // rank's own list also turns each of its entries into a slot through the
 // rank's block table, loading the table entry before the searches so that
 // its trip overlaps them, and writes it at the entry's place; every other
@@ -60,7 +60,7 @@ struct merge_args {
   int k;
   int32_t *idx;
   float *score;
-  // The conversion (slot != NULL): cplab_topk_merge_convert's fields.
+  // The conversion (slot != NULL): cplab_topk_convert's fields.
   const int32_t *row_req, *block_table;
   int num_req, max_blocks;
   uint32_t B, rank;
@@ -158,7 +158,7 @@ extern "C" int cplab_topk_merge(const cplab_topk_merge_params *p, void *stream, 
   if (p->m == 0) return 0;
   KCHECK_ARG(d, p->cand_idx && p->cand_score && p->idx, "cplab_topk_merge: NULL argument");
   KCHECK_ARG(d, p->m <= KGRID_MAX_X, "cplab_topk_merge: %lld rows too many", (long long)p->m);
-  const cplab_topk_merge_convert *c = p->convert;
+  const cplab_topk_convert *c = p->convert;
   if (c) {
     KCHECK_ARG(d, c->num_req >= 0 && c->max_blocks >= 0 && c->block_size >= 1 && c->dcp_rank >= 0 && c->dcp_rank < p->D,
                "cplab_topk_merge: bad conversion (requests %d, blocks %d, block size %d, rank %d of %d)", c->num_req,

@@ -242,15 +242,10 @@ static __device__ void topk_sorted_out(const topk_args &a, const topk_item &it, 
   for (unsigned j = it.take + threadIdx.x; j < P; j += TOPK_THREADS) win[j] = 0; // below every real key
   __syncthreads();
   if (it.take > 1) topk_sort(win, P);
-  int32_t *idx = a.idx + it.r * a.k;
-  float *score = a.score ? a.score + it.r * a.k : nullptr;
-  for (int j = (int)threadIdx.x; j < a.k; j += TOPK_THREADS) {
-    if ((unsigned)j < it.take) {
-      topk_put(idx, score, (unsigned)j, win[j]);
-    } else {
-      idx[j] = -1;
-      if (score) score[j] = -INFINITY;
-    }
+  topk_out o = topk_out_of(a, it.r);
+  for (unsigned j = threadIdx.x; j < (unsigned)a.k; j += TOPK_THREADS) {
+    if (j < it.take) o.put(j, win[j]);
+    else o.none(j);
   }
 }
 

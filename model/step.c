@@ -202,13 +202,16 @@ static int rank_layer(rank_ctx *c, const cplab_step_input *si, const cplab_rank_
   if (!rc && w.prefill_keys > 0) rc = kernel_ms(c, CPLAB_MK_GATHER_IDX, 0, w.prefill_keys, &t, d);
   if (!rc && w.prefill_pairs > 0) rc = prefill_indexer_ms(c, p, ih, &t, d);
   if (!rc && w.decode_pairs > 0) rc = kernel_ms(c, CPLAB_MK_LOGITS_DECODE, ih, w.decode_pairs, &t, d);
-  if (!rc && w.decode_pairs > 0) rc = kernel_ms(c, CPLAB_MK_TOPK_DECODE, 0, w.decode_pairs, &t, d);
-  ADD(SEG_SHARD, PH_INDEXER, t);
-  /* Under DCP the engine converts the decode rows' merged top-k in the
-   * merge's launch (topk_merge_convert); tables measured before that
-   * kernel existed price the merge and a conversion launch, as the engine
+  /* The engine converts the decode rows' top-k in the launch that writes
+   * it: without DCP the top-k's (topk_decode_convert), under DCP the
+   * merge's (topk_merge_convert). Tables measured before a fused kernel
+   * existed price the unfused one and a conversion launch, as the engine
    * then ran them. */
-  int fused = D > 1 && c->in->table && c->in->table->count[CPLAB_MK_TOPK_MERGE_CONVERT] > 0;
+  const cplab_model_table *tab = c->in->table;
+  int fused = tab && tab->count[D > 1 ? CPLAB_MK_TOPK_MERGE_CONVERT : CPLAB_MK_TOPK_DECODE_CONVERT] > 0;
+  if (!rc && w.decode_pairs > 0)
+    rc = kernel_ms(c, fused && D == 1 ? CPLAB_MK_TOPK_DECODE_CONVERT : CPLAB_MK_TOPK_DECODE, 0, w.decode_pairs, &t, d);
+  ADD(SEG_SHARD, PH_INDEXER, t);
   t = 0;
   if (!rc && D > 1 && w.decode_tokens > 0)
     rc = kernel_ms(c, fused ? CPLAB_MK_TOPK_MERGE_CONVERT : CPLAB_MK_TOPK_MERGE, D, (double)w.decode_tokens, &t, d);

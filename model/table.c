@@ -11,7 +11,7 @@
 static const char *const kernel_names[CPLAB_MK_COUNT] = {
     "sparse_mla_prefill", "sparse_mla_decode_fp8", "indexer_logits_prefill", "indexer_logits_decode", "topk_prefill",
     "topk_decode",        "topk_merge",            "convert",                "gather_upconvert",      "restore",
-    "gather_idx",         "lse_combine",           "topk_merge_convert"};
+    "gather_idx",         "lse_combine",           "topk_merge_convert",     "topk_decode_convert"};
 
 const char *cplab_model_kernel_name(cplab_model_kernel k) {
   return (int)k >= 0 && k < CPLAB_MK_COUNT ? kernel_names[k] : NULL;
@@ -114,6 +114,7 @@ static int entry_shape(cplab_json_reader *r, const json_t *e, const char *path, 
       *work = z >= 1 ? a * ceil(b / z) : 0;
     return rc;
   case CPLAB_MK_TOPK_DECODE:
+  case CPLAB_MK_TOPK_DECODE_CONVERT:
     if (!(rc = get_num(r, e, path, "batch", &a)) && !(rc = get_num(r, e, path, "context", &b))) *work = a * b;
     return rc;
   case CPLAB_MK_TOPK_MERGE:

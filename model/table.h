@@ -49,6 +49,7 @@ typedef enum cplab_model_kernel {
   CPLAB_MK_GATHER_IDX,       /* gather_idx: work keys (132-byte indexer entries) */
   CPLAB_MK_COMBINE,          /* lse_combine: series dcp, work (row, head) pairs */
   CPLAB_MK_TOPK_MERGE_CONVERT, /* topk_merge_convert (the merge converting its list): series dcp, work rows */
+  CPLAB_MK_TOPK_DECODE_CONVERT, /* topk_decode_convert (the top-k converting its lists): work logits */
   CPLAB_MK_COUNT
 } cplab_model_kernel;
 

@@ -7,7 +7,8 @@
 # spreads over more blocks on a GPU of many SMs; the indexer path's:
 # smoke-logits, causal rows over 256 keys with copied keys (exact ties);
 # smoke-dindexer, decode logits then their top-k;
-# smoke-topk, causal rows, some shorter than k (-1 padding); smoke-topk-decode;
+# smoke-topk, causal rows, some shorter than k (-1 padding); smoke-topk-decode,
+# and smoke-topk-decode-convert, its lists converted into the cache's slots;
 # smoke-topk-merge, 2 owners at interleave 2, and smoke-topk-merge-convert,
 # 4 owners' merge converted into rank 0's slots; smoke-convert-prefill and
 # -decode; smoke-gather and smoke-gather-idx, a partly used last block;
@@ -41,8 +42,8 @@ expect_grep "$WORK/out" "^# ceilings (.*): copy .* GB/s .*bf16 GEMM .* TFLOPS" "
 expect_grep "$WORK/err" "check ok (8 rows x 16 heads" "prefill: 8 rows of all heads checked"
 expect_grep "$WORK/err" "check ok (3 rows x 16 heads" "decode: every row of the batch checked"
 # The indexer path: one table line and one passed check per case.
-for c in smoke-logits smoke-dlogits smoke-dindexer smoke-topk smoke-topk-decode smoke-topk-merge smoke-topk-merge-convert \
-  smoke-convert-prefill smoke-convert-decode \
+for c in smoke-logits smoke-dlogits smoke-dindexer smoke-topk smoke-topk-decode smoke-topk-decode-convert smoke-topk-merge \
+  smoke-topk-merge-convert smoke-convert-prefill smoke-convert-decode \
   smoke-gather smoke-gather-idx smoke-restore smoke-combine; do
   expect_grep "$WORK/out" "^ $c " "$c has its table line"
 done
@@ -55,6 +56,8 @@ expect_grep "$WORK/err" "smoke-dindexer .*check ok (2 rows x 3000 keys: max erro
   "the decode indexer (logits, then top-k 256 of them): both rows' logits within 2e-3, their top-k exact"
 expect_grep "$WORK/err" "smoke-topk .*check ok (8 rows x 290 entries: 0 indices or scores differ" "top-k prefill: 8 rows exact"
 expect_grep "$WORK/err" "smoke-topk-decode .*check ok (2 rows x 1024 entries: 0 " "top-k decode: every row exact"
+expect_grep "$WORK/err" "smoke-topk-decode-convert .*check ok (2 rows x 1024 entries: 0 indices, scores or slots differ .*cplab_layout_vllm_convert_decode" \
+  "top-k decode with its conversion: every row's list and slots exact"
 expect_grep "$WORK/err" "smoke-topk-merge .*check ok (2 rows x 256 entries: 0 .* all the row's keys" "merge: every row exact"
 expect_grep "$WORK/err" "smoke-topk-merge-convert .*check ok (3 rows x 128 entries: 0 indices, scores or slots differ .*cplab_layout_vllm_convert_decode" \
   "merge with its conversion: every row's list and slots exact"
@@ -75,7 +78,7 @@ expect_grep "$WORK/err" "smoke-ceil-fp8 .*check ok (fp8 64x64x64: 256 sampled el
   "the fp8 GEMM ceiling: 256 samples checked"
 expect_grep "$WORK/err" "smoke-combine .*check ok (3 rows x 4 heads x 512: worst .* (bound 1e-06), 0 beyond" \
   "combine: every row within 1e-6 of sim_lse_combine"
-if "$PY" - "$WORK/kernels.json" <<'CHECK'; then pass "kernels.json: 18 entries, checked, timed, with their fields"; else fail "kernels.json is not as expected"; fi
+if "$PY" - "$WORK/kernels.json" <<'CHECK'; then pass "kernels.json: 19 entries, checked, timed, with their fields"; else fail "kernels.json is not as expected"; fi
 import json, sys
 doc = json.load(open(sys.argv[1]))
 assert doc["complete"] is True and doc["card"]["name"] and doc["commit"] and doc["command"] and doc["date"]
@@ -87,6 +90,7 @@ shapes = {  # the indexer path's kernels: exactly their shape fields, and their 
     "smoke-dindexer": ("indexer_topk_decode", {"heads", "batch", "context", "dcp", "k"}, "gbps"),
     "smoke-topk": ("topk_prefill", {"queries", "keys", "k", "causal"}, "gbps"),
     "smoke-topk-decode": ("topk_decode", {"batch", "context", "k"}, "gbps"),
+    "smoke-topk-decode-convert": ("topk_decode_convert", {"batch", "context", "k", "convert_block_size"}, "gbps"),
     "smoke-topk-merge": ("topk_merge", {"batch", "dcp", "context", "k", "interleave"}, "gbps"),
     "smoke-topk-merge-convert": ("topk_merge_convert", {"batch", "dcp", "context", "k", "interleave", "convert_block_size"},
                                  "gbps"),
@@ -135,6 +139,7 @@ assert e["smoke-convert-prefill"]["path"] == "prefill" and e["smoke-convert-deco
 assert e["smoke-convert-decode"]["launcher"] == "cplab_convert_decode_topk"
 assert e["smoke-topk-merge"]["launcher"] == "cplab_topk_merge"
 assert e["smoke-topk-merge-convert"]["launcher"] == "cplab_topk_merge with its conversion"
+assert e["smoke-topk-decode-convert"]["launcher"] == e["smoke-topk-decode"]["launcher"] + ", with its conversion"
 # the issue's entry: kernel, shape fields, median_us, tflops or gbps, peer {name, median_us}
 p = e["smoke-topk"]["peer"]
 assert p["name"] == "a test top-k peer" and p["median_us"] == 40 and p["gbps"] > 0 and "tflops" not in p, p

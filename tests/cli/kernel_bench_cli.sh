@@ -38,7 +38,8 @@ if grep -q prefill-h64 "$WORK/out"; then fail "--kernel keeps the other kernel's
 
 # The indexer path's kernels: listed with their default shapes and their smoke cases.
 expect_exit 0 "--list (the indexer path)" "$KB" --list
-for k in indexer_logits_prefill indexer_logits_decode topk_prefill topk_decode topk_merge topk_merge_convert convert \
+for k in indexer_logits_prefill indexer_logits_decode topk_prefill topk_decode topk_decode_convert topk_merge topk_merge_convert \
+  convert \
   gather_upconvert restore; do
   expect_grep "$WORK/out" "^# kernel $k: " "--list names kernel $k"
 done
@@ -50,13 +51,15 @@ expect_grep "$WORK/out" "^>\* dlogits-h64-b16-128k-dcp4 .* context 131072 dcp 4 
 expect_grep "$WORK/out" "^>\* topk-8k-32k .* queries 8192 keys 32768 k 2048 " "top-k of 8192 x 32768 is a default case"
 expect_grep "$WORK/out" "^>\* topk-decode-b64-128k .* b64 context 131072 k 2048 " "decode top-k of 64 x 128k is a default case"
 expect_grep "$WORK/out" "^>\* topk-merge-dcp8-b64-128k .* dcp 8 " "the merge of 8 owners is a default case"
+expect_grep "$WORK/out" "^>\* topk-decode-convert-b16-32k  *b16 context 32768 k 2048 + the slots" \
+  "the decode top-k with its conversion at topk_decode's shape is a default case"
 expect_grep "$WORK/out" "^>\* topk-merge-convert-dcp4-b64-128k .* dcp 4 interleave 1 + rank 0's slots" \
   "the merge with its conversion at convert's decode shape is a default case"
 expect_grep "$WORK/out" "^>\* convert-decode-b64-dcp4 .* decode rows 64 k 2048 " "a decode conversion is a default case"
 expect_grep "$WORK/out" "^>\* gather-32k .* keys 32768 " "a gather of 32k rows is a default case"
 expect_grep "$WORK/out" "^>\* restore-32k-pcp4 .* tokens 32768 pcp 4 " "a restore is a default case"
-for c in smoke-logits smoke-dlogits smoke-dindexer smoke-topk smoke-topk-decode smoke-topk-merge smoke-topk-merge-convert \
-  smoke-convert-prefill \
+for c in smoke-logits smoke-dlogits smoke-dindexer smoke-topk smoke-topk-decode smoke-topk-decode-convert smoke-topk-merge \
+  smoke-topk-merge-convert smoke-convert-prefill \
   smoke-convert-decode smoke-gather smoke-restore; do
   expect_grep "$WORK/out" "^   $c " "the smoke case $c is listed but not run by default"
 done
@@ -76,7 +79,7 @@ else pass "no ceilings case in the default set"; fi
 expect_exit 2 "--kernel ceilings alone (no default case)" "$KB" --list --kernel ceilings
 expect_grep "$WORK/err" "no case selected" "the refusal says no case was selected"
 expect_exit 0 "--list --case over kernels" "$KB" --list --case 'smoke-topk*,logits-h64-*'
-expect_grep "$WORK/out" "^# 7 of the cases selected" "'smoke-topk*' and 'logits-h64-*' select 7 cases of 5 kernels"
+expect_grep "$WORK/out" "^# 8 of the cases selected" "'smoke-topk*' and 'logits-h64-*' select 8 cases of 6 kernels"
 expect_exit 0 "--list --case with a pattern" "$KB" --list --case 'dcp4-*,fm-prefill-h128'
 expect_grep "$WORK/out" "^# 9 of the cases selected" "'dcp4-*' and one name select 9 cases"
 expect_grep "$WORK/out" "^>  dcp4-h128-b16-32k" "a pattern selects non-default cases"
@@ -136,7 +139,8 @@ refuse() { # refuse DESCRIPTION PATTERN ARGS...
 if "$KB" --list --kernel gather_nccl >/dev/null 2>&1; then RANKED=yes; ranked_names=", gather_nccl, moe_paths"
 else RANKED=no; ranked_names=; fi
 refuse "an unknown kernel" "\-\-kernel: unknown kernel 'attn' (kernels: sparse_mla_prefill, sparse_mla_decode_fp8, \
-indexer_logits_prefill, indexer_logits_decode, indexer_topk_decode, topk_prefill, topk_decode, topk_merge, topk_merge_convert, convert, \
+indexer_logits_prefill, indexer_logits_decode, indexer_topk_decode, topk_prefill, topk_decode, topk_decode_convert, topk_merge, \
+topk_merge_convert, convert, \
 gather_upconvert, gather_idx, restore, lse_combine, ceiling_copy, ceiling_gemm_bf16, ceiling_gemm_fp8$ranked_names; families: ceilings)" \
   --kernel attn
 refuse "a case of another kernel (indexer path)" "'smoke-topk' matches no case of the kernels --kernel selects" \

@@ -38,6 +38,7 @@ expect_grep "$WORK/err" "smoke-topk: WARNING: the host took [0-9.]* ms to queue 
 # The indexer path's launchers, each run once (the emulated kernels/indexer.cu, indexer_decode.cu, topk.cu, convert.cu, gather.cu,
 # restore.cu).
 for l in cplab_indexer_logits cplab_indexer_logits_decode cplab_topk cplab_topk_merge "cplab_topk_merge with its conversion" \
+  "cplab_topk_split: one block a row, with its conversion" \
   cplab_convert_prefill_topk cplab_convert_decode_topk cplab_gather_mla cplab_restore_rows; do
   expect_grep "$WORK/err" ": $l, 2 input sets" "the emulated $l ran its smoke case (2 input sets: no L2 here)"
 done

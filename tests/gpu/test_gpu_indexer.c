@@ -373,7 +373,7 @@ static void synthetic(uint64_t *rng) {
 
 #define MERGE_M 3
 
-/* The merge with its conversion for a random rank (cplab_topk_merge_convert):
+/* The merge with its conversion for a random rank (cplab_topk_convert):
  * the same idx and scores as without (want, want_s), and out equal to
  * cplab_layout_vllm_convert_decode of every merged entry, bit for bit. The
  * table: random entries (some negative: the rule's arithmetic wraps the same
@@ -393,7 +393,7 @@ static int merge_convert_case(uint64_t *rng, int D, int I, int k, int64_t NL, co
   int32_t *d_req = kt_dev_from(row_req, sizeof row_req), *d_idx = kt_dev((size_t)MERGE_M * k * 4);
   int32_t *d_slot = kt_dev((size_t)MERGE_M * k * 4);
   float *d_score = kt_dev((size_t)MERGE_M * k * 4);
-  cplab_topk_merge_convert c = {.row_req = d_req, .block_table = d_table, .num_req = num_req,
+  cplab_topk_convert c = {.row_req = d_req, .block_table = d_table, .num_req = num_req,
                                 .max_blocks = max_blocks, .block_size = B, .dcp_rank = rank, .out = d_slot};
   kt_ok(cplab_topk_merge(&(cplab_topk_merge_params){.cand_idx = d_cand, .cand_score = d_cand_s, .D = D, .m = MERGE_M,
                                                     .k = k, .interleave = I, .idx = d_idx, .score = d_score,
@@ -503,7 +503,7 @@ static void merge_cases(uint64_t *rng) {
   p.D = 1, p.k = CPLAB_TOPK_MAX + 1;
   kt_check(cplab_topk_merge(&p, NULL, kt_diag()) == CPLAB_EINVAL, "topk_merge refuses k above CPLAB_TOPK_MAX");
   kt_check(cplab_topk_merge(NULL, NULL, kt_diag()) == CPLAB_EINVAL, "topk_merge refuses a NULL parameter struct");
-  cplab_topk_merge_convert c = {.row_req = &one, .block_table = &one, .num_req = 1, .max_blocks = 1, .block_size = 1,
+  cplab_topk_convert c = {.row_req = &one, .block_table = &one, .num_req = 1, .max_blocks = 1, .block_size = 1,
                                 .dcp_rank = 1, .out = &one};
   p.k = 1, p.convert = &c;
   kt_check(cplab_topk_merge(&p, NULL, kt_diag()) == CPLAB_EINVAL, "topk_merge refuses a conversion rank outside D");
@@ -682,11 +682,21 @@ static int tk_bad_rows(const float *logits, int64_t m, int64_t n, const int32_t 
   return bad;
 }
 
+/* A conversion for tk_conv_run (cplab_topk_convert at dcp 1, rank 0): the
+ * host's table int32 [num_req][max_blocks] and rows' requests [m]; slot
+ * receives the kernel's out [m][k]. */
+typedef struct tk_conv {
+  const int32_t *row_req, *table;
+  int num_req, max_blocks, block_size;
+  int32_t *slot;
+} tk_conv;
+
 /* cplab_topk (split 0) or cplab_topk_split with the scratch cplab_topk_scratch
  * asks for (split 1; *scratch_bytes receives it) over host logits, uploaded
- * `shift` floats into the device buffer (an unaligned base for shift % 4). */
-static void tk_run(const float *logits, int64_t m, int64_t n, const int32_t *ks, const int32_t *ke, int k, int split,
-                   int shift, int32_t *idx, float *score, size_t *scratch_bytes) {
+ * `shift` floats into the device buffer (an unaligned base for shift % 4),
+ * with the conversion cv where not NULL. */
+static void tk_conv_run(const float *logits, int64_t m, int64_t n, const int32_t *ks, const int32_t *ke, int k,
+                        int split, int shift, int32_t *idx, float *score, size_t *scratch_bytes, const tk_conv *cv) {
   size_t lb = (size_t)(m * n) * sizeof *logits;
   float *d_buf = kt_dev(lb + (size_t)shift * sizeof *logits + 4);
   kt_ok(cplab_dev_upload(d_buf + shift, logits, lb, kt_diag()), "cplab_dev_upload");
@@ -695,6 +705,15 @@ static void tk_run(const float *logits, int64_t m, int64_t n, const int32_t *ks,
   float *d_score = kt_dev((size_t)m * k * 4);
   cplab_topk_params p = {.logits = d_buf + shift, .m = m, .n = n, .ks = d_ks, .ke = d_ke, .k = k, .idx = d_idx,
                          .score = d_score};
+  cplab_topk_convert c = {0};
+  if (cv) {
+    size_t tb = (size_t)cv->num_req * (size_t)cv->max_blocks * 4;
+    c = (cplab_topk_convert){.row_req = kt_dev_from(cv->row_req, (size_t)m * 4),
+                             .block_table = kt_dev_from(cv->table, tb ? tb : 4), .num_req = cv->num_req,
+                             .max_blocks = cv->max_blocks, .block_size = cv->block_size, .dcp_rank = 0,
+                             .out = kt_dev((size_t)m * k * 4)};
+    p.convert = &c;
+  }
   if (split) {
     kt_ok(cplab_topk_scratch(m, n, k, &p.scratch_bytes, kt_diag()), "cplab_topk_scratch");
     if (p.scratch_bytes) p.scratch = kt_dev(p.scratch_bytes);
@@ -705,9 +724,18 @@ static void tk_run(const float *logits, int64_t m, int64_t n, const int32_t *ks,
   kt_sync();
   kt_down(idx, d_idx, (size_t)m * k * 4);
   kt_down(score, d_score, (size_t)m * k * 4);
+  if (cv) {
+    kt_down(cv->slot, c.out, (size_t)m * k * 4);
+    kt_free((void *)c.row_req), kt_free((void *)c.block_table), kt_free(c.out);
+  }
   if (scratch_bytes) *scratch_bytes = p.scratch_bytes;
   if (p.scratch) kt_free(p.scratch);
   kt_free(d_buf), kt_free(d_ks), kt_free(d_ke), kt_free(d_idx), kt_free(d_score);
+}
+
+static void tk_run(const float *logits, int64_t m, int64_t n, const int32_t *ks, const int32_t *ke, int k, int split,
+                   int shift, int32_t *idx, float *score, size_t *scratch_bytes) {
+  tk_conv_run(logits, m, n, ks, ke, k, split, shift, idx, score, scratch_bytes, NULL);
 }
 
 /* A value of one of the row kinds: few distinct values (ties, ±0, ±inf),
@@ -1129,6 +1157,106 @@ static void tk_split(uint64_t *rng) {
   kt_free(d_l), kt_free(d_ks), kt_free(d_ke), kt_free(d_idx), kt_free(scratch);
 }
 
+/* ---- the top-k with its conversion (cplab_topk_convert, dcp 1) ---- */
+
+/* One case: the rows' top-k through `split` (cplab_topk or cplab_topk_split)
+ * without and with a conversion: the same indices and scores, the contract's
+ * (tk_bad_rows), and every slot what cplab_layout_vllm_convert_decode gives
+ * at dcp 1 for its index. The table: random entries (some negative: the
+ * rule's arithmetic wraps the same way), whole, one block short of the
+ * row's keys or cut at a random block, and rows whose request is outside it. *path receives the
+ * route's path (cplab_topk: ROWS). Returns the rows or slots that differ. */
+static int tk_convert_case(uint64_t *rng, int64_t m, int64_t n, int k, int split, const cplab_device_facts *f,
+                           int *path) {
+  static const int Bs[] = {1, 3, 16, 64};
+  size_t mk = (size_t)m * k;
+  float *logits = kt_host((size_t)(m * n) * sizeof *logits), *score = kt_host(mk * 4), *score2 = kt_host(mk * 4);
+  int32_t *ks = kt_host((size_t)m * 4), *ke = kt_host((size_t)m * 4), *idx = kt_host(mk * 4),
+          *idx2 = kt_host(mk * 4), *slot = kt_host(mk * 4), *row_req = kt_host((size_t)m * 4);
+  tk_fill(rng, logits, m, n, ks, ke, -1);
+  int B = Bs[kt_int(rng, 0, 3)], num_req = (int)m + 1;
+  int full = (int)((n + B - 1) / B), cut = (int)kt_int(rng, 0, 2);
+  /* whole, one block short, or cut at a random block (selected keys on both sides of the bound) */
+  int max_blocks = cut == 0 ? full : cut == 1 ? full - 1 : (int)kt_int(rng, 0, full);
+  if (max_blocks < 0) max_blocks = 0;
+  for (int64_t r = 0; r < m; r++) row_req[r] = (int32_t)(kt_int(rng, 0, 7) ? kt_int(rng, 0, num_req - 1) : kt_int(rng, -1, 0) ? num_req : -1);
+  int32_t *table = kt_host((size_t)num_req * (size_t)(max_blocks ? max_blocks : 1) * 4);
+  for (int64_t i = 0; i < (int64_t)num_req * max_blocks; i++) table[i] = (int32_t)kt_int(rng, -2, 1 << 20);
+  tk_conv cv = {.row_req = row_req, .table = table, .num_req = num_req, .max_blocks = max_blocks, .block_size = B,
+                .slot = slot};
+  int shift = (int)kt_int(rng, 0, 3);
+  tk_run(logits, m, n, ks, ke, k, split, shift, idx, score, NULL);
+  tk_conv_run(logits, m, n, ks, ke, k, split, shift, idx2, score2, NULL, &cv);
+  int bad = tk_bad_rows(logits, m, n, ks, ke, k, idx2, score2, "topk (with its conversion)");
+  bad += memcmp(idx, idx2, mk * 4) != 0 || memcmp(score, score2, mk * 4) != 0;
+  cplab_layout_env env;
+  memset(&env, 0, sizeof env);
+  env.par.dcp = 1, env.par.interleave = 1, env.par.block_size = B;
+  int64_t wrong = 0;
+  for (int64_t r = 0; r < m; r++)
+    for (int j = 0; j < k; j++) {
+      int32_t t = idx2[r * k + j];
+      int32_t ref = row_req[r] < 0 || row_req[r] >= num_req
+                        ? -1
+                        : cplab_layout_vllm_convert_decode(&env, table + (size_t)row_req[r] * max_blocks, max_blocks,
+                                                           t, 0);
+      wrong += slot[r * k + j] != ref;
+    }
+  cplab_topk_route route = {.path = CPLAB_TOPK_PATH_ROWS};
+  if (split) kt_ok(cplab_topk_split_route(m, n, k, f->sm_count, f->smem_optin, &route, kt_diag()), "route");
+  *path = route.path;
+  if (bad || wrong)
+    printf("# top-k with its conversion: %" PRId64 " rows of %" PRId64 " columns, k %d, %s (path %d), block %d, "
+           "%d blocks: %d rows differ, %" PRId64 " slots differ\n",
+           m, n, k, split ? "cplab_topk_split" : "cplab_topk", (int)route.path, B, max_blocks, bad, wrong);
+  free(logits), free(score), free(score2), free(ks), free(ke), free(idx), free(idx2), free(slot), free(row_req),
+      free(table);
+  return bad + (wrong > 0);
+}
+
+/* Every path of the top-k's write with the conversion: one block a row
+ * (staged and from global memory), the cluster, the chunks and their merge
+ * (more rows than the SMs take as clusters), and the refusals. Its own
+ * random stream, so that the sections after it keep their cases. */
+static void tk_convert(const uint64_t *seed) {
+  uint64_t rng = *seed ^ UINT64_C(0x70C0417E);
+  cplab_device_facts f;
+  kt_ok(cplab_device_facts_get(&f, kt_diag()), "cplab_device_facts_get");
+  /* the chunks path: rows too long to stage, more of them than the SMs' clusters take */
+  int64_t m_chunks = f.sm_count / 4 + 1 < 2 ? 2 : f.sm_count / 4 + 1;
+  static const int kset[] = {1, 7, 256, 2048, 4096};
+  int cases = 0, bad_cases = 0, seen[3] = {0, 0, 0};
+  for (int c = 0; c < 24; c++) {
+    int shape = c % 4, k = kset[kt_int(&rng, 0, shape == 3 ? 3 : 4)], path = 0; /* (k 4096 halves the chunks) */
+    int64_t m = shape == 0 ? kt_int(&rng, 1, 4) : shape == 3 ? m_chunks : 1;
+    int64_t n = shape == 0 ? kt_int(&rng, 1, 5000) : shape == 1 ? kt_int(&rng, 50000, 60000)
+              : shape == 2 ? kt_int(&rng, 20000, 40000) : kt_int(&rng, 50000, 60000);
+    int split = shape >= 2 || (shape == 0 && c % 8 == 4); /* shape 1: cplab_topk from global memory */
+    bad_cases += tk_convert_case(&rng, m, n, k, split, &f, &path) != 0;
+    seen[path]++, cases++;
+  }
+  kt_check(bad_cases == 0 && seen[CPLAB_TOPK_PATH_ROWS] && seen[CPLAB_TOPK_PATH_CLUSTER] &&
+               seen[CPLAB_TOPK_PATH_CHUNKS],
+           "topk with its conversion: %d seeded cases (one block a row %d, cluster %d, chunks %d; k 1..4096, ranges "
+           "empty / partial, tables short by a block or cut, rows outside the table): the same indices and scores as without, "
+           "and cplab_layout_vllm_convert_decode's slots at dcp 1 (%d cases differ)",
+           cases, seen[CPLAB_TOPK_PATH_ROWS], seen[CPLAB_TOPK_PATH_CLUSTER], seen[CPLAB_TOPK_PATH_CHUNKS], bad_cases);
+  int32_t one = 0, ks = 0, ke = 1;
+  float l = 0;
+  cplab_topk_convert cv = {.row_req = &one, .block_table = &one, .num_req = 1, .max_blocks = 1, .block_size = 1,
+                           .dcp_rank = 1, .out = &one};
+  cplab_topk_params p = {.logits = &l, .m = 1, .n = 1, .ks = &ks, .ke = &ke, .k = 1, .idx = &one, .convert = &cv};
+  int rank_rc = cplab_topk(&p, NULL, kt_diag()), rank_split_rc = cplab_topk_split(&p, NULL, kt_diag());
+  cv.dcp_rank = 0, cv.block_size = 0;
+  int block_rc = cplab_topk(&p, NULL, kt_diag());
+  cv.block_size = 1, cv.out = NULL;
+  int out_rc = cplab_topk_split(&p, NULL, kt_diag());
+  kt_check(rank_rc == CPLAB_EINVAL && rank_split_rc == CPLAB_EINVAL && block_rc == CPLAB_EINVAL &&
+               out_rc == CPLAB_EINVAL,
+           "topk and topk_split refuse a conversion for rank 1 (the top-k converts at dcp 1), one of block size 0 "
+           "and one without out");
+}
+
 /* ---- decode logits from the paged cache: seeded random tables ---- */
 
 /* One case: a cache of random entries (1 in 8 a copy of another), a block
@@ -1281,5 +1409,6 @@ int main(void) {
   tk_cluster(&rng);
   tk_many_rows(&rng);
   tk_split(&rng);
+  tk_convert(&rng);
   return kt_end();
 }

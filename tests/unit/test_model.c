@@ -420,14 +420,17 @@ static void test_step_structure(void **state) {
   cplab_model_table_free(t);
 }
 
-/* Under DCP a table with topk_merge_convert prices the decode rows' merge by
- * it and no conversion launch (the engine's fused merge); a table without it
- * prices the merge and the conversion; without DCP the choice changes nothing. */
+/* A table with the fused kernels prices the decode rows' conversion inside
+ * the launch that writes the list (the engine's): under DCP the merge
+ * (topk_merge_convert), without DCP the top-k (topk_decode_convert), and no
+ * conversion launch; a table without them prices the unfused kernel and the
+ * conversion, as the engine ran them before. */
 static void test_merge_convert_pricing(void **state) {
   (void)state;
   cplab_model_table *fused = unit_table(), *split = new_table();
   for (int k = 0; k < CPLAB_MK_COUNT; k++)
-    for (double s = 0; s <= 256 && k != CPLAB_MK_TOPK_MERGE_CONVERT; s = s ? 2 * s : 1)
+    for (double s = 0; s <= 256 && k != CPLAB_MK_TOPK_MERGE_CONVERT && k != CPLAB_MK_TOPK_DECODE_CONVERT;
+         s = s ? 2 * s : 1)
       add(split, (cplab_model_kernel)k, s, 1, 1), add(split, (cplab_model_kernel)k, s, 1e12, 1e12);
   split->copy_gbps = 4000;
   cplab_model_params pa = {0};
@@ -435,15 +438,27 @@ static void test_merge_convert_pricing(void **state) {
   cplab_diag d = {0};
   assert_int_equal(cplab_model_link_preset("h200", &link, &d), 0);
   cplab_model_result r1, r2;
-  cplab_scenario *s = scenario("tp4dcp4", CPLAB_BENCH_DECODE, 4096, 16, CPLAB_GRAPH_NONE);
-  double with = predict(s, fused, &link, &pa, 1, &r1), without = predict(s, split, &link, &pa, 1, &r2);
-  /* at 1 us a unit of work: the conversion's 16 rows x 2048 entries against the merge's 16 rows */
-  assert_true(without - with > 0.9 * (16 * 2048 - 16) / 1e3 / 2);
+  /* at 1 us a unit of work the fused kernels cost what the unfused ones do
+   * (the same work: the merge's 16 rows, the top-k's logits), so the gap is
+   * the conversion launch's 16 rows x 2048 entries */
+  static const char *const layouts[] = {"tp4dcp4", "tp4"};
+  for (int i = 0; i < 2; i++) {
+    cplab_scenario *s = scenario(layouts[i], CPLAB_BENCH_DECODE, 4096, 16, CPLAB_GRAPH_NONE);
+    double with = predict(s, fused, &link, &pa, 1, &r1), without = predict(s, split, &link, &pa, 1, &r2);
+    double gap = without - with, want = 16 * 2048 / 1e3; /* the conversion launch's, in ms */
+    assert_true(gap > 0.9 * want && gap < 1.1 * want);
+    cplab_scenario_free(s);
+  }
+  /* a table with only the merge's fused kernel changes nothing without DCP */
+  cplab_model_table *merge_only = new_table();
+  for (int k = 0; k < CPLAB_MK_COUNT; k++)
+    for (double s = 0; s <= 256 && k != CPLAB_MK_TOPK_DECODE_CONVERT; s = s ? 2 * s : 1)
+      add(merge_only, (cplab_model_kernel)k, s, 1, 1), add(merge_only, (cplab_model_kernel)k, s, 1e12, 1e12);
+  merge_only->copy_gbps = 4000;
+  cplab_scenario *s = scenario("tp4", CPLAB_BENCH_DECODE, 4096, 16, CPLAB_GRAPH_NONE);
+  assert_near(predict(s, merge_only, &link, &pa, 1, &r1), predict(s, split, &link, &pa, 1, &r2), 0);
   cplab_scenario_free(s);
-  s = scenario("tp4", CPLAB_BENCH_DECODE, 4096, 16, CPLAB_GRAPH_NONE);
-  assert_near(predict(s, fused, &link, &pa, 1, &r1), predict(s, split, &link, &pa, 1, &r2), 0);
-  cplab_scenario_free(s);
-  cplab_model_table_free(fused), cplab_model_table_free(split);
+  cplab_model_table_free(fused), cplab_model_table_free(split), cplab_model_table_free(merge_only);
 }
 
 /* The plan-cost split the model reads adds up to the dry run's totals,
