@@ -61,7 +61,7 @@ typedef struct cplab_kb_work {
   double bytes;       /* bytes the kernel must move (the kernel's file says which) */
   int sets;           /* input sets the runs rotate over */
   double set_bytes;   /* bytes one run touches (sets · set_bytes >= 4 · L2 unless capped) */
-  char launcher[96];  /* what a run launches (kernels.json's "launcher") */
+  char launcher[128]; /* what a run launches (kernels.json's "launcher") */
 } cplab_kb_work;
 
 /* What a kernel's check measures (kernels.json's "check" fields, the

@@ -204,7 +204,6 @@ typedef struct topk_inst {
   void *scratch;                  /* decode: cplab_topk_split's (its route's scratch_bytes) */
   size_t scratch_bytes;
   char route[96];                 /* decode: cplab_topk_split's path on this device (kernels.json's launcher) */
-  char route_convert[128];        /* the same, "with its conversion" */
   double set_bytes;
   topk_set set[CPLAB_KBI_MAX_SETS];
 } topk_inst;
@@ -280,7 +279,6 @@ static int setup_topk(topk_inst *x, const cplab_kb_env *env, void *stream, cplab
   if (!rc && s->convert) rc = setup_conversion(x, env, d);
   if (!rc && x->mode == TOPK_DECODE)
     rc = decode_route(m, n, (int)k, &x->scratch_bytes, x->route, sizeof x->route, d);
-  if (!rc) snprintf(x->route_convert, sizeof x->route_convert, "%s, with its conversion", x->route);
   if (!rc && x->scratch_bytes) rc = cplab_dev_alloc(&x->scratch, x->scratch_bytes, d);
   for (int si = 0; !rc && si < sets; si++) {
     topk_set *st = &x->set[si];
@@ -491,10 +489,9 @@ static void work(const void *p, cplab_kb_work *w) {
   w->bytes = x->mode == TOPK_MERGE ? x->set_bytes : (double)x->in_range * 4;
   w->sets = x->sets;
   w->set_bytes = x->set_bytes;
-  snprintf(w->launcher, sizeof w->launcher, "%s",
-           x->mode == TOPK_MERGE    ? (x->s->convert ? "cplab_topk_merge with its conversion" : "cplab_topk_merge")
-           : x->mode == TOPK_DECODE ? (x->s->convert ? x->route_convert : x->route)
-                                    : "cplab_topk");
+  snprintf(w->launcher, sizeof w->launcher, "%s%s",
+           x->mode == TOPK_MERGE ? "cplab_topk_merge" : x->mode == TOPK_DECODE ? x->route : "cplab_topk",
+           x->s->convert ? (x->mode == TOPK_MERGE ? " with its conversion" : ", with its conversion") : "");
 }
 
 #define TOPK_KERNEL(kname, text, table, json, txt, setup_fn, note)                                                  \
