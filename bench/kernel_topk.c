@@ -271,8 +271,9 @@ static int setup_topk(topk_inst *x, const cplab_kb_env *env, void *stream, cplab
   x->ks = malloc((size_t)m * 4), x->ke = malloc((size_t)m * 4);
   if (!x->ks || !x->ke) CPLAB_FAIL(d, CPLAB_ENOMEM, "out of host memory");
   x->in_range = cplab_kbi_ranges(m, n, s->causal, x->ks, x->ke);
-  x->set_bytes = (double)x->in_range * 4 + (double)m * k * 8;
-  int sets = cplab_kbi_sets(env, x->set_bytes, (double)m * n * 4 + (double)m * k * 8);
+  double slots = s->convert ? (double)m * k * 4 : 0; /* the conversion's output, a set's as well */
+  x->set_bytes = (double)x->in_range * 4 + (double)m * k * 8 + slots;
+  int sets = cplab_kbi_sets(env, x->set_bytes, (double)m * n * 4 + (double)m * k * 8 + slots);
   int rc = cplab_kbi_upload((void **)&x->d_ks, x->ks, (size_t)m * 4, d);
   if (!rc) rc = cplab_kbi_upload((void **)&x->d_ke, x->ke, (size_t)m * 4, d);
   if (!rc) rc = cplab_kbi_gen_keys(env->seed, KEYS_REQ, NULL, n, &keys, stream, d);
