@@ -178,7 +178,8 @@ tests/emu/libcplab_emu.a: $(EMU_OBJECTS)
 	$(AM_V_AR)rm -f $@ && $(AR) cr $@ $(EMU_OBJECTS) && $(RANLIB) $@
 
 # The tests: the GPU tests' own sources, linked against the emulation.
-EMU_TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/kernels -I$(top_srcdir)/sim
+# CPLAB_KT_EMULATED: a GPU test built against the emulation (tolerances of the emulation's model)
+EMU_TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/kernels -I$(top_srcdir)/sim -DCPLAB_KT_EMULATED
 EMU_TEST_LIBS = tests/emu/libcplab_emu.a libcplab_sim.la $(CPLAB_CORE_LIBS) -lstdc++
 EMU_TESTS = tests/emu/emu_self.sh tests/emu/emu_probe.sh tests/emu/emu_gen.sh tests/emu/emu_convert.sh \
 	tests/emu/emu_indexer.sh tests/emu/emu_attention.sh tests/emu/emu_gemm.sh tests/emu/emu_numeric_fp8.sh \
