@@ -9,8 +9,7 @@
  *     then lower index" over the device's own fp32 logits, and equal to
  *     sim_indexer_topk modulo ties (an index only one side picked must score
  *     within 2 LOGIT_TOL · the row's largest magnitude sum of the reference's
- *     k-th score), with exact -1
- *     / -inf padding;
+ *     k-th score), with exact -1 / -inf padding;
  *   - top-k on synthetic rows of 131072 columns: heavy ties, ±0, -inf inside
  *     the range, empty and short ranges, k = 1, 2048, 4096. */
 #include <inttypes.h>
@@ -67,6 +66,7 @@ static int logit_ok(double got, double want, double mag, double maxabs, logit_wo
   if (maxabs > 0 && !(e / maxabs <= w->of_max)) w->of_max = e / maxabs;
   return e <= LOGIT_TOL * mag;
 }
+
 #define SEED UINT64_C(0x5EED)
 #define LAYER 11
 
