@@ -232,8 +232,9 @@ int cplab_gather_idx(const cplab_gather_idx_params *p, void *stream, cplab_diag 
  *   logits[i][j] = (sum_h w'[i][h] · ReLU(q̂[i][h] · k̂[j])) · s_k[j]   for ks[i] <= j < ke[i]
  *               = -inf                                               otherwise,
  * fp32 [m][n]. The dot products run on fp8 tensor cores (exact products,
- * added in the hardware's order and internal precision: within 2e-3 of the
- * row's max |logit| of the exact value, 5e-4 seen on an H200); the head sum
+ * added in the hardware's order and internal precision: a logit within 2e-3
+ * of its magnitude sum |s_k[j]| · sum_h |w'[i][h]| · sum |q̂ · k̂| of the exact
+ * value, 4.3e-4 seen on an H100: tests/gpu/test_gpu_indexer.c); the head sum
  * is fp32 in a fixed order. Every key
  * goes through the same instructions wherever it sits, so identical key
  * entries give bit-identical logits (exact ties). heads 1..128 (padded to
