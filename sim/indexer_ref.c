@@ -26,17 +26,26 @@ int sim_indexer_query_make(uint64_t seed, uint32_t layer, uint32_t request, uint
   return 0;
 }
 
-double sim_indexer_logit(const sim_indexer_query *q, const uint8_t key[CPLAB_IDX_ENTRY_BYTES]) {
+double sim_indexer_logit_mag(const sim_indexer_query *q, const uint8_t key[CPLAB_IDX_ENTRY_BYTES], double *mag) {
   float ks;
   memcpy(&ks, key + CPLAB_IDX_SCALE_OFFSET, sizeof ks); /* little-endian fp32, as stored */
-  double kv[CPLAB_IDX_DIM], logit = 0;
+  double kv[CPLAB_IDX_DIM], logit = 0, m = 0;
   for (int c = 0; c < CPLAB_IDX_DIM; c++) kv[c] = cplab_e4m3_to_f32(key[c]);
   for (int h = 0; h < q->heads; h++) {
-    double dot = 0;
-    for (int c = 0; c < CPLAB_IDX_DIM; c++) dot += (double)cplab_e4m3_to_f32(q->q[h][c]) * kv[c];
+    double dot = 0, abs = 0;
+    for (int c = 0; c < CPLAB_IDX_DIM; c++) {
+      double p = (double)cplab_e4m3_to_f32(q->q[h][c]) * kv[c];
+      dot += p, abs += fabs(p);
+    }
     if (dot > 0) logit += q->weight[h] * dot;
+    m += fabs(q->weight[h]) * abs;
   }
+  if (mag) *mag = m * fabs((double)ks);
   return logit * ks;
+}
+
+double sim_indexer_logit(const sim_indexer_query *q, const uint8_t key[CPLAB_IDX_ENTRY_BYTES]) {
+  return sim_indexer_logit_mag(q, key, NULL);
 }
 
 int sim_indexer_by_score(const void *a, const void *b) {

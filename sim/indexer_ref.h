@@ -27,6 +27,11 @@ int sim_indexer_query_make(uint64_t seed, uint32_t layer, uint32_t request, uint
 /* Logit of one key entry (132 bytes: 128 e4m3 + fp32 scale). */
 double sim_indexer_logit(const sim_indexer_query *q, const uint8_t key[CPLAB_IDX_ENTRY_BYTES]);
 
+/* The same logit and, in *mag, its magnitude sum |s_k| · sum_h |w'_h| ·
+ * sum_c |q_hc · k_c|: what a tensor core's accumulation error scales with
+ * (tests/gpu/test_gpu_indexer.c's bound). One pass over the products. */
+double sim_indexer_logit_mag(const sim_indexer_query *q, const uint8_t key[CPLAB_IDX_ENTRY_BYTES], double *mag);
+
 /* A logit and its key index; the order of top-k: a higher logit first,
  * equal logits by the lower index, a NaN logit (a read of poison) first of
  * all so that it shows (qsort comparator). */

@@ -205,19 +205,6 @@ static uint8_t *make_keys(uint64_t *rng, uint8_t *host) {
   return d_keys;
 }
 
-/* sim_indexer_logit's magnitude sum (LOGIT_TOL): |key scale| · sum_h |w'_h| · sum_c |q_hc · k_c|. */
-static double ref_logit_mag(const sim_indexer_query *q, const uint8_t key[CPLAB_IDX_ENTRY_BYTES]) {
-  float ks;
-  memcpy(&ks, key + CPLAB_IDX_SCALE_OFFSET, sizeof ks);
-  double mag = 0;
-  for (int h = 0; h < q->heads; h++) {
-    double dot = 0;
-    for (int c = 0; c < CPLAB_IDX_DIM; c++) dot += fabs((double)cplab_e4m3_to_f32(q->q[h][c]) * cplab_e4m3_to_f32(key[c]));
-    mag += fabs(q->weight[h]) * dot;
-  }
-  return mag * fabs((double)ks);
-}
-
 /* Logits vs sim_indexer_logit; ties bit-identical. Fills maxmag per row:
  * its largest magnitude sum (check_topk_ref's scale). */
 static void check_logits(const rows *q, const uint8_t *keys, const sim_indexer_query *ref, const float *logits,
@@ -230,8 +217,7 @@ static void check_logits(const rows *q, const uint8_t *keys, const sim_indexer_q
     double maxabs = 0;
     maxmag[r] = 0;
     for (int64_t j = q->ks[r] > 0 ? q->ks[r] : 0; j < q->ke[r] && j < NKEYS; j++) {
-      want[j] = sim_indexer_logit(&ref[r], keys + j * CPLAB_IDX_ENTRY_BYTES);
-      mag[j] = ref_logit_mag(&ref[r], keys + j * CPLAB_IDX_ENTRY_BYTES);
+      want[j] = sim_indexer_logit_mag(&ref[r], keys + j * CPLAB_IDX_ENTRY_BYTES, &mag[j]);
       if (fabs(want[j]) > maxabs) maxabs = fabs(want[j]);
       if (mag[j] > maxmag[r]) maxmag[r] = mag[j];
     }

@@ -4,7 +4,9 @@
  * deinterleaved PCP+DCP buffer are bitwise the single-rank keys (so every
  * rank's top-k equals the single-rank top-k), which a bad deinterleave breaks. */
 #include <math.h>
+#include <string.h>
 
+#include "cplab/fp8.h"
 #include "cplab/kv.h"
 #include "cplab/plan.h"
 #include "indexer_ref.h"
@@ -121,6 +123,30 @@ static int64_t gathered_keys_mismatches(const char *layout, int interleave) {
   return mismatches;
 }
 
+/* The magnitude sum: two heads, a key of +1 / -1 entries, by hand. Head 0
+ * (q = +2 everywhere, w' 0.5) has dot 2 · (64 - 64) = 0 and magnitude
+ * 2 · 128; head 1 (q = +1 on the key's +1 entries, -1 elsewhere, w' -0.25)
+ * has dot 128 = its magnitude. Logit: ReLU(0) · 0.5 + 128 · -0.25 = -32, times
+ * the key scale 4; mag: (0.5 · 256 + 0.25 · 128) · 4 = 640. */
+static void test_logit_magnitude_sum(void **state) {
+  (void)state;
+  static uint8_t key[CPLAB_IDX_ENTRY_BYTES];
+  sim_indexer_query q = {.heads = 2};
+  float ks = 4.0f;
+  for (int c = 0; c < CPLAB_IDX_DIM; c++) {
+    float kv = c % 2 ? -1.0f : 1.0f;
+    key[c] = cplab_e4m3_from_f32(kv);
+    q.q[0][c] = cplab_e4m3_from_f32(2.0f);
+    q.q[1][c] = cplab_e4m3_from_f32(kv);
+  }
+  memcpy(key + CPLAB_IDX_SCALE_OFFSET, &ks, sizeof ks);
+  q.weight[0] = 0.5, q.weight[1] = -0.25;
+  double mag = -1, logit = sim_indexer_logit_mag(&q, key, &mag);
+  assert_true(logit == -128.0 && mag == 640.0);
+  assert_true(sim_indexer_logit(&q, key) == logit);
+  assert_true(sim_indexer_logit_mag(&q, key, NULL) == logit);
+}
+
 static void test_gathered_keys_are_the_logical_keys(void **state) {
   (void)state;
   for (int il = 1; il <= 4; il *= 2) assert_int_equal(gathered_keys_mismatches("vllm", il), 0);
@@ -131,6 +157,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_topk_is_the_k_best),
       cmocka_unit_test(test_causal_bounds),
+      cmocka_unit_test(test_logit_magnitude_sum),
       cmocka_unit_test(test_gathered_keys_are_the_logical_keys),
   };
   return cmocka_run_group_tests_name("indexer", tests, NULL, NULL);
