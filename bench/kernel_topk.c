@@ -89,6 +89,7 @@ typedef struct topk_shape {
         &(const topk_shape){.k = kk, .causal = 0, .dcp = D, .interleave = 1, .convert = 1, .m = b, .n = ctx}, nt  \
   }
 #define N_FULL "a prefill chunk over a 32k context, every key in range"
+#define N_HALF "a prefill chunk over a 16k context, every key in range: topk-4k-32k's keys in rows half as long"
 #define N_CAUSAL "cplab-bench's causal prefill chunk at the end of a 32k context"
 #define N_DECODE "decode rows: every key of the context"
 #define N_DECODE_DCP "a DCP 4 rank's decode rows at 32k: its own keys (before cplab_topk_merge)"
@@ -100,6 +101,7 @@ typedef struct topk_shape {
 static const cplab_kb_case prefill_cases[] = {
     PREFILL("topk-4k-32k", 1, 4096, 32768, 2048, 0, N_FULL),
     PREFILL("topk-8k-32k", 1, 8192, 32768, 2048, 0, N_FULL),
+    PREFILL("topk-8k-16k", 0, 8192, 16384, 2048, 0, N_HALF),
     PREFILL("topk-4k-causal-32k", 1, 4096, 32768, 2048, 1, N_CAUSAL),
     PREFILL("topk-8k-causal-32k", 0, 8192, 32768, 2048, 1, N_CAUSAL),
     /* rows 0..4 hold fewer than k keys (-1 padding), the others select 290 of 290..300 */
