@@ -54,7 +54,11 @@
 // from DRAM it outlasted the ranking. (A stage issued before the placing
 // pass, the keys' values then read back from global memory, was tried: the
 // scattered 4-byte loads cost more than the overlap gained; bench/NOTES.md.)
-// 512 threads, not 1024: at 64 registers a thread the passes spilled.
+// 512 threads, not 1024: at 64 registers a thread the passes spilled, and
+// without the rare paths (which need the registers) they fit but ran no
+// faster: a row's time is its k-sized work (the candidates' bins, the
+// scan, placing and ranking 2048 winners), not latency that more warps
+// would hide (bench/NOTES.md, 2026-12-06).
 //
 // Paths (the launchers):
 //   - cplab_topk: one item per row (TOPK_ROWS). Rows whose range fits the
