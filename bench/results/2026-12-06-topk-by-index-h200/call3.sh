@@ -3,6 +3,10 @@
 # after the marking pass (call 1's, issued before it, took 469 us), against base (HEAD's
 # best-first top-k); the tree's best-first kernel too (no by-index code left in it). Two interleaved rounds,
 # --no-ceilings. (Cut to fit the session's last device minutes: no GPU test, no causal or decode best-first cases.)
+# Not run in session 25 (no device time left). To run it: apply this folder's by-index.patch to the tree, make the
+# bundle (tools/gpu-bundle.sh), put 9eb22ed's kernels/topk.cu, topk_bins.cuh, topk_block.cuh, topk_radix.cuh
+# in gpu-bundle/v/base/, this script and atomics-vs-bulk.cu in gpu-bundle/, then
+#   FINAL=$OUT sh gpu-bundle/gpu-kernel-prof.sh gpu-bundle gpu-bundle/call3.sh
 set -u
 B=$(cd "$(dirname "$0")" && pwd)
 save() { [ -n "${FINAL:-}" ] && tar czf "$FINAL/part.tar.gz" -C "$OUT" . ; }
@@ -25,4 +29,9 @@ for r in 1 2; do
   save
 done
 for l in base tree idx; do show $l; done
+# the guess alone (README.md): atomics-vs-bulk.cu, copied beside this script in the bundle
+if [ -f "$B/atomics-vs-bulk.cu" ]; then
+  "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" -gencode arch=compute_90a,code=sm_90a -std=c++17 -O3 -Ikernels "$B/atomics-vs-bulk.cu" -o avb >"$OUT/avb-build.log" 2>&1 &&
+    timeout 60 ./avb | tee "$OUT/avb.txt"
+fi
 save
