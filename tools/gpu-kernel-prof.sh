@@ -10,6 +10,9 @@
 # one file, prof.tar.gz, in $OUT (else BUNDLE_DIR/logs): the device tool
 # brings back at most 8 files a call, and a loop over versions and rounds
 # writes dozens. Exit status: SCRIPT's (2: the build failed).
+# NVCC_EXTRA (e.g. -lineinfo, which ncu's source page needs to name CUDA
+# lines): nvcc flags added to the configured ones, for this build and every
+# make SCRIPT runs (appended to the Makefile).
 set -u
 bundle=$(cd "${1:?bundle directory}" && pwd); script=$(cd "$(dirname "${2:?script}")" && pwd)/$(basename "$2")
 sys=$bundle/sysroot
@@ -26,6 +29,7 @@ export PKG_CONFIG_PATH LD_LIBRARY_PATH
 work=$(mktemp -d)
 tar xzf "$bundle"/cplab-*.tar.gz -C "$work" && cd "$work"/cplab-* || exit 2
 ./configure --with-cuda --with-nccl --with-cuda-arch=90 >"$OUT/configure.log" 2>&1 || { tail "$OUT/configure.log"; exit 2; }
+[ -n "${NVCC_EXTRA:-}" ] && printf 'NVCC_FLAGS += %s\n' "$NVCC_EXTRA" >>Makefile
 make -j16 bench/cplab-kernel-bench >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 2; }
 KB=bench/cplab-kernel-bench
 [ -x bench/.libs/cplab-kernel-bench ] && KB=bench/.libs/cplab-kernel-bench
