@@ -1,8 +1,9 @@
 #!/bin/sh
 # Session 26, call A: (1) call3.sh (../../2026-12-06-topk-by-index-h200/call3.sh, beside this script in the
-# bundle: base 9eb22ed's top-k against by-index.patch, best first and by index, two rounds; atomics-vs-bulk); (2) the GPU indexer test on the patch; (3) issue 21's H200 bars with the PyTorch peer
-# and the ceilings (run-gpu-kernels.sh): the decode logits with the ring of 3 (never run on an H200), the top-k
-# both orders, gather and restore at 8k.
+# bundle: base 9eb22ed's top-k against by-index.patch, best first and by index, two rounds; atomics-vs-bulk);
+# (2) the GPU indexer test on the patch; (3) issue 21's H200 bars with the PyTorch peer and the ceilings
+# (run-gpu-kernels.sh): the decode logits with the ring of 3 (never run on an H200), the top-k both orders,
+# gather and restore at 8k.
 set -u
 B=$(cd "$(dirname "$0")" && pwd)
 T0=$(date +%s)
