@@ -8,8 +8,7 @@ set -u
 T0=$(date +%s)
 save() { [ -n "${FINAL:-}" ] && tar czf "$FINAL/part.tar.gz" -C "$OUT" . ; }
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv,noheader | tee "$OUT/gpu.txt"
-grep NVCC_FLAGS Makefile | tail -2
-echo "built at $(( $(date +%s) - T0 )) s"
+grep NVCC_FLAGS Makefile | tail -1 # the -lineinfo NVCC_EXTRA appended
 for v in topk_prefill_by_index:topk-4k-32k-by-index topk_prefill:topk-4k-32k; do
   k=${v%%:*} c=${v#*:}
   timeout 200 ncu -k regex:topk_kernel -c 1 --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats \
