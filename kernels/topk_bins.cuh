@@ -47,7 +47,11 @@
 //  3. A pass that drops each key of a bin above b* into its bin's slot
 //     range of the winners (bins counted from the top: the slots follow the
 //     order) and b*'s keys into the list. The row buffer is then free: the
-//     next item's stage starts.
+//     next item's stage starts. A staged row's binned keys are read from a
+//     dense list here (topk_srow), shared out evenly: each thread's own
+//     compacted keys ran only as fast as its warp's fullest lane (~15 of 32
+//     lanes busy, ncu 2026-12-07; 3.3-3.9% of the prefill top-k's time on
+//     an H100).
 //  4. The order inside a bin by counting: a key's place is its bin's start
 //     plus the keys of its bin above it; b*'s keys likewise among b*'s, the
 //     first need of them winning. No sort of the k winners.
@@ -62,6 +66,7 @@
 #define TOPK_RANK_MAX 512   // b*'s keys ranked by counting (its keys each read all of them)
 #define TOPK_BUCKET_MAX 256 // bins above b* ranked by counting, else the bitonic sort
 #define TOPK_FLOOR_G (CPLAB_TOPK_MAX / TOPK_THREADS) // the floor's g at most
+#define TOPK_DENSE_SEVENTHS 2 // a staged row's dense list: 2/7 of the candidates' room (topk_run_item)
 #define TOPK_CAND_BATCH 4 // a staged row's compacted entries a thread loads at once (topk_srow::each_cand)
 // Shared-memory groups a thread loads before using them in the bin path's
 // staged passes (sm_100's code for 4 spills).
@@ -310,11 +315,19 @@ struct topk_srow {
   uint32_t *cand;
   unsigned rows, n; // cand's entries a thread; this thread's (> rows: every thread reads the row)
   bool spill;       // some thread had more than rows
+  // The dense list (dcap > 0): the binned entries again, all threads' in
+  // one run (thread t's at [off, off + n)), where all fit (dense), so that
+  // the placing pass shares them out evenly: a thread's own column runs as
+  // long as its warp's fullest lane (~16 entries where the mean is ~7).
+  uint32_t *dlist;
+  unsigned dcap, off, total;
+  bool dense;
   topk_bins bn;
   __device__ topk_srow(const uint32_t *rowbuf, uint32_t ph_, uint32_t len_, uint32_t rel0_, uint32_t *cand_,
-                       unsigned cap)
+                       unsigned cap, uint32_t *dlist_ = nullptr, unsigned dcap_ = 0)
       : buf(rowbuf), ph(ph_), len(len_), rel0(rel0_), groups((ph_ + len_ + 3) / 4), cand(cand_),
-        rows(cap / TOPK_THREADS >= 2 ? cap / TOPK_THREADS - 1 : 0), n(0), spill(false), bn() {}
+        rows(cap / TOPK_THREADS >= 2 ? cap / TOPK_THREADS - 1 : 0), n(0), spill(false), dlist(dlist_),
+        dcap(dcap_), off(0), total(0), dense(false), bn() {}
   // (row `rows` takes the surplus; rows 0: no room, the row is read again)
   // f(x, j0) on every group, x its words, j0 the element of its first word
   // (it wraps below 0 in the first group); the same calls in every thread.
@@ -427,17 +440,25 @@ struct topk_srow {
     });
     n = k;
     if (k > rows || !rows) c->ncand = 1; // (any thread: the same value)
+    unsigned lane = t & 31, incl = topk_warp_incl(min(k, rows + 1), lane);
+    if (lane == 31) c->wcand[t >> 5] = incl;
     __syncthreads();
     spill = c->ncand != 0;
+    {
+      unsigned wv = lane < TOPK_WARPS ? c->wcand[lane] : 0u, winc = topk_warp_incl(wv, lane);
+      off = __shfl_sync(TOPK_FULL, winc - wv, t >> 5) + incl - min(k, rows + 1);
+      total = __shfl_sync(TOPK_FULL, winc, TOPK_WARPS - 1);
+      dense = !spill && total <= dcap; // (the same in every thread)
+    }
     if (!spill) {
       each_cand(k, [&](unsigned i, uint32_t j, uint32_t b) {
         unsigned d = topk_bin(__uint_as_float(b), bn);
-        cand[i * TOPK_THREADS + t] = j | d << 16;
+        if (dense) dlist[off + i] = j | d << 16;
+        else cand[i * TOPK_THREADS + t] = j | d << 16;
         atomicAdd(&c->hist[d], 1u);
       });
       return;
     }
-    unsigned lane = t & 31;
     each_group([&](const uint4 &x, uint32_t) { // a thread had too many for cand: count them where they lie
       unsigned d[4];
       bool same = true;
@@ -451,6 +472,22 @@ struct topk_srow {
   }
   // put(d, key) for every key of a bin d >= bstar
   template <class P> __device__ __forceinline__ void place_each(unsigned bstar, P put) const {
+    if (dense) { // the threads share the list out evenly
+      for (unsigned p0 = threadIdx.x; p0 < total; p0 += TOPK_CAND_BATCH * TOPK_THREADS) {
+        uint32_t e[TOPK_CAND_BATCH], b[TOPK_CAND_BATCH];
+#pragma unroll
+        for (unsigned u = 0; u < TOPK_CAND_BATCH; u++) {
+          unsigned p = p0 + u * TOPK_THREADS;
+          e[u] = p < total ? dlist[p] : 0u;
+        }
+#pragma unroll
+        for (unsigned u = 0; u < TOPK_CAND_BATCH; u++) b[u] = buf[ph + (e[u] & 0xFFFFu)];
+#pragma unroll
+        for (unsigned u = 0; u < TOPK_CAND_BATCH; u++)
+          if (p0 + u * TOPK_THREADS < total && e[u] >> 16 >= bstar) put(e[u] >> 16, key_of(e[u] & 0xFFFFu, b[u]));
+      }
+      return;
+    }
     if (!spill) {
       each_cand(n, [&](unsigned i, uint32_t e, uint32_t b) {
         if (e >> 16 >= bstar) put(e >> 16, key_of(e & 0xFFFFu, b));
@@ -577,8 +614,12 @@ static __device__ void topk_run_item(int64_t w, const topk_args &a, const void *
     if (staged) { // the list's first TOPK_RANK_MAX entries are b*'s, the rest cand's
       // (rowbuf rather than staged: the compiler then knows that it is shared memory)
       unsigned room = a.list_cap > TOPK_RANK_MAX ? 2 * (a.list_cap - TOPK_RANK_MAX) : 0u; // (in 4-byte entries)
-      topk_srow row(rowbuf, (uint32_t)((const uint32_t *)staged - rowbuf), it.len, it.rel0,
-                    (uint32_t *)(list + TOPK_RANK_MAX), room);
+      // the dense list takes TOPK_DENSE_SEVENTHS of the room (~4600 entries: a row of the indexer's logits
+      // has ~2800-4300 candidates), cand the rest (21 a thread: by the model, no thread of 100 rows had more)
+      unsigned dcap = room / 7 * TOPK_DENSE_SEVENTHS & ~3u;
+      uint32_t *base = (uint32_t *)(list + TOPK_RANK_MAX);
+      topk_srow row(rowbuf, (uint32_t)((const uint32_t *)staged - rowbuf), it.len, it.rel0, base + dcap, room - dcap,
+                    base, dcap);
       topk_bin_or_radix<MODE>(row, topk_fsrc((const float *)staged, it.len, it.rel0), it.take, w, a, true, cap, c,
                               win, list, prefetch);
     } else {
