@@ -42,16 +42,13 @@
 //     every key of a higher bin is above every key of a lower one, the
 //     take-th largest key lies in one bin b*, the keys of the bins above it
 //     all win and b*'s keys (a few dozen for real logits) are the only
-//     candidates. A staged row's binned keys are first compacted (index and
-//     bin, 4 bytes) so that the histogram and the next pass run dense.
+//     candidates. A staged row's keys above the floor are first compacted
+//     into one list (column and bin, 4 bytes: topk_srow) so that the
+//     histogram and the next pass run dense and shared out evenly.
 //  3. A pass that drops each key of a bin above b* into its bin's slot
 //     range of the winners (bins counted from the top: the slots follow the
 //     order) and b*'s keys into the list. The row buffer is then free: the
-//     next item's stage starts. A staged row's binned keys are read from a
-//     dense list here (topk_srow), shared out evenly: each thread's own
-//     compacted keys ran only as fast as its warp's fullest lane (~15 of 32
-//     lanes busy, ncu 2026-12-07; 3.3-3.9% of the prefill top-k's time on
-//     an H100).
+//     next item's stage starts.
 //  4. The order inside a bin by counting: a key's place is its bin's start
 //     plus the keys of its bin above it; b*'s keys likewise among b*'s, the
 //     first need of them winning. No sort of the k winners.
@@ -66,8 +63,7 @@
 #define TOPK_RANK_MAX 512   // b*'s keys ranked by counting (its keys each read all of them)
 #define TOPK_BUCKET_MAX 256 // bins above b* ranked by counting, else the bitonic sort
 #define TOPK_FLOOR_G (CPLAB_TOPK_MAX / TOPK_THREADS) // the floor's g at most
-#define TOPK_DENSE_SEVENTHS 2 // a staged row's dense list: 2/7 of the candidates' room (topk_run_item)
-#define TOPK_CAND_BATCH 4 // a staged row's compacted entries a thread loads at once (topk_srow::each_cand)
+#define TOPK_CAND_BATCH 4 // a staged row's list entries a thread loads at once (topk_srow's bins and placing)
 // Shared-memory groups a thread loads before using them in the bin path's
 // staged passes (sm_100's code for 4 spills).
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
@@ -304,60 +300,68 @@ template <class S> struct topk_brow {
 };
 
 // A staged float row, the common case: the row buffer's 16-byte groups
-// [0, groups), element j at word ph + j (< 65536: a staged row). Its binned
-// keys are compacted into per-thread columns of cand (entry i of thread t
-// at cand[i · threads + t]: j | bin << 16, up to rows entries a thread), no
-// atomics or collectives; the histogram and the placing pass then read
-// those, dense (or the row again, where a thread had more).
+// [0, groups), element j at word ph + j (< 65536: a staged row). Its keys at
+// or above the floor go into one dense list (list, room entries: j | bin <<
+// 16) in three steps:
+//  - the compaction's pass keeps one bit a key in the thread's registers (the
+//    mask, TOPK_MASK_WORDS words: a compare and an or a key, where writing
+//    each key's column to a slot took eight instructions a key);
+//  - a scan of the threads' counts gives each its run of the list, and each
+//    writes its keys' columns there;
+//  - the bins are made over the list shared out evenly (entries t, t + 512,
+//    ...), as the placing pass reads it: a thread's own keys (~7, up to ~16 in
+//    a warp's fullest lane) had kept its passes at 15-19 of 32 lanes busy
+//    (ncu, bench/NOTES.md 2026-12-07).
+// Where the keys do not fit the list, or the row's rounds the mask (spill),
+// the histogram and the placing pass read the row again.
+#define TOPK_MASK_WORDS 4 // a thread's mask: 128 keys (a staged row of 32768 keys: 64 to 80)
 struct topk_srow {
+  static constexpr unsigned U = TOPK_SROW_UNROLL, RB = 4 * U; // a round's groups and keys a thread
+  static constexpr uint32_t ROUND = TOPK_THREADS * U;         // a round's groups
   const uint32_t *buf;
   uint32_t ph, len, rel0, groups;
-  uint32_t *cand;
-  unsigned rows, n; // cand's entries a thread; this thread's (> rows: every thread reads the row)
-  bool spill;       // some thread had more than rows
-  // The dense list (dcap > 0): the binned entries again, all threads' in
-  // one run (thread t's at [off, off + n)), where all fit (dense), so that
-  // the placing pass shares them out evenly: a thread's own column runs as
-  // long as its warp's fullest lane (~16 entries where the mean is ~7).
-  uint32_t *dlist;
-  unsigned dcap, off, total;
-  bool dense;
+  uint32_t *list;
+  unsigned room, total; // the list's entries, and its keys (where !spill)
+  bool spill;
   topk_bins bn;
-  __device__ topk_srow(const uint32_t *rowbuf, uint32_t ph_, uint32_t len_, uint32_t rel0_, uint32_t *cand_,
-                       unsigned cap, uint32_t *dlist_ = nullptr, unsigned dcap_ = 0)
-      : buf(rowbuf), ph(ph_), len(len_), rel0(rel0_), groups((ph_ + len_ + 3) / 4), cand(cand_),
-        rows(cap / TOPK_THREADS >= 2 ? cap / TOPK_THREADS - 1 : 0), n(0), spill(false), dlist(dlist_),
-        dcap(dcap_), off(0), total(0), dense(false), bn() {}
-  // (row `rows` takes the surplus; rows 0: no room, the row is read again)
-  // f(x, j0) on every group, x its words, j0 the element of its first word
-  // (it wraps below 0 in the first group); the same calls in every thread.
+  __device__ topk_srow(const uint32_t *rowbuf, uint32_t ph_, uint32_t len_, uint32_t rel0_, uint32_t *list_,
+                       unsigned room_)
+      : buf(rowbuf), ph(ph_), len(len_), rel0(rel0_), groups((ph_ + len_ + 3) / 4), list(list_), room(room_),
+        total(0), spill(true), bn() {}
+  // f(x, g0) on every round: x[u] the words of group g0 + u · threads + t
+  // (g0 = round · U · threads); the same calls in every thread.
   // A word that is not the item's reads as 0xFFFFFFFF, a -NaN: below every
   // floor, and topk_ord_fast makes it 0, which changes no thread's top.
   // topk_stage wrote those words into the first and last groups, so the
   // passes test no bounds: the rounds in which every thread has all its
   // groups load without a test, and the last round fills a missing group
   // with such words.
-  template <class F> __device__ __forceinline__ void each_group(F f) const {
+  template <class F> __device__ __forceinline__ void each_round(F f) const {
     const uint4 *v = (const uint4 *)buf;
-    constexpr uint32_t round = TOPK_THREADS * TOPK_SROW_UNROLL;
     uint32_t g0 = 0;
-    for (; g0 + round <= groups; g0 += round) {
-      uint4 x[TOPK_SROW_UNROLL];
+    for (; g0 + ROUND <= groups; g0 += ROUND) {
+      uint4 x[U];
 #pragma unroll
-      for (unsigned u = 0; u < TOPK_SROW_UNROLL; u++) x[u] = v[g0 + u * TOPK_THREADS + threadIdx.x];
-#pragma unroll
-      for (unsigned u = 0; u < TOPK_SROW_UNROLL; u++) f(x[u], 4 * (g0 + u * TOPK_THREADS + threadIdx.x) - ph);
+      for (unsigned u = 0; u < U; u++) x[u] = v[g0 + u * TOPK_THREADS + threadIdx.x];
+      f(x, g0);
     }
     if (g0 < groups) {
-      uint4 x[TOPK_SROW_UNROLL];
+      uint4 x[U];
 #pragma unroll
-      for (unsigned u = 0; u < TOPK_SROW_UNROLL; u++) {
+      for (unsigned u = 0; u < U; u++) {
         uint32_t g = g0 + u * TOPK_THREADS + threadIdx.x;
         x[u] = g < groups ? v[g] : make_uint4(TOPK_FULL, TOPK_FULL, TOPK_FULL, TOPK_FULL);
       }
-#pragma unroll
-      for (unsigned u = 0; u < TOPK_SROW_UNROLL; u++) f(x[u], 4 * (g0 + u * TOPK_THREADS + threadIdx.x) - ph);
+      f(x, g0);
     }
+  }
+  // f(x, j0) on every group, x its words, j0 the element of its first word
+  // (it wraps below 0 in the first group)
+  template <class F> __device__ __forceinline__ void each_group(F f) const {
+    each_round([&](const uint4 (&x)[U], uint32_t g0) {
+#pragma unroll
+      for (unsigned u = 0; u < U; u++) f(x[u], 4 * (g0 + u * TOPK_THREADS + threadIdx.x) - ph);
+    });
   }
   static __device__ __forceinline__ uint32_t word(const uint4 &x, unsigned q) {
     return q == 0 ? x.x : q == 1 ? x.y : q == 2 ? x.z : x.w;
@@ -408,88 +412,96 @@ struct topk_srow {
     if (groups >= TOPK_THREADS * g) return topk_floor(g, by_group, c);
     return topk_floor(g, by_key, c);
   }
-  // f(i, e, b) for this thread's compacted entries i < cnt, e the entry
-  // (its column in the low 16 bits), b the column's word in the row: in
-  // batches of TOPK_CAND_BATCH, every load of a batch (entries, then words)
-  // issued before f runs on any, so that a thread's chain of dependent
-  // shared loads is cnt / TOPK_CAND_BATCH long, not cnt.
-  template <class F> __device__ __forceinline__ void each_cand(unsigned cnt, F f) const {
-    for (unsigned i0 = 0; i0 < cnt; i0 += TOPK_CAND_BATCH) {
+  // The histogram (the list made first where it fits). The mask's bits: each
+  // round's RB enter at the top (bit 4u + q of the round: word q of its
+  // group u), the earlier rounds' move down by RB; after R rounds round r's
+  // key i is bit B = lo + RB · r + i, lo = 32 · TOPK_MASK_WORDS - RB · R, so
+  // (B - lo) / 4 = U · r + u and the key's column is
+  // 4 · ((B - lo) / 4 · threads + t) + B % 4 - ph.
+  __device__ void hist(topk_ctl *c) {
+    constexpr unsigned MW = TOPK_MASK_WORDS;
+    unsigned t = threadIdx.x, lane = t & 31, rounds = (groups + ROUND - 1) / ROUND;
+    bool fits = rounds * RB <= 32 * MW; // (the same in every thread)
+    uint32_t m[MW];
+#pragma unroll
+    for (unsigned w = 0; w < MW; w++) m[w] = 0;
+    if (fits) each_round([&](const uint4 (&x)[U], uint32_t) {
+      uint32_t r = 0;
+#pragma unroll
+      for (unsigned u = 0; u < U; u++)
+#pragma unroll
+        for (unsigned q = 0; q < 4; q++) r |= (above(word(x[u], q)) ? 1u : 0u) << (4 * u + q);
+#pragma unroll
+      for (unsigned w = 0; w + 1 < MW; w++) m[w] = m[w] >> RB | m[w + 1] << (32 - RB);
+      m[MW - 1] = m[MW - 1] >> RB | r << (32 - RB);
+    });
+    unsigned k = 0;
+#pragma unroll
+    for (unsigned w = 0; w < MW; w++) k += __popc(m[w]);
+    unsigned incl = topk_warp_incl(k, lane);
+    if (lane == 31) c->wcand[t >> 5] = incl;
+    __syncthreads();
+    unsigned wv = lane < TOPK_WARPS ? c->wcand[lane] : 0u, winc = topk_warp_incl(wv, lane);
+    unsigned off = __shfl_sync(TOPK_FULL, winc - wv, t >> 5) + incl - k;
+    total = __shfl_sync(TOPK_FULL, winc, TOPK_WARPS - 1);
+    spill = !fits || total > room; // (the same in every thread)
+    if (spill) {
+      each_group([&](const uint4 &x, uint32_t) { // count them where they lie
+        unsigned d[4];
+        bool same = true;
+#pragma unroll
+        for (unsigned q = 0; q < 4; q++) d[q] = bin_of(x, q), same = same && d[q] == d[0];
+        topk_hist_add<4>(c->hist, d, same, lane);
+      });
+      return;
+    }
+    // this thread's keys into list[off, off + k), the highest bit first;
+    // bo: B - lo of the top word's bit 0
+    uint32_t jt = 4 * t - ph, *dst = list + off;
+    int bo = (int)(RB * rounds) - 32;
+    for (unsigned i = 0; i < k; i++) {
+      while (m[MW - 1] == 0) {
+#pragma unroll
+        for (unsigned w = MW - 1; w > 0; w--) m[w] = m[w - 1];
+        m[0] = 0, bo -= 32;
+      }
+      unsigned b = 31 - __clz((int)m[MW - 1]), B = (unsigned)(bo + (int)b);
+      m[MW - 1] ^= 1u << b;
+      dst[i] = (B >> 2) * (4 * TOPK_THREADS) + (B & 3) + jt;
+    }
+    __syncthreads();
+    each_entry([&](unsigned p, uint32_t j, uint32_t b) { // the bins, the list shared out evenly
+      unsigned d = topk_bin(__uint_as_float(b), bn);
+      list[p] = j | d << 16;
+      atomicAdd(&c->hist[d], 1u);
+    });
+  }
+  // f(p, e, b) for the list's entries p = t, t + threads, ... (< total), e
+  // the entry (its column in the low 16 bits), b the column's word: in
+  // batches of TOPK_CAND_BATCH, every load of a batch issued before f runs
+  // on any
+  template <class F> __device__ __forceinline__ void each_entry(F f) const {
+    for (unsigned p0 = threadIdx.x; p0 < total; p0 += TOPK_CAND_BATCH * TOPK_THREADS) {
       uint32_t e[TOPK_CAND_BATCH], b[TOPK_CAND_BATCH];
 #pragma unroll
-      for (unsigned u = 0; u < TOPK_CAND_BATCH; u++)
-        e[u] = i0 + u < cnt ? cand[(i0 + u) * TOPK_THREADS + threadIdx.x] : 0u;
+      for (unsigned u = 0; u < TOPK_CAND_BATCH; u++) {
+        unsigned p = p0 + u * TOPK_THREADS;
+        e[u] = p < total ? list[p] : 0u;
+      }
 #pragma unroll
       for (unsigned u = 0; u < TOPK_CAND_BATCH; u++) b[u] = buf[ph + (e[u] & 0xFFFFu)];
 #pragma unroll
       for (unsigned u = 0; u < TOPK_CAND_BATCH; u++)
-        if (i0 + u < cnt) f(i0 + u, e[u], b[u]);
+        if (p0 + u * TOPK_THREADS < total) f(p0 + u * TOPK_THREADS, e[u], b[u]);
     }
-  }
-  // The compaction keeps a key's column only; its bin is made afterwards,
-  // once a candidate (about a tenth of a row's keys) rather than once a key.
-  __device__ void hist(topk_ctl *c) {
-    unsigned t = threadIdx.x, k = 0;
-    if (rows) each_group([&](const uint4 &x, uint32_t j0) {
-#pragma unroll
-      for (unsigned q = 0; q < 4; q++) { // branch-free: every key is written at slot k, only one at or
-        bool in = above(word(x, q));   // above the floor moves k on (the next key overwrites the rest)
-        cand[min(k, rows) * TOPK_THREADS + t] = j0 + q; // (slot rows: past the room, never read)
-        k += in ? 1u : 0u;
-      }
-    });
-    n = k;
-    if (k > rows || !rows) c->ncand = 1; // (any thread: the same value)
-    unsigned lane = t & 31, incl = topk_warp_incl(min(k, rows + 1), lane);
-    if (lane == 31) c->wcand[t >> 5] = incl;
-    __syncthreads();
-    spill = c->ncand != 0;
-    {
-      unsigned wv = lane < TOPK_WARPS ? c->wcand[lane] : 0u, winc = topk_warp_incl(wv, lane);
-      off = __shfl_sync(TOPK_FULL, winc - wv, t >> 5) + incl - min(k, rows + 1);
-      total = __shfl_sync(TOPK_FULL, winc, TOPK_WARPS - 1);
-      dense = !spill && total <= dcap; // (the same in every thread)
-    }
-    if (!spill) {
-      each_cand(k, [&](unsigned i, uint32_t j, uint32_t b) {
-        unsigned d = topk_bin(__uint_as_float(b), bn);
-        if (dense) dlist[off + i] = j | d << 16;
-        else cand[i * TOPK_THREADS + t] = j | d << 16;
-        atomicAdd(&c->hist[d], 1u);
-      });
-      return;
-    }
-    each_group([&](const uint4 &x, uint32_t) { // a thread had too many for cand: count them where they lie
-      unsigned d[4];
-      bool same = true;
-#pragma unroll
-      for (unsigned q = 0; q < 4; q++) d[q] = bin_of(x, q), same = same && d[q] == d[0];
-      topk_hist_add<4>(c->hist, d, same, lane);
-    });
   }
   __device__ void place(topk_ctl *c, unsigned bstar, uint64_t *dst, uint64_t *list) const {
     place_each(bstar, [&](unsigned d, uint64_t k) { topk_place_one(c, d, bstar, k, dst, list); });
   }
   // put(d, key) for every key of a bin d >= bstar
   template <class P> __device__ __forceinline__ void place_each(unsigned bstar, P put) const {
-    if (dense) { // the threads share the list out evenly
-      for (unsigned p0 = threadIdx.x; p0 < total; p0 += TOPK_CAND_BATCH * TOPK_THREADS) {
-        uint32_t e[TOPK_CAND_BATCH], b[TOPK_CAND_BATCH];
-#pragma unroll
-        for (unsigned u = 0; u < TOPK_CAND_BATCH; u++) {
-          unsigned p = p0 + u * TOPK_THREADS;
-          e[u] = p < total ? dlist[p] : 0u;
-        }
-#pragma unroll
-        for (unsigned u = 0; u < TOPK_CAND_BATCH; u++) b[u] = buf[ph + (e[u] & 0xFFFFu)];
-#pragma unroll
-        for (unsigned u = 0; u < TOPK_CAND_BATCH; u++)
-          if (p0 + u * TOPK_THREADS < total && e[u] >> 16 >= bstar) put(e[u] >> 16, key_of(e[u] & 0xFFFFu, b[u]));
-      }
-      return;
-    }
-    if (!spill) {
-      each_cand(n, [&](unsigned i, uint32_t e, uint32_t b) {
+    if (!spill) { // the threads share the list out evenly
+      each_entry([&](unsigned, uint32_t e, uint32_t b) {
         if (e >> 16 >= bstar) put(e >> 16, key_of(e & 0xFFFFu, b));
       });
       return;
@@ -614,12 +626,8 @@ static __device__ void topk_run_item(int64_t w, const topk_args &a, const void *
     if (staged) { // the list's first TOPK_RANK_MAX entries are b*'s, the rest cand's
       // (rowbuf rather than staged: the compiler then knows that it is shared memory)
       unsigned room = a.list_cap > TOPK_RANK_MAX ? 2 * (a.list_cap - TOPK_RANK_MAX) : 0u; // (in 4-byte entries)
-      // the dense list takes TOPK_DENSE_SEVENTHS of the room (~4600 entries: a row of the indexer's logits
-      // has ~2800-4300 candidates), cand the rest (21 a thread: by the model, no thread of 100 rows had more)
-      unsigned dcap = room / 7 * TOPK_DENSE_SEVENTHS & ~3u;
-      uint32_t *base = (uint32_t *)(list + TOPK_RANK_MAX);
-      topk_srow row(rowbuf, (uint32_t)((const uint32_t *)staged - rowbuf), it.len, it.rel0, base + dcap, room - dcap,
-                    base, dcap);
+      topk_srow row(rowbuf, (uint32_t)((const uint32_t *)staged - rowbuf), it.len, it.rel0,
+                    (uint32_t *)(list + TOPK_RANK_MAX), room);
       topk_bin_or_radix<MODE>(row, topk_fsrc((const float *)staged, it.len, it.rel0), it.take, w, a, true, cap, c,
                               win, list, prefetch);
     } else {
