@@ -128,7 +128,7 @@ template <int MODE> __global__ void __launch_bounds__(TOPK_THREADS, 1) topk_kern
   if (threadIdx.x == TOPK_L2_THREAD) topk_prefetch_l2<MODE>(a, w + gridDim.x);
   for (; w < a.items; w += gridDim.x) {
     cp_async_wait<0>();
-    if (threadIdx.x == 0) c->ctr = 0, c->maxb = 0, c->ncand = 0, c->bstar = TOPK_BINS;
+    if (threadIdx.x == 0) c->ctr = 0, c->maxb = 0, c->bstar = TOPK_BINS;
     __syncthreads(); // the staged head and tail are visible; the previous item's reads of win and list are over
     if (bulk) { // (after the barrier: the copy has been issued)
       mbar_wait(&c->stage_bar, bulk_phase & 1u);
@@ -256,7 +256,7 @@ __global__ void __launch_bounds__(TOPK_THREADS, 1) topk_cluster_kernel(topk_args
   for (unsigned b = t; b < TOPK_BINS; b += TOPK_THREADS) c->hist[b] = 0;
   if (t == 0) {
     mbar_init(&c->stage_bar, 1);
-    c->ctr = 0, c->maxb = 0, c->ncand = 0, c->bstar = TOPK_BINS;
+    c->ctr = 0, c->maxb = 0, c->bstar = TOPK_BINS;
     c->cl_proven = 0xFFFFFFFFu, c->cl_high = 0, c->cl_hi = 0;
   }
   __syncthreads();
@@ -283,7 +283,7 @@ __global__ void __launch_bounds__(TOPK_THREADS, 1) topk_cluster_kernel(topk_args
     cut = topk_cluster_find(c, take, rank, C);
     if (cut.bstar == TOPK_BINS) { // the higher floor left fewer than take keys: the proven one, again
       __syncthreads();
-      if (t == 0) c->bstar = TOPK_BINS, c->maxb = 0, c->ncand = 0;
+      if (t == 0) c->bstar = TOPK_BINS, c->maxb = 0;
       topk_hist_clear(c);
       topk_bins_span(row.bn, row.bn.proven, row.bn.hi);
       __syncthreads();
@@ -301,7 +301,7 @@ __global__ void __launch_bounds__(TOPK_THREADS, 1) topk_cluster_kernel(topk_args
             // (the last remote reads were before the barrier above or in topk_cluster_find)
     if (rank != 0) return;
     __syncthreads();
-    if (t == 0) c->ctr = 0, c->maxb = 0, c->ncand = 0, c->bstar = TOPK_BINS;
+    if (t == 0) c->ctr = 0, c->maxb = 0, c->bstar = TOPK_BINS;
     topk_hist_clear(c);
     __syncthreads();
     if (take == 0) { // an empty row: -1 throughout

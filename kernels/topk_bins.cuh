@@ -541,7 +541,7 @@ static __device__ bool topk_bin_item(R &row, unsigned take, int64_t w, const top
   topk_cut cut = topk_bin_find(c, take);
   if (cut.bstar == TOPK_BINS) { // the higher floor left fewer than take keys: the proven one, again
     __syncthreads();            // every thread has read c->bstar
-    if (t == 0) c->bstar = TOPK_BINS, c->maxb = 0, c->ncand = 0;
+    if (t == 0) c->bstar = TOPK_BINS, c->maxb = 0;
     topk_hist_clear(c);
     topk_bins_span(row.bn, row.bn.proven, row.bn.hi);
     __syncthreads();

@@ -150,9 +150,8 @@ struct __align__(16) topk_ctl {
   unsigned hist[TOPK_BINS];
   unsigned beg[TOPK_BINS]; // the bin path: where each bin's winners start
   unsigned wsum[TOPK_WARPS];
-  unsigned wcand[TOPK_WARPS]; // the compaction's candidates a warp (topk_srow's dense list)
+  unsigned wcand[TOPK_WARPS]; // the compaction's keys a warp (where topk_srow's list runs start)
   uint32_t wfloor[TOPK_WARPS];
-  unsigned ncand; // the bin path's compacted keys
   unsigned long long prefix, mask; // the digits chosen so far, and where they are
   unsigned need, cnt;              // keys still to take among those matching; keys in the chosen bin
   unsigned ctr;                    // appends: winners in the low half, list entries in the high half
