@@ -1,6 +1,6 @@
 #!/bin/sh
 # NOT RUN (session 28: every start refused until the device time was nearly spent; calls J and K ran its
-# test and a round of its timing). Ready for the next session's ncu of the compaction by mask.
+# test and a round of its timing). Its ncu step is in ../2026-12-07-topk-rank2/callL.sh, for the next session.
 # Session 28, call H: ncu of the prefill top-k with the compaction by mask (the tree, built with -lineinfo),
 # 4096 x 32768: the details page and the SASS page (tools/ncu-sass-phases.py); then the GPU indexer test
 # (150 s: the 60 s of call G were too short for its 150 random logits cases). Run:
