@@ -316,6 +316,7 @@ __global__ void __launch_bounds__(TOPK_THREADS, 1) topk_cluster_kernel(topk_args
     return;
   }
   uint32_t win0 = cluster_map(win, 0), list0 = cluster_map(list, 0), ctr0 = cluster_map(&c->ctr, 0);
+  if (rank == 0 && t == 0) topk_rank_pad(cut, win, list); // (block 0 ranks: its own win and list)
   row.place_each(cut.bstar, [&](unsigned d, uint64_t key) {
     if (d > cut.bstar) cluster_st_u64(win0 + 8u * atomicAdd(&c->hist[d], 1u), key);
     else cluster_st_u64(list0 + 8u * cluster_atomic_add_u32(ctr0, 1u), key);

@@ -455,19 +455,19 @@ struct topk_srow {
       });
       return;
     }
-    // this thread's keys into list[off, off + k), the highest bit first;
-    // bo: B - lo of the top word's bit 0
+    // this thread's keys into list[off, off + k), word by word (the list's
+    // order is free: the bins and the placing pass count, and the ranking
+    // orders), each word's highest bit first; word w's bit 0 is B - lo =
+    // RB · rounds - 32 · (MW - w) (the words below the rounds' are 0)
     uint32_t jt = 4 * t - ph, *dst = list + off;
-    int bo = (int)(RB * rounds) - 32;
-    for (unsigned i = 0; i < k; i++) {
-      while (m[MW - 1] == 0) {
 #pragma unroll
-        for (unsigned w = MW - 1; w > 0; w--) m[w] = m[w - 1];
-        m[0] = 0, bo -= 32;
+    for (unsigned w = 0; w < MW; w++) {
+      int bo = (int)(RB * rounds) - 32 * (int)(MW - w);
+      for (uint32_t x = m[w]; x != 0;) {
+        unsigned b = 31 - __clz((int)x), B = (unsigned)(bo + (int)b);
+        x ^= 1u << b;
+        *dst++ = (B >> 2) * (4 * TOPK_THREADS) + (B & 3) + jt;
       }
-      unsigned b = 31 - __clz((int)m[MW - 1]), B = (unsigned)(bo + (int)b);
-      m[MW - 1] ^= 1u << b;
-      dst[i] = (B >> 2) * (4 * TOPK_THREADS) + (B & 3) + jt;
     }
     __syncthreads();
     each_entry([&](unsigned p, uint32_t j, uint32_t b) { // the bins, the list shared out evenly
@@ -516,11 +516,31 @@ struct topk_srow {
   }
 };
 
-// The keys of a[s, e) above x.
+// The ranking by counting reads whole 4-key steps: a key's count runs over
+// its bin's entries widened to multiples of 4 (the entries before the bin's
+// start are of higher bins: all above it, and counted; those past its end
+// are of lower bins or the padding below: none above it). So no step is
+// partial and a thread's four counts are independent (one count a key had
+// been a chain of dependent adds, and a remainder loop a key). The padding:
+// zero keys (below every key) from the end of b*'s keys in the list and of
+// the winners above b* in win to the next multiple of 4. Written by one
+// thread before the placing pass's barrier: the placing pass writes neither
+// (list[0, cnt), win[0, above) only; cnt <= TOPK_RANK_MAX, where the staged
+// list begins, and above < take <= win_cap, a multiple of 4).
+static __device__ __forceinline__ void topk_rank_pad(const topk_cut &cut, uint64_t *win, uint64_t *list) {
+  for (unsigned i = cut.cnt; i & 3u; i++) list[i] = 0;
+  if (win)
+    for (unsigned i = cut.above; i & 3u; i++) win[i] = 0;
+}
+
+// The keys of a[s, e) above x, s and e multiples of 4 (a 16-byte aligned).
 static __device__ __forceinline__ unsigned topk_rank(const uint64_t *a, unsigned s, unsigned e, uint64_t x) {
-  unsigned r = 0;
-  for (unsigned i = s; i < e; i++) r += a[i] > x ? 1u : 0u;
-  return r;
+  unsigned r0 = 0, r1 = 0, r2 = 0, r3 = 0;
+  for (unsigned i = s; i < e; i += 4) {
+    ulonglong2 u = *(const ulonglong2 *)(a + i), v = *(const ulonglong2 *)(a + i + 2);
+    r0 += u.x > x ? 1u : 0u, r1 += u.y > x ? 1u : 0u, r2 += v.x > x ? 1u : 0u, r3 += v.y > x ? 1u : 0u;
+  }
+  return (r0 + r1) + (r2 + r3);
 }
 
 template <int MODE>
@@ -561,6 +581,7 @@ static __device__ bool topk_bin_item(R &row, unsigned take, int64_t w, const top
     return false;
   }
   uint64_t *out = a.scratch + w * a.k, *dst = MODE == TOPK_CHUNKS ? out : win; // (topk_decode's out)
+  if (t == 0) topk_rank_pad(cut, MODE == TOPK_CHUNKS ? nullptr : win, list);
   row.place(c, cut.bstar, dst, list);
   __syncthreads();
   topk_hist_clear(c); // the next item's histogram starts from zero (after its first barrier)
@@ -582,7 +603,7 @@ static __device__ void topk_bin_rank(const topk_ctl *c, const topk_cut &cut, con
   topk_out o = MODE == TOPK_CHUNKS ? topk_out{} : topk_out_of(a, w); // rows, merge: the item is the row
   for (unsigned i = t; i < cut.cnt; i += TOPK_THREADS) { // b*'s winners: their place among its keys
     uint64_t x = list[i];
-    unsigned r = topk_rank(list, 0, cut.cnt, x);
+    unsigned r = topk_rank(list, 0, (cut.cnt + 3) & ~3u, x);
     if (r >= cut.need) continue;
     if (MODE == TOPK_CHUNKS) out[cut.above + r] = x;
     else if (rank_all) o.put(cut.above + r, x);
@@ -595,8 +616,8 @@ static __device__ void topk_bin_rank(const topk_ctl *c, const topk_cut &cut, con
   }
   for (unsigned p = t; p < cut.above; p += TOPK_THREADS) { // the bins above b*: a key's place in its bin
     uint64_t x = win[p];
-    unsigned b = topk_bin_key(x, bn), s0 = c->beg[b];
-    o.put(s0 + topk_rank(win, s0, c->beg[b - 1], x), x);
+    unsigned b = topk_bin_key(x, bn), s0 = c->beg[b] & ~3u; // (the widened bin: see topk_rank_pad)
+    o.put(s0 + topk_rank(win, s0, (c->beg[b - 1] + 3) & ~3u, x), x);
   }
   for (unsigned j = take + t; j < (unsigned)a.k; j += TOPK_THREADS) o.none(j);
 }

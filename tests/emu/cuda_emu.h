@@ -153,6 +153,9 @@ struct alignas(8) uint2 {
 struct alignas(16) uint4 {
   unsigned x, y, z, w;
 };
+struct alignas(16) ulonglong2 {
+  unsigned long long x, y;
+};
 struct alignas(8) int2 {
   int x, y;
 };
