@@ -1,13 +1,18 @@
 #!/bin/sh
 # Session 29, call O: not run (the session's last 288 s of device time were too few for a start); for the
 # next session. On the tree as landed (1d611f0: the ranking by whole 4-key steps and the list by words),
-# built with NVCC_EXTRA=-lineinfo:
-# 1. ncu of the prefill top-k, 4096 x 32768: details page and SASS page (tools/ncu-sass-phases.py);
-# 2. two interleaved rounds of v2 (the ranking's bin without topk_bin_key's floor test, every winner being
-#    above the floor) against the tree, the prefill cases only.
-# Prepare: sh tools/gpu-bundle.sh (trim the tarball's bench/results as the earlier folders say);
-#   mkdir -p gpu-bundle/v/v2 && cp kernels/topk_bins.cuh gpu-bundle/v/v2/ &&
-#   (cd gpu-bundle/v/v2 && patch -p2 < ../../../bench/results/2026-12-07-topk-rank-pad/v2.patch);
+# three versions of kernels/topk_bins.cuh, each from a patch in this folder (emulated indexer test passes):
+#   v2       the ranking's bin without topk_bin_key's floor test (every winner lies above the floor);
+#   fbins    the bins made and counted as the list is written from the mask (no pass of their own over the
+#            list, one barrier fewer);
+#   v2fbins  both.
+# 1. three interleaved rounds of tree, v2, fbins, v2fbins (tools/gpu-kernel-versions.sh, --no-ceilings);
+# 2. ncu of v2fbins's prefill top-k, 4096 x 32768 ($KB: the last-built version; NVCC_EXTRA=-lineinfo),
+#    details page and SASS page (tools/ncu-sass-phases.py);
+# 3. the GPU indexer test on v2fbins (its file copied in, the test rebuilt, the tree's put back).
+# Prepare: sh tools/gpu-bundle.sh (trim the tarball's bench/results as the earlier folders say); then
+#   for v in v2 fbins v2fbins; do mkdir -p gpu-bundle/v/$v && cp kernels/topk_bins.cuh gpu-bundle/v/$v/ &&
+#     (cd gpu-bundle/v/$v && patch -p2 < ../../../bench/results/2026-12-07-topk-rank-pad/$v.patch); done
 #   cp this script into gpu-bundle/. Run:
 #   NVCC_EXTRA=-lineinfo FINAL=$OUT sh gpu-bundle/gpu-kernel-prof.sh gpu-bundle gpu-bundle/callO.sh
 set -u
@@ -15,6 +20,11 @@ T0=$(date +%s)
 B=$(cd "$(dirname "$0")" && pwd)
 save() { [ -n "${FINAL:-}" ] && tar czf "$FINAL/part.tar.gz" -C "$OUT" . ; }
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv,noheader | tee "$OUT/gpu.txt"
+KV_FILE=kernels/topk_bins.cuh KV_VERSIONS="tree=. v2=v/v2 fbins=v/fbins v2fbins=v/v2fbins" KV_ROUNDS=3 \
+  KV_ARGS="--case topk-4k-32k,topk-8k-32k,topk-4k-causal-32k,topk-decode-b1-32k,topk-decode-b64-128k" \
+  timeout 400 sh "$B/gpu-kernel-versions.sh" >"$OUT/versions.log" 2>&1; echo "versions rc $? at $(( $(date +%s) - T0 )) s"
+for f in "$OUT"/*-[123].json; do python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sys.argv[1].split("/")[-1], " ".join("%s=%.2f/%s" % (e["case"], e.get("median_us", -1), e["check"]["ok"]) for e in d["entries"]))' "$f"; done
+save
 c=topk-4k-32k
 timeout 60 ncu -k regex:topk_kernel -c 1 --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats \
   --section SourceCounters --section InstructionStats --section MemoryWorkloadAnalysis --section SchedulerStats \
@@ -26,9 +36,10 @@ gzip -9 "$OUT/sass-$c.csv"
 [ "$(stat -c %s "$OUT/sass-$c.csv.gz")" -gt 10000 ] && rm -f "$OUT/$c.ncu-rep"
 grep -E "Duration|Warp Cycles Per Issued|Issued Warp|Executed Instructions  |Registers Per|No Eligible" "$OUT/ncu-$c.txt" | head -8
 save
-KV_FILE=kernels/topk_bins.cuh KV_VERSIONS="tree=. v2=v/v2" KV_ROUNDS=2 \
-  KV_ARGS="--case topk-4k-32k,topk-8k-32k,topk-4k-causal-32k" \
-  timeout 150 sh "$B/gpu-kernel-versions.sh" >"$OUT/versions.log" 2>&1; echo "versions rc $? at $(( $(date +%s) - T0 )) s"
-for f in "$OUT"/*-[12].json; do python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sys.argv[1].split("/")[-1], " ".join("%s=%.2f/%s" % (e["case"], e.get("median_us", -1), e["check"]["ok"]) for e in d["entries"]))' "$f"; done
+mkdir -p "$OUT/tree" && cp kernels/topk_bins.cuh "$OUT/tree/" && cp "$B/v/v2fbins/topk_bins.cuh" kernels/
+make -j16 tests/gpu/test_gpu_indexer >"$OUT/build-tests.log" 2>&1; echo "build tests rc $?"
+timeout 150 ./tests/gpu/test_gpu_indexer >"$OUT/test_gpu_indexer-v2fbins.txt" 2>&1; echo "test_gpu_indexer (v2fbins) rc $?"
+cp "$OUT/tree/"* kernels/ && rm -rf "$OUT/tree"
+tail -1 "$OUT/test_gpu_indexer-v2fbins.txt"; grep "^FAIL" "$OUT/test_gpu_indexer-v2fbins.txt" | cut -c1-200
 save
 echo "all done at $(( $(date +%s) - T0 )) s"
