@@ -533,14 +533,16 @@ static __device__ __forceinline__ void topk_rank_pad(const topk_cut &cut, uint64
     for (unsigned i = cut.above; i & 3u; i++) win[i] = 0;
 }
 
-// The keys of a[s, e) above x, s and e multiples of 4 (a 16-byte aligned).
+// Key x's place among a[s, e), the run of its bin (a 16-byte aligned): s
+// plus the keys of the run above x, counted over the run widened to whole
+// 4-key steps (see topk_rank_pad).
 static __device__ __forceinline__ unsigned topk_rank(const uint64_t *a, unsigned s, unsigned e, uint64_t x) {
-  unsigned r0 = 0, r1 = 0, r2 = 0, r3 = 0;
-  for (unsigned i = s; i < e; i += 4) {
+  unsigned s4 = s & ~3u, r0 = 0, r1 = 0, r2 = 0, r3 = 0;
+  for (unsigned i = s4; i < e; i += 4) {
     ulonglong2 u = *(const ulonglong2 *)(a + i), v = *(const ulonglong2 *)(a + i + 2);
     r0 += u.x > x ? 1u : 0u, r1 += u.y > x ? 1u : 0u, r2 += v.x > x ? 1u : 0u, r3 += v.y > x ? 1u : 0u;
   }
-  return (r0 + r1) + (r2 + r3);
+  return s4 + (r0 + r1) + (r2 + r3);
 }
 
 template <int MODE>
@@ -603,7 +605,7 @@ static __device__ void topk_bin_rank(const topk_ctl *c, const topk_cut &cut, con
   topk_out o = MODE == TOPK_CHUNKS ? topk_out{} : topk_out_of(a, w); // rows, merge: the item is the row
   for (unsigned i = t; i < cut.cnt; i += TOPK_THREADS) { // b*'s winners: their place among its keys
     uint64_t x = list[i];
-    unsigned r = topk_rank(list, 0, (cut.cnt + 3) & ~3u, x);
+    unsigned r = topk_rank(list, 0, cut.cnt, x);
     if (r >= cut.need) continue;
     if (MODE == TOPK_CHUNKS) out[cut.above + r] = x;
     else if (rank_all) o.put(cut.above + r, x);
@@ -616,8 +618,8 @@ static __device__ void topk_bin_rank(const topk_ctl *c, const topk_cut &cut, con
   }
   for (unsigned p = t; p < cut.above; p += TOPK_THREADS) { // the bins above b*: a key's place in its bin
     uint64_t x = win[p];
-    unsigned b = topk_bin_key(x, bn), s0 = c->beg[b] & ~3u; // (the widened bin: see topk_rank_pad)
-    o.put(s0 + topk_rank(win, s0, (c->beg[b - 1] + 3) & ~3u, x), x);
+    unsigned b = topk_bin_key(x, bn);
+    o.put(topk_rank(win, c->beg[b], c->beg[b - 1], x), x);
   }
   for (unsigned j = take + t; j < (unsigned)a.k; j += TOPK_THREADS) o.none(j);
 }
