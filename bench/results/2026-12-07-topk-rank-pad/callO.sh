@@ -1,6 +1,6 @@
 #!/bin/sh
 # Session 29, call O: not run (the session's last 288 s of device time were too few for a start); for the
-# next session. On the tree as landed (1d611f0: the ranking by whole 4-key steps and the list by words),
+# next session. On the tree as landed (cfc29f9: the ranking by whole 4-key steps and the list by words),
 # three versions of kernels/topk_bins.cuh, each from a patch in this folder (emulated indexer test passes):
 #   v2       the ranking's bin without topk_bin_key's floor test (every winner lies above the floor);
 #   fbins    the bins made and counted as the list is written from the mask (no pass of their own over the
