@@ -68,6 +68,9 @@ EXTRA_DIST += tests/cli/layout_one_file.sh
 # tools/gpu-kernel-versions.sh (a GPU call's versions of one kernel file) with stand-ins for make and the program.
 TESTS += tests/cli/kernel_versions.sh
 EXTRA_DIST += tests/cli/kernel_versions.sh
+# tools/gpu-kernel-ncu.sh (a GPU call's Nsight Compute pages of one case) with a stand-in ncu.
+TESTS += tests/cli/kernel_ncu.sh
+EXTRA_DIST += tests/cli/kernel_ncu.sh
 # tools/gpu-kernel-prof.sh (a GPU call's build and script, its results as one file) with a stand-in bundle.
 TESTS += tests/cli/kernel_prof.sh
 EXTRA_DIST += tests/cli/kernel_prof.sh

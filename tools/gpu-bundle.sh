@@ -8,9 +8,10 @@
 #      node never runs autoreconf);
 #   2. downloads the missing Debian 12 packages and unpacks them with dpkg -x
 #      into BUNDLE_DIR/sysroot;
-#   3. copies tools/gpu-node-check.sh, tools/gpu-kernel-prof.sh and
+#   3. copies tools/gpu-node-check.sh, tools/gpu-kernel-prof.sh,
 #      tools/gpu-kernel-versions.sh (versions of a kernel file timed in one
-#      call) beside them.
+#      call) and tools/gpu-kernel-ncu.sh (one case's Nsight Compute pages)
+#      beside them.
 # Then carry BUNDLE_DIR to the node and run: sh BUNDLE_DIR/gpu-node-check.sh BUNDLE_DIR
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,5 +27,6 @@ cp "$top"/build/cplab-*.tar.gz "$bundle/"
 (cd "$bundle/debs" && apt-get download $packages >/dev/null)
 for deb in "$bundle"/debs/*.deb; do dpkg -x "$deb" "$bundle/sysroot"; done
 rm -rf "$bundle/debs"
-cp "$top/tools/gpu-node-check.sh" "$top/tools/gpu-kernel-prof.sh" "$top/tools/gpu-kernel-versions.sh" "$bundle/"
+cp "$top/tools/gpu-node-check.sh" "$top/tools/gpu-kernel-prof.sh" "$top/tools/gpu-kernel-versions.sh" \
+  "$top/tools/gpu-kernel-ncu.sh" "$bundle/"
 du -sh "$bundle"

@@ -1,14 +1,14 @@
 #!/bin/sh
-# Session 29, call O: not run (the session's last 288 s of device time were too few for a start); for the
-# next session. On the tree as landed (cfc29f9: the ranking by whole 4-key steps and the list by words),
-# three versions of kernels/topk_bins.cuh, each from a patch in this folder (emulated indexer test passes):
+# Session 29, call O: not run then (the session's last 288 s of device time were too few for a start); run in
+# session 30, its ncu step by tools/gpu-kernel-ncu.sh (made in session 30 from the steps callL/callM ran
+# inline). On the tree as landed (cfc29f9: the ranking by whole 4-key steps and the list by words), three versions of kernels/topk_bins.cuh, each from a patch in this folder (emulated indexer test passes):
 #   v2       the ranking's bin without topk_bin_key's floor test (every winner lies above the floor);
 #   fbins    the bins made and counted as the list is written from the mask (no pass of their own over the
 #            list, one barrier fewer);
 #   v2fbins  both.
 # 1. three interleaved rounds of tree, v2, fbins, v2fbins (tools/gpu-kernel-versions.sh, --no-ceilings);
 # 2. ncu of v2fbins's prefill top-k, 4096 x 32768 ($KB: the last-built version; NVCC_EXTRA=-lineinfo),
-#    details page and SASS page (tools/ncu-sass-phases.py);
+#    details page and SASS page (tools/gpu-kernel-ncu.sh; the page read by tools/ncu-sass-phases.py);
 # 3. the GPU indexer test on v2fbins (its file copied in, the test rebuilt, the tree's put back).
 # Prepare: sh tools/gpu-bundle.sh (trim the tarball's bench/results as the earlier folders say); then
 #   for v in v2 fbins v2fbins; do mkdir -p gpu-bundle/v/$v && cp kernels/topk_bins.cuh gpu-bundle/v/$v/ &&
@@ -25,16 +25,7 @@ KV_FILE=kernels/topk_bins.cuh KV_VERSIONS="tree=. v2=v/v2 fbins=v/fbins v2fbins=
   timeout 400 sh "$B/gpu-kernel-versions.sh" >"$OUT/versions.log" 2>&1; echo "versions rc $? at $(( $(date +%s) - T0 )) s"
 for f in "$OUT"/*-[123].json; do python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sys.argv[1].split("/")[-1], " ".join("%s=%.2f/%s" % (e["case"], e.get("median_us", -1), e["check"]["ok"]) for e in d["entries"]))' "$f"; done
 save
-c=topk-4k-32k
-timeout 60 ncu -k regex:topk_kernel -c 1 --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats \
-  --section SourceCounters --section InstructionStats --section MemoryWorkloadAnalysis --section SchedulerStats \
-  -o "$OUT/$c" "$KB" --kernel topk_prefill --case "$c" --reps 1 --warmup 0 --no-ceilings >"$OUT/ncu-$c.log" 2>&1
-echo "$c ncu rc $? at $(( $(date +%s) - T0 )) s"
-ncu --import "$OUT/$c.ncu-rep" >"$OUT/ncu-$c.txt" 2>&1
-ncu --import "$OUT/$c.ncu-rep" --page source --print-source sass --csv >"$OUT/sass-$c.csv" 2>"$OUT/sass-$c.err"
-gzip -9 "$OUT/sass-$c.csv"
-[ "$(stat -c %s "$OUT/sass-$c.csv.gz")" -gt 10000 ] && rm -f "$OUT/$c.ncu-rep"
-grep -E "Duration|Warp Cycles Per Issued|Issued Warp|Executed Instructions  |Registers Per|No Eligible" "$OUT/ncu-$c.txt" | head -8
+NCU_TIMEOUT=60 sh "$B/gpu-kernel-ncu.sh" topk_prefill topk-4k-32k topk_kernel; echo "ncu rc $? at $(( $(date +%s) - T0 )) s"
 save
 mkdir -p "$OUT/tree" && cp kernels/topk_bins.cuh "$OUT/tree/" && cp "$B/v/v2fbins/topk_bins.cuh" kernels/
 make -j16 tests/gpu/test_gpu_indexer >"$OUT/build-tests.log" 2>&1; echo "build tests rc $?"
