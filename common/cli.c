@@ -1,6 +1,7 @@
 /* Shared command-line options: see include/cplab/cli.h. */
 #include "cplab/cli.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -92,6 +93,24 @@ int cplab_cli_parse_int(const char *name, const char *arg, int64_t lo, int64_t h
                arg);
   *out = (int64_t)v;
   return 0;
+}
+
+const char *const cplab_cli_backends[] = {"single", "nccl", NULL};
+
+int cplab_cli_parse_choice(const char *name, const char *arg, const char *const *choices, int *index, cplab_diag *d) {
+  int n = 0;
+  for (; choices[n]; n++)
+    if (strcmp(arg, choices[n]) == 0) {
+      if (index) *index = n;
+      return 0;
+    }
+  char list[256];
+  size_t used = 0;
+  list[0] = '\0';
+  for (int i = 0; i < n && used < sizeof list; i++)
+    used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ",
+                             choices[i]);
+  CPLAB_FAIL(d, CPLAB_EUSAGE, "%s %s: expected %s", name, arg, list);
 }
 
 int cplab_cli_parse(int argc, char **argv, const char *shortopts, const struct option *longopts, cplab_cli *cli,

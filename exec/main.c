@@ -49,14 +49,14 @@ typedef struct exec_args {
 static int exec_option(void *ctx, int opt, const char *arg, cplab_diag *d) {
   exec_args *a = ctx;
   switch (opt) {
-  case OPT_BACKEND:
-    if (strcmp(arg, "single") == 0) a->nccl = 0;
-    else if (strcmp(arg, "nccl") == 0) a->nccl = 1;
-    else CPLAB_FAIL(d, CPLAB_EUSAGE, "--backend %s: expected single or nccl", arg);
+  case OPT_BACKEND: {
+    int rc = cplab_cli_parse_choice("--backend", arg, cplab_cli_backends, &a->nccl, d);
+    if (rc) return rc;
 #ifndef CPLAB_EXEC_NCCL
     if (a->nccl) CPLAB_FAIL(d, CPLAB_EUNSUPPORTED, "--backend nccl: this build has no NCCL (configure --with-nccl)");
 #endif
     return 0;
+  }
   case OPT_PLANS_ONLY: a->plans_only = 1; return 0;
   case OPT_LAYERS: a->layers = arg; return 0;
   default: CPLAB_FAIL(d, CPLAB_EINTERNAL, "option code %d has no handler", opt);

@@ -133,11 +133,7 @@ static int option(void *ctx, int opt, const char *arg, cplab_diag *d) {
     if (a->num_tables == MAX_TABLES) CPLAB_FAIL(d, CPLAB_EUSAGE, "--table: at most %d", MAX_TABLES);
     a->tables[a->num_tables++] = arg;
     return 0;
-  case OPT_BACKEND:
-    if (strcmp(arg, "single") != 0 && strcmp(arg, "nccl") != 0)
-      CPLAB_FAIL(d, CPLAB_EUSAGE, "--backend %s: expected single or nccl", arg);
-    a->backend = arg;
-    return 0;
+  case OPT_BACKEND: a->backend = arg; return cplab_cli_parse_choice("--backend", arg, cplab_cli_backends, NULL, d);
   case OPT_BATCH: return cplab_cli_parse_int("--batch", arg, 1, 4096, &a->batch, d);
   case OPT_OUT_TOKENS: return cplab_cli_parse_int("--out-tokens", arg, 1, 4096, &a->out_tokens, d);
   case OPT_LAYERS: return cplab_cli_parse_int("--layers", arg, 1, 1000, &a->layers, d);

@@ -123,16 +123,12 @@ static int bench_option(void *ctx, int opt, const char *arg, cplab_diag *d) {
   case OPT_DRY_RUN: a->dry_run = 1; return 0;
   case OPT_NO_PLOTS: a->no_plots = 1; return 0;
   case OPT_MODEL_SET: a->model_set = arg; return 0;
-  case OPT_GEMM:
-    if (strcmp(arg, "bf16") != 0 && strcmp(arg, "fp8") != 0)
-      CPLAB_FAIL(d, CPLAB_EUSAGE, "--gemm %s: expected bf16 or fp8", arg);
+  case OPT_GEMM: {
+    static const char *const gemms[] = {"bf16", "fp8", NULL};
     a->gemm = arg;
-    return 0;
-  case OPT_BACKEND:
-    if (strcmp(arg, "single") != 0 && strcmp(arg, "nccl") != 0)
-      CPLAB_FAIL(d, CPLAB_EUSAGE, "--backend %s: expected single or nccl", arg);
-    a->backend = arg;
-    return 0;
+    return cplab_cli_parse_choice("--gemm", arg, gemms, NULL, d);
+  }
+  case OPT_BACKEND: a->backend = arg; return cplab_cli_parse_choice("--backend", arg, cplab_cli_backends, NULL, d);
   case OPT_REPS: return cplab_cli_parse_int("--reps", arg, 1, 100000, &a->reps, d);
   case OPT_WARMUP: return cplab_cli_parse_int("--warmup", arg, 0, 1000, &a->warmup, d);
   case OPT_LAYERS: return cplab_cli_parse_int("--layers", arg, 1, 1000, &a->layers, d);

@@ -107,6 +107,13 @@ int cplab_parse_u64(const char *text, uint64_t *out);
 /* An option's integer argument in [lo, hi] (lo >= 0): CPLAB_EUSAGE
  * "NAME: expected an integer in [lo, hi], got 'ARG'" otherwise. */
 int cplab_cli_parse_int(const char *name, const char *arg, int64_t lo, int64_t hi, int64_t *out, cplab_diag *d);
+/* An option's argument that must be one of choices (NULL-terminated, at
+ * least one): *index (where index is not NULL) its position; CPLAB_EUSAGE
+ * "NAME ARG: expected A, B or C" otherwise (*index untouched). */
+int cplab_cli_parse_choice(const char *name, const char *arg, const char *const *choices, int *index, cplab_diag *d);
+/* --backend's choices (cplab-exec, cplab-bench, cplab-model): the
+ * single-device backend, then NCCL. */
+extern const char *const cplab_cli_backends[];
 /* 1 when an MPI launcher started this process (Open MPI's mpirun or a PMI
  * launcher set its variables): the programs then call MPI_Init; 0 for a
  * plain start, which must not (a singleton MPI start needs no launcher, but

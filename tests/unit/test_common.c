@@ -152,6 +152,28 @@ static void test_cli_parse(void **state) {
     assert_non_null(strstr(e.msg, "--reps: expected an integer in [1, 100], got '"));
   }
   assert_true(v == 20);
+  /* One of a list: its position, or every choice named in the error. */
+  static const char *const three[] = {"bf16", "fp8", "fp4", NULL}, *const one[] = {"only", NULL};
+  int at = -1;
+  assert_int_equal(cplab_cli_parse_choice("--gemm", "fp4", three, &at, &d), 0);
+  assert_int_equal(at, 2);
+  assert_int_equal(cplab_cli_parse_choice("--gemm", "bf16", three, NULL, &d), 0);
+  assert_int_equal(cplab_cli_parse_choice("--backend", "nccl", cplab_cli_backends, &at, &d), 0);
+  assert_int_equal(at, 1);
+  const char *bad_choices[] = {"", "FP8", "fp", "fp8 ", "nccl"};
+  for (size_t i = 0; i < sizeof bad_choices / sizeof bad_choices[0]; i++) {
+    cplab_diag e = {0};
+    char want[128];
+    snprintf(want, sizeof want, "--gemm %s: expected bf16, fp8 or fp4", bad_choices[i]);
+    assert_int_equal(cplab_cli_parse_choice("--gemm", bad_choices[i], three, &at, &e), CPLAB_EUSAGE);
+    assert_string_equal(e.msg, want);
+  }
+  assert_int_equal(at, 1);
+  cplab_diag e1 = {0}, e2 = {0};
+  assert_int_equal(cplab_cli_parse_choice("--x", "y", one, NULL, &e1), CPLAB_EUSAGE);
+  assert_string_equal(e1.msg, "--x y: expected only");
+  assert_int_equal(cplab_cli_parse_choice("--backend", "gloo", cplab_cli_backends, NULL, &e2), CPLAB_EUSAGE);
+  assert_string_equal(e2.msg, "--backend gloo: expected single or nccl");
   /* A launcher's variables, each alone, mean "under mpirun"; none means a plain start. */
   static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK"};
   for (size_t i = 0; i < 3; i++) assert_int_equal(unsetenv(vars[i]), 0);
