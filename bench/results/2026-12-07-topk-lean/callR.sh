@@ -6,7 +6,7 @@
 #    copied in (chosen.txt) with lean.patch's test (a prefill case of 16 rows an SM and more, so that the
 #    lean kernel and the rare-rows kernel run on the GPU too): the GPU indexer test on it;
 # 3. on it, issue 21's top-k, merge, conversion and decode-logits kernels with their PyTorch peer and the
-#    card's ceilings (bench/run-gpu-kernels.sh, the 22 cases of ../2026-12-06-issue21-kernels-h100/call.sh);
+#    card's ceilings (bench/run-gpu-kernels.sh, the 22 cases of ../2026-12-06-issue21-kernels-h100/);
 # 4. where the call's time allows, ncu of its prefill top-k, 4096 x 32768 (tools/gpu-kernel-ncu.sh).
 # Prepare: sh tools/gpu-bundle.sh (trim the tarball's bench/results and tests/golden-gpu), then
 #   sh bench/results/2026-12-07-topk-lean/prep.sh
@@ -43,12 +43,8 @@ make -j16 bench/cplab-kernel-bench tests/gpu/test_gpu_indexer >"$OUT/build-chose
 timeout 170 ./tests/gpu/test_gpu_indexer >"$OUT/test_gpu_indexer-$best.txt" 2>&1; at "test_gpu_indexer ($best) rc $?"
 tail -1 "$OUT/test_gpu_indexer-$best.txt"; grep "^FAIL" "$OUT/test_gpu_indexer-$best.txt" | cut -c1-200
 save
-C=topk-4k-32k,topk-8k-32k,topk-4k-causal-32k
-C=$C,topk-decode-b1-32k,topk-decode-b16-32k,topk-decode-b1-128k,topk-decode-b64-128k,topk-decode-b128-32k
-C=$C,topk-decode-convert-b1-32k,topk-decode-convert-b16-32k,topk-decode-convert-b64-128k,topk-decode-convert-b128-32k
-C=$C,topk-merge-dcp4-b64-128k,topk-merge-dcp8-b128-128k,topk-merge-convert-dcp4-b64-128k,topk-merge-convert-dcp8-b128-128k
-C=$C,convert-decode-b64-dcp4,convert-decode-b128-dcp8
-C=$C,dlogits-h64-b1-32k,dlogits-h64-b16-32k,dlogits-h32-b16-32k,dlogits-h64-b64-32k
+C=$(python3 -c 'import json,sys; print(",".join(c["case"] for c in json.load(open(sys.argv[1]))["cases"]))' \
+  "$B/issue21-cases.json") # (2026-12-06-issue21-kernels-h100's 22 cases, from its cases.json: prep.sh)
 PEER_TIMEOUT=90 KERNEL_TIMEOUT=120 timeout 200 sh bench/run-gpu-kernels.sh . "$OUT/kb" --case "$C" --check-rows 2 \
   >"$OUT/kernels.log" 2>&1; at "kernels rc $?"
 tail -3 "$OUT/kernels.log"

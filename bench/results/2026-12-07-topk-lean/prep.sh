@@ -4,7 +4,7 @@
 #   lean         lean.patch: kernels/topk.cu, topk_bins.cuh, topk_block.cuh
 #   leanv2fbins  ../2026-12-07-topk-rank-pad/v2fbins.patch, then lean.patch
 # and gpu-bundle/v/test_gpu_indexer.c (lean.patch's test: at least 16 rows an SM in tk_many_rows), then
-# copies callR.sh into gpu-bundle/.
+# copies callR.sh and the case list of ../2026-12-06-issue21-kernels-h100/ (its cases.json) into gpu-bundle/.
 set -eu
 here=bench/results/2026-12-07-topk-lean
 for v in lean leanv2fbins; do
@@ -18,4 +18,5 @@ for v in lean leanv2fbins; do
   rm -rf "$t"
 done
 cp "$here/callR.sh" gpu-bundle/
+cp bench/results/2026-12-06-issue21-kernels-h100/cases.json gpu-bundle/issue21-cases.json
 ls -R gpu-bundle/v
