@@ -10,6 +10,8 @@
 # 4. where the call's time allows, ncu of its prefill top-k, 4096 x 32768 (tools/gpu-kernel-ncu.sh).
 # Prepare: sh tools/gpu-bundle.sh (trim the tarball's bench/results and tests/golden-gpu), then
 #   sh bench/results/2026-12-07-topk-lean/prep.sh
+# Where the call has less than 600 s, ROUNDS=2 (fewer rounds of step 1) and VERSIONS="tree=. lean=v/lean"
+# (fewer versions) in front.
 # Run: NVCC_EXTRA=-lineinfo FINAL=$OUT sh gpu-bundle/gpu-kernel-prof.sh gpu-bundle gpu-bundle/callR.sh
 set -u
 T0=$(date +%s)
@@ -17,7 +19,7 @@ B=$(cd "$(dirname "$0")" && pwd)
 at() { echo "$1 at $(( $(date +%s) - T0 )) s"; }
 save() { [ -n "${FINAL:-}" ] && tar czf "$FINAL/part.tar.gz" -C "$OUT" . ; }
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem,power.limit --format=csv,noheader | tee "$OUT/gpu.txt"
-KV_FILE=kernels/topk_bins.cuh KV_VERSIONS="tree=. lean=v/lean leanv2fbins=v/leanv2fbins" KV_ROUNDS=3 \
+KV_FILE=kernels/topk_bins.cuh KV_VERSIONS=${VERSIONS:-"tree=. lean=v/lean leanv2fbins=v/leanv2fbins"} KV_ROUNDS=${ROUNDS:-3} \
   KV_ARGS="--case topk-4k-32k,topk-8k-32k,topk-4k-causal-32k,topk-decode-b1-32k,topk-decode-b64-128k" \
   timeout 230 sh "$B/gpu-kernel-versions.sh" >"$OUT/versions.log" 2>&1; at "versions rc $?"
 for f in "$OUT"/*-[123].json; do python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sys.argv[1].split("/")[-1], " ".join("%s=%.1f/%s" % (e["case"], e.get("median_us", -1), e["check"]["ok"]) for e in d["entries"]))' "$f"; done
