@@ -1088,8 +1088,15 @@ static void tk_cluster(uint64_t *rng) {
  * launchers: staged prefill-like rows (causal ranges) and long decode-like
  * rows (split where the device allows it, else the global path). */
 static void tk_many_rows(uint64_t *rng) {
-  int big = kt_model_size("topk: 2048 rows of 32768 and 150 rows of 131072 columns (300 and 40 in the emulation)");
-  int64_t m1 = big ? 2048 : 300, n1 = 32768, m2 = big ? 150 : 40, n2 = 131072;
+  int big = kt_model_size("topk: 2048 rows of 32768 (at least 16 an SM) and 150 rows of 131072 columns (300 and 40 in "
+                          "the emulation)");
+  cplab_device_facts f;
+  kt_ok(cplab_device_facts_get(&f, kt_diag()), "cplab_device_facts_get");
+  /* 16 rows an SM or more, so that every persistent block stages and ranks many rows in turn, the common rows
+   * (kind 2) between rare ones: every fifth row of a random kind, rows with an over-full bin above b*, short
+   * causal ranges */
+  int64_t m1 = big ? (16 * (int64_t)f.sm_count + 64 > 2048 ? 16 * (int64_t)f.sm_count + 64 : 2048) : 300;
+  int64_t n1 = 32768, m2 = big ? 150 : 40, n2 = 131072;
   float *logits = kt_host((size_t)(m1 * n1) * sizeof *logits);
   int32_t *ks = kt_host((size_t)m1 * 4), *ke = kt_host((size_t)m1 * 4);
   int32_t *idx = kt_host((size_t)m1 * 2048 * 4);
@@ -1097,6 +1104,8 @@ static void tk_many_rows(uint64_t *rng) {
   for (int64_t r = 0; r < m1; r++) {
     int kind = r % 5 == 4 ? (int)kt_int(rng, 0, TK_KINDS - 1) : 2;
     for (int64_t j = 0; j < n1; j++) logits[r * n1 + j] = tk_value(rng, kind);
+    if (r % 11 == 5) /* 400 copies of a value above the rest: a bin above b* too full to rank by counting (the sort) */
+      for (int i = 0; i < 400; i++) logits[r * n1 + kt_int(rng, 0, n1 - 1)] = 150.0f;
     ks[r] = r % 7 == 0 ? (int32_t)kt_int(rng, 0, 100) : 0;
     ke[r] = (int32_t)(r % 3 == 0 ? n1 : kt_int(rng, 1, n1)); /* causal: the token and the ones before */
   }
