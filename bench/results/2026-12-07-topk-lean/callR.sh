@@ -1,5 +1,5 @@
 #!/bin/sh
-# Session 30's call R, for the next session (no machine came in session 30): the lean rows kernel and the
+# Session 30's call R, run in session 31 (callR/, README.md): the lean rows kernel and the
 # rare-rows kernel (lean.patch), alone and on top of v2fbins (../2026-12-07-topk-rank-pad/), against the tree.
 # 1. three interleaved rounds of tree, lean and leanv2fbins (tools/gpu-kernel-versions.sh, --no-ceilings);
 # 2. the version with the least sum over the rounds of the three prefill cases' medians, every check exact,
