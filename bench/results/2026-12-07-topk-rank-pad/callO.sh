@@ -15,12 +15,13 @@
 #     (cd gpu-bundle/v/$v && patch -p2 < ../../../bench/results/2026-12-07-topk-rank-pad/$v.patch); done
 #   cp this script into gpu-bundle/. Run:
 #   NVCC_EXTRA=-lineinfo FINAL=$OUT sh gpu-bundle/gpu-kernel-prof.sh gpu-bundle gpu-bundle/callO.sh
+#   (ROUNDS=2 and VERSIONS="tree=. v2fbins=v/v2fbins" in front where the call has less than 600 s.)
 set -u
 T0=$(date +%s)
 B=$(cd "$(dirname "$0")" && pwd)
 save() { [ -n "${FINAL:-}" ] && tar czf "$FINAL/part.tar.gz" -C "$OUT" . ; }
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv,noheader | tee "$OUT/gpu.txt"
-KV_FILE=kernels/topk_bins.cuh KV_VERSIONS="tree=. v2=v/v2 fbins=v/fbins v2fbins=v/v2fbins" KV_ROUNDS=3 \
+KV_FILE=kernels/topk_bins.cuh KV_VERSIONS=${VERSIONS:-"tree=. v2=v/v2 fbins=v/fbins v2fbins=v/v2fbins"} KV_ROUNDS=${ROUNDS:-3} \
   KV_ARGS="--case topk-4k-32k,topk-8k-32k,topk-4k-causal-32k,topk-decode-b1-32k,topk-decode-b64-128k" \
   timeout 400 sh "$B/gpu-kernel-versions.sh" >"$OUT/versions.log" 2>&1; echo "versions rc $? at $(( $(date +%s) - T0 )) s"
 for f in "$OUT"/*-[123].json; do python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sys.argv[1].split("/")[-1], " ".join("%s=%.2f/%s" % (e["case"], e.get("median_us", -1), e["check"]["ok"]) for e in d["entries"]))' "$f"; done
