@@ -11,9 +11,7 @@
 #    details page and SASS page (tools/gpu-kernel-ncu.sh; the page read by tools/ncu-sass-phases.py);
 # 3. the GPU indexer test on v2fbins (its file copied in, the test rebuilt, the tree's put back).
 # Prepare: sh tools/gpu-bundle.sh (trim the tarball's bench/results as the earlier folders say); then
-#   for v in v2 fbins v2fbins; do mkdir -p gpu-bundle/v/$v && cp kernels/topk_bins.cuh gpu-bundle/v/$v/ &&
-#     (cd gpu-bundle/v/$v && patch -p2 < ../../../bench/results/2026-12-07-topk-rank-pad/$v.patch); done
-#   cp this script into gpu-bundle/. Run:
+#   sh bench/results/2026-12-07-topk-rank-pad/prep.sh (the versions in gpu-bundle/v/, this script copied). Run:
 #   NVCC_EXTRA=-lineinfo FINAL=$OUT sh gpu-bundle/gpu-kernel-prof.sh gpu-bundle gpu-bundle/callO.sh
 #   (ROUNDS=2 and VERSIONS="tree=. v2fbins=v/v2fbins" in front where the call has less than 600 s.)
 set -u
