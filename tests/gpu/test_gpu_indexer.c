@@ -1095,7 +1095,7 @@ static void tk_many_rows(uint64_t *rng) {
   /* 16 rows an SM or more, so that every persistent block stages and ranks many rows in turn, the common rows
    * (kind 2) between rare ones: every fifth row of a random kind, rows with an over-full bin above b*, short
    * causal ranges */
-  int64_t m1 = big ? (16 * (int64_t)f.sm_count + 64 > 2048 ? 16 * (int64_t)f.sm_count + 64 : 2048) : 300;
+  int64_t many = 16 * (int64_t)f.sm_count + 64, m1 = big ? (many > 2048 ? many : 2048) : 300;
   int64_t n1 = 32768, m2 = big ? 150 : 40, n2 = 131072;
   float *logits = kt_host((size_t)(m1 * n1) * sizeof *logits);
   int32_t *ks = kt_host((size_t)m1 * 4), *ke = kt_host((size_t)m1 * 4);
